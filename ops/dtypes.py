@@ -1,0 +1,35 @@
+"""The one place for the element-type policy: what dtypes the operators take, and how they accumulate.
+
+Every operator accumulates in float32 and returns its input dtype (unless an operator documents an
+``out_dtype``). bfloat16 travels through ``ml_dtypes``, which the IREE runtime exchanges natively.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+# numpy dtype name -> MLIR element type
+MLIR_ELEMENT_TYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+ACCUMULATOR = "f32"
+SUPPORTED = tuple(MLIR_ELEMENT_TYPES)
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def dtype_name(dtype) -> str:
+    """Canonical name ('float16', 'bfloat16', ...) of anything numpy or ml_dtypes calls a dtype."""
+    return np.dtype(dtype).name
+
+
+def mlir_element_type(name: str) -> str:
+    return MLIR_ELEMENT_TYPES[name]
+
+
+def store_cast(value: str, to_type: str) -> str:
+    """The MLIR op that turns an f32 accumulator value into the stored element type (empty for f32)."""
+    if to_type == ACCUMULATOR:
+        return ""
+    return f"arith.truncf {value} : {ACCUMULATOR} to {to_type}"

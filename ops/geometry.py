@@ -1,0 +1,98 @@
+"""Shape and padding algebra of strided, dilated, padded windows: small pure functions, no IREE.
+
+Notation along one spatial axis (the forward convolution or pooling window):
+
+    s*o + d*f = i + p_lo        (s stride, d dilation, p_lo low padding)
+
+``o`` is an output position, ``f`` a filter tap, ``i`` an input position. Every backward operator in
+this package is this identity read in another direction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Ceiling of a / b for b > 0, for negative a too."""
+    return -((-a) // b)
+
+
+def conv_output_size(in_size: int, window: int, stride: int, dilation: int, pad_lo: int, pad_hi: int) -> int:
+    """Forward output length: floor((in + p_lo + p_hi - d*(window-1) - 1) / s) + 1 (may be <= 0)."""
+    span = dilation * (window - 1) + 1
+    return (in_size + pad_lo + pad_hi - span) // stride + 1
+
+
+@dataclass(frozen=True)
+class PhaseAxis:
+    """One spatial axis of one stride phase of a backward-data convolution.
+
+    The phase holds the input positions ``i = s*m + residue - p_lo`` (``m = first_row .. first_row+rows-1``)
+    and the filter taps ``f = first_tap + tap_step*t`` (``t = 0 .. taps-1``). On those, the identity becomes
+
+        o = m - tap_shift - sub_dilation*t,   with d*first_tap = residue + s*tap_shift
+
+    so the phase is a stride-1 convolution with dilation ``sub_dilation`` of the output gradient,
+    padded by ``grad_out_pad``, with the taps flipped (``u = taps-1-t``): no multiply-add touches
+    an inserted zero.
+    """
+
+    first_tap: int
+    tap_step: int
+    taps: int
+    sub_dilation: int
+    residue: int
+    tap_shift: int
+    first_row: int
+    rows: int
+    grad_in_offset: int
+    grad_out_pad: tuple[int, int]  # (low, high); negative means "crop that many"
+
+    @property
+    def flipped_first_tap(self) -> int:
+        """Filter tap read at u = 0 of the flipped sub-filter: first_tap + tap_step*(taps-1)."""
+        return self.first_tap + self.tap_step * (self.taps - 1)
+
+
+def bwd_data_phases(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> list[PhaseAxis]:
+    """The stride phases of one axis that receive at least one tap (CK's YTilde decomposition).
+
+    With g = gcd(s, d) there are s/g tap classes ``f = first_tap mod (s/g)``; each class reaches
+    exactly the input positions with ``(i + p_lo) mod s == (d*first_tap) mod s``. Positions in no
+    class, and classes with no taps or no rows, stay zero.
+    """
+    g = math.gcd(stride, dilation)
+    tap_step = stride // g
+    sub_dilation = dilation // g
+    phases = []
+    for first_tap in range(min(tap_step, window)):
+        taps = ceil_div(window - first_tap, tap_step)
+        tap_shift, residue = divmod(dilation * first_tap, stride)
+        first_row = ceil_div(pad_lo - residue, stride)
+        last_row = (in_size - 1 + pad_lo - residue) // stride
+        rows = last_row - first_row + 1
+        if rows <= 0:
+            continue
+        # grad_out index read at (m, u): o = m - tap_shift - sub_dilation*(taps-1-u); padded index j = (m - first_row) + sub_dilation*u.
+        pad_low = tap_shift + sub_dilation * (taps - 1) - first_row
+        padded_len = rows + sub_dilation * (taps - 1)
+        pad_high = padded_len - pad_low - out_size
+        if padded_len - max(0, pad_low) - max(0, pad_high) <= 0:
+            continue  # every tap of this phase lands in padding: the phase contributes nothing
+        phases.append(
+            PhaseAxis(
+                first_tap=first_tap,
+                tap_step=tap_step,
+                taps=taps,
+                sub_dilation=sub_dilation,
+                residue=residue,
+                tap_shift=tap_shift,
+                first_row=first_row,
+                rows=rows,
+                grad_in_offset=stride * first_row + residue - pad_lo,
+                grad_out_pad=(pad_low, pad_high),
+            )
+        )
+    return phases

@@ -1,0 +1,136 @@
+"""Running compiled modules through the IREE runtime: devices, loaded modules, arrays in and out.
+
+Each (problem, target, device) is rendered, found or compiled, and loaded once; later calls go
+straight to the loaded function. NumPy inputs give a NumPy result; when any input is an IREE
+``DeviceArray`` the result stays on the device as a ``DeviceArray``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+import iree.runtime as rt
+
+from . import compiler, dtypes, targets
+from .validation import check, check_type
+
+_lock = threading.Lock()
+_devices: dict[str, rt.HalDevice] = {}
+_functions: dict[tuple, Callable] = {}
+_instance: rt.VmInstance | None = None
+stats = {"loads": 0}
+
+_HAL_ELEMENT_TYPES = {
+    "float32": rt.HalElementType.FLOAT_32,
+    "float16": rt.HalElementType.FLOAT_16,
+    "bfloat16": rt.HalElementType.BFLOAT_16,
+    "int64": rt.HalElementType.SINT_64,
+    "int32": rt.HalElementType.SINT_32,
+}
+
+
+def get_device(driver: str) -> rt.HalDevice:
+    """The one HalDevice this process uses for ``driver`` (created on first use)."""
+    with _lock:
+        if driver not in _devices:
+            try:
+                _devices[driver] = rt.get_device(driver)
+            except Exception as error:  # the runtime's own message says which driver is missing
+                raise RuntimeError(f"IREE could not open device {driver!r}: {error}") from error
+        return _devices[driver]
+
+
+def _driver_of(device: rt.HalDevice) -> str | None:
+    return next((name for name, known in _devices.items() if known is device), None)
+
+
+def resolve_device(op: str, arrays: list, device: str | None) -> str:
+    """The driver a call runs on: ``device`` if given, else that of its DeviceArray inputs, else local-task."""
+    on_device = [a for a in arrays if isinstance(a, rt.DeviceArray)]
+    drivers = set()
+    for array in on_device:
+        driver = _driver_of(array._device)
+        check(
+            driver is not None,
+            f"{op}: a DeviceArray input lives on a device this package did not open; create inputs with "
+            "ops.to_device(array, device=...) so the call can find its device",
+        )
+        drivers.add(driver)
+    check(len(drivers) <= 1, f"{op}: the DeviceArray inputs live on different devices: {sorted(drivers)}")
+    if device is not None:
+        targets.target_for_device(device)  # checks the name
+        check(
+            not drivers or drivers == {device},
+            f"{op}: device={device!r}, but the DeviceArray inputs live on {drivers.pop()!r}",
+        )
+        return device
+    return drivers.pop() if drivers else targets.DEFAULT_DEVICE
+
+
+def to_device(array, device: str = targets.DEFAULT_DEVICE) -> rt.DeviceArray:
+    """Copy a NumPy array to ``device`` once, for chaining calls without host round trips."""
+    return rt.asdevicearray(get_device(device), np.ascontiguousarray(array))
+
+
+def empty(shape, dtype: str, device: str) -> rt.DeviceArray:
+    """An uninitialized device array (the destination of a call)."""
+    hal_device = get_device(device)
+    size = int(np.prod(shape)) * dtypes.numpy_dtype(dtype).itemsize
+    buffer = hal_device.allocator.allocate_buffer(
+        memory_type=rt.MemoryType.DEVICE_LOCAL,
+        allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
+        allocation_size=max(size, 1),
+    )
+    view = rt.HalBufferView(buffer, list(shape), _HAL_ELEMENT_TYPES[dtype])
+    return rt.DeviceArray(hal_device, view)
+
+
+def _load(spec: compiler.ModuleSpec, driver: str) -> Callable:
+    global _instance
+    vmfb = compiler.find_or_compile(spec)
+    hal_device = get_device(driver)
+    with _lock:
+        if _instance is None:
+            _instance = rt.VmInstance()
+        module = rt.VmModule.mmap(_instance, str(vmfb))
+        context = rt.SystemContext(vm_modules=[module], config=rt.Config(device=hal_device))
+        stats["loads"] += 1
+    return context.modules.module[spec.name]
+
+
+def function_for(problem, render_mlir: Callable, driver: str, extra_flags: tuple[str, ...] = ()) -> Callable:
+    """The loaded entry point of ``problem``'s module on ``driver``: rendered, compiled and loaded once."""
+    target = targets.target_for_device(driver)
+    cache_key = (problem, str(target), driver, extra_flags)
+    function = _functions.get(cache_key)
+    if function is None:
+        spec = compiler.ModuleSpec(problem.name, render_mlir(problem), target, extra_flags)
+        function = _load(spec, driver)
+        _functions[cache_key] = function
+    return function
+
+
+def _check_out(op: str, out, shape, dtype: str, driver: str) -> None:
+    check_type(isinstance(out, rt.DeviceArray), f"{op}: out must be an IREE DeviceArray, but got {type(out).__name__}")
+    got_shape, got_dtype = tuple(int(s) for s in out.shape), dtypes.dtype_name(out.dtype)
+    check(got_shape == tuple(shape), f"{op}: out has shape {got_shape}, but the result has shape {tuple(shape)}")
+    check(got_dtype == dtype, f"{op}: out has dtype {got_dtype}, but the result has dtype {dtype}")
+    check(_driver_of(out._device) == driver, f"{op}: out lives on another device than {driver!r}")
+
+
+def run(problem, render_mlir: Callable, inputs: list, *, result_shape, result_dtype: str, device=None, out=None):
+    """Run ``problem`` on ``inputs``; returns a NumPy array, or a DeviceArray when any input or ``out`` is one."""
+    driver = resolve_device(problem.op, [*inputs, *([out] if out is not None else [])], device)
+    function = function_for(problem, render_mlir, driver)
+    if out is None:
+        destination = empty(result_shape, result_dtype, driver)
+    else:
+        _check_out(problem.op, out, result_shape, result_dtype, driver)
+        destination = out
+    arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
+    result = function(*arguments, destination)
+    keep_on_device = out is not None or any(isinstance(a, rt.DeviceArray) for a in inputs)
+    return result if keep_on_device else result.to_host()

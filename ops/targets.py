@@ -1,0 +1,87 @@
+"""Compile targets, and which IREE runtime driver runs each.
+
+A target is written ``backend[:arch]``: ``llvm-cpu`` (this host's CPU), ``rocm:gfx942`` (also ``gfx90a``,
+``gfx1100``), ``cuda:sm_80``. A call's ``device`` (an IREE driver name) picks the target:
+``local-task``/``local-sync`` -> ``llvm-cpu``; ``hip`` -> ``rocm:$OPS_ROCM_ARCH`` (default gfx942);
+``cuda`` -> ``cuda:$OPS_CUDA_ARCH`` (default sm_80: IREE 3.13's CUDA target list stops at sm_89, and the
+driver JIT-compiles sm_80 PTX on newer GPUs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from .validation import check, check_type
+
+DEFAULT_DEVICE = "local-task"
+DEFAULT_ARCH = {"rocm": "gfx942", "cuda": "sm_80", "llvm-cpu": "host"}
+ARCH_ENV = {"rocm": "OPS_ROCM_ARCH", "cuda": "OPS_CUDA_ARCH"}
+KNOWN_ARCHS = {"rocm": ("gfx942", "gfx90a", "gfx1100", "gfx950"), "cuda": ("sm_80", "sm_86", "sm_89"), "llvm-cpu": ("host",)}
+DRIVER_BACKEND = {"local-task": "llvm-cpu", "local-sync": "llvm-cpu", "hip": "rocm", "cuda": "cuda"}
+BACKEND_DRIVER = {"llvm-cpu": "local-task", "rocm": "hip", "cuda": "cuda"}
+
+
+@dataclass(frozen=True)
+class Target:
+    backend: str
+    arch: str
+
+    def __str__(self) -> str:
+        return self.backend if self.backend == "llvm-cpu" else f"{self.backend}:{self.arch}"
+
+    @property
+    def driver(self) -> str:
+        return BACKEND_DRIVER[self.backend]
+
+    @property
+    def directory_name(self) -> str:
+        return str(self).replace(":", "-")
+
+    def compile_flags(self) -> list[str]:
+        if self.backend == "llvm-cpu":
+            return [
+                "--iree-hal-target-device=local",
+                "--iree-hal-local-target-device-backends=llvm-cpu",
+                "--iree-llvmcpu-target-cpu=host",
+            ]
+        if self.backend == "rocm":
+            return ["--iree-hal-target-device=hip", f"--iree-rocm-target={self.arch}"]
+        return ["--iree-hal-target-device=cuda", f"--iree-cuda-target={self.arch}"]
+
+    def machine_fingerprint(self) -> str:
+        """What besides the flags decides the code: for ``host`` CPU targets, which CPU this is."""
+        if self.backend != "llvm-cpu":
+            return ""
+        cpuinfo = Path("/proc/cpuinfo")
+        text = cpuinfo.read_text() if cpuinfo.exists() else ""
+        model = next((line for line in text.splitlines() if line.startswith("model name")), "")
+        flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+        return hashlib.sha256(f"{platform.machine()}|{model}|{flags}".encode()).hexdigest()[:16]
+
+
+def parse_target(text: str) -> Target:
+    check_type(isinstance(text, str), f"target must be a string such as 'rocm:gfx942', but got {text!r}")
+    backend, _, arch = text.partition(":")
+    check(backend in DEFAULT_ARCH, f"target backend must be one of {', '.join(DEFAULT_ARCH)}, but got {text!r}")
+    arch = arch or DEFAULT_ARCH[backend]
+    check(
+        backend != "llvm-cpu" or arch == "host",
+        f"llvm-cpu targets compile for this host's CPU only, but got {text!r}",
+    )
+    return Target(backend, arch)
+
+
+def target_for_device(device: str) -> Target:
+    check_type(isinstance(device, str), f"device must be an IREE driver name such as 'local-task', but got {device!r}")
+    driver = device.split("://", 1)[0]
+    check(
+        driver in DRIVER_BACKEND,
+        f"device must be one of {', '.join(DRIVER_BACKEND)} (an IREE driver name), but got {device!r}",
+    )
+    backend = DRIVER_BACKEND[driver]
+    arch = os.environ.get(ARCH_ENV.get(backend, ""), "") or DEFAULT_ARCH[backend]
+    return Target(backend, arch)

@@ -1,0 +1,92 @@
+"""Argument checks and normalization shared by every operator.
+
+Each public entry point normalizes its arguments here exactly once; internal code only ever sees the
+normalized tuples. Every failure is a ``ValueError`` (or ``TypeError`` for a wrong kind of object)
+whose message names the operator, the parameter, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Sequence
+
+
+def check(condition: bool, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``condition`` holds."""
+    if not condition:
+        raise ValueError(message)
+
+
+def check_type(condition: bool, message: str) -> None:
+    """Raise ``TypeError(message)`` unless ``condition`` holds."""
+    if not condition:
+        raise TypeError(message)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
+    """An int, or a sequence of ``rank`` ints, as a tuple of ``rank`` ints."""
+    if _is_int(value):
+        return (int(value),) * rank
+    check_type(
+        isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
+        f"{op}: {name} must be an int or a sequence of {rank} ints, but got {value!r}",
+    )
+    check(
+        len(value) == rank,
+        f"{op}: {name} must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
+    )
+    for item in value:
+        check_type(_is_int(item), f"{op}: {name} entries must be ints, but got {item!r} in {tuple(value)!r}")
+    return tuple(int(item) for item in value)
+
+
+def positive_int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
+    result = int_tuple(op, name, value, rank)
+    check(all(v >= 1 for v in result), f"{op}: {name} must be positive, but got {result!r}")
+    return result
+
+
+def padding_pairs(op: str, value, rank: int) -> tuple[tuple[int, int], ...]:
+    """``padding`` as one ``(low, high)`` pair per spatial dim.
+
+    Accepts an int (same on both sides of every dim), one int per dim (symmetric), or one
+    ``(low, high)`` pair per dim (CK's left/right pads).
+    """
+    if _is_int(value):
+        pairs = ((int(value), int(value)),) * rank
+    else:
+        check_type(
+            isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
+            f"{op}: padding must be an int, {rank} ints or {rank} (low, high) pairs, but got {value!r}",
+        )
+        check(
+            len(value) == rank,
+            f"{op}: padding must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
+        )
+        pairs = []
+        for item in value:
+            if _is_int(item):
+                pairs.append((int(item), int(item)))
+                continue
+            check_type(
+                isinstance(item, Sequence) and len(item) == 2 and all(_is_int(v) for v in item),
+                f"{op}: each padding entry must be an int or a (low, high) pair of ints, but got {item!r}",
+            )
+            pairs.append((int(item[0]), int(item[1])))
+        pairs = tuple(pairs)
+    check(all(lo >= 0 and hi >= 0 for lo, hi in pairs), f"{op}: padding must be non-negative, but got {pairs!r}")
+    return pairs
+
+
+def shape_tuple(op: str, name: str, value) -> tuple[int, ...]:
+    check_type(
+        isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(_is_int(v) for v in value),
+        f"{op}: {name} must be a sequence of ints, but got {value!r}",
+    )
+    result = tuple(int(v) for v in value)
+    check(all(v >= 1 for v in result), f"{op}: {name} must have positive sizes, but got {result!r}")
+    return result
