@@ -5,7 +5,7 @@
 """
 
 from .compiler import CompileError, MissingModuleError
-from .conv_bwd_data import conv_bwd_data
+from .operators.conv_bwd_data import conv_bwd_data
 from .runtime import to_device
 
 __all__ = ["conv_bwd_data", "to_device", "CompileError", "MissingModuleError"]

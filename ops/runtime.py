@@ -121,16 +121,28 @@ def _check_out(op: str, out, shape, dtype: str, driver: str) -> None:
     check(_driver_of(out._device) == driver, f"{op}: out lives on another device than {driver!r}")
 
 
-def run(problem, render_mlir: Callable, inputs: list, *, result_shape, result_dtype: str, device=None, out=None):
-    """Run ``problem`` on ``inputs``; returns a NumPy array, or a DeviceArray when any input or ``out`` is one."""
-    driver = resolve_device(problem.op, [*inputs, *([out] if out is not None else [])], device)
+def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tuple[int, ...], str]], device=None, out=None):
+    """Run ``problem``'s module on ``inputs``, writing ``results`` (shape, dtype) into destinations.
+
+    The module's function takes the inputs, then one destination per result (``iree.abi.output``).
+    ``out`` (a DeviceArray, or a tuple of them for several results) receives the results in place.
+    Returns a NumPy array (a tuple of them for several results), or DeviceArrays when any input or
+    ``out`` is a DeviceArray.
+    """
+    outs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+    check(
+        not outs or len(outs) == len(results),
+        f"{problem.op}: out must hold {len(results)} array(s), but got {len(outs)}",
+    )
+    driver = resolve_device(problem.op, [*inputs, *outs], device)
     function = function_for(problem, render_mlir, driver)
-    if out is None:
-        destination = empty(result_shape, result_dtype, driver)
-    else:
-        _check_out(problem.op, out, result_shape, result_dtype, driver)
-        destination = out
+    for destination, (shape, dtype) in zip(outs, results):
+        _check_out(problem.op, destination, shape, dtype, driver)
+    destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
-    result = function(*arguments, destination)
-    keep_on_device = out is not None or any(isinstance(a, rt.DeviceArray) for a in inputs)
-    return result if keep_on_device else result.to_host()
+    returned = function(*arguments, *destinations)
+    returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    keep_on_device = bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs)
+    if not keep_on_device:
+        returned = [r.to_host() for r in returned]
+    return returned[0] if len(returned) == 1 else tuple(returned)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import itertools
 
-from . import dtypes, geometry, render, runtime
-from .problem import ConvProblem, array_shape_dtype, conv_problem
-from .validation import check
+from .. import dtypes, geometry, render, runtime
+from ..problem import ConvProblem, array_shape_dtype, conv_problem
+from ..validation import check
 
 _CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
 
@@ -195,5 +195,5 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
     problem = normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation, layout=layout)
     return runtime.run(
         problem, render_mlir, [grad_out, weight],
-        result_shape=problem.input_shape, result_dtype=problem.dtype, device=device, out=out,
+        results=[(problem.input_shape, problem.dtype)], device=device, out=out,
     )

@@ -1,0 +1,1 @@
+"""One module per operator: argument normalization, MLIR rendering and the public entry point."""
