@@ -234,3 +234,17 @@ def conv_problem(
         dilation=dilation,
         padding=padding,
     )
+
+
+def channels_last(array):
+    """(N, C, *spatial) -> (N, *spatial, C); also (K, C, *filter) -> (K, *filter, C) for weights."""
+    import numpy as np
+
+    return np.moveaxis(np.asarray(array), 1, -1)
+
+
+def channels_first(array):
+    """(N, *spatial, C) -> (N, C, *spatial); the inverse of channels_last."""
+    import numpy as np
+
+    return np.moveaxis(np.asarray(array), -1, 1)

@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 
 from .. import dtypes, geometry, render, runtime
-from ..problem import ConvProblem, array_shape_dtype, conv_problem
-from ..validation import check
+from .. import reference as reference_ops
+from ..problem import (
+    LAYOUTS, ConvProblem, array_shape_dtype, channels_first, channels_last, conv_problem, join_activation,
+)
+from ..validation import check, padding_pairs, positive_int_tuple
 
 _CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
 
@@ -196,4 +199,55 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
     return runtime.run(
         problem, render_mlir, [grad_out, weight],
         results=[(problem.input_shape, problem.dtype)], device=device, out=out,
+    )
+
+
+# --- Problem construction, inputs and reference for the command line and the benchmarks ---------------
+
+
+def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, stride=1, padding=0,
+                        dilation=1, layout="NHWC", dtype="float16") -> ConvProblem:
+    """A problem from CK-style parameters (no arrays needed), checked like a call's arguments."""
+    rank = len(input_spatial)
+    channels_last = LAYOUTS.get(layout, (rank, True))[1]  # conv_problem reports a bad layout
+    strides = positive_int_tuple("conv_bwd_data", "stride", stride, rank)
+    dilations = positive_int_tuple("conv_bwd_data", "dilation", dilation, rank)
+    pads = padding_pairs("conv_bwd_data", padding, rank)
+    output_spatial = tuple(
+        geometry.conv_output_size(input_spatial[a], filter_spatial[a], strides[a], dilations[a], *pads[a])
+        for a in range(rank)
+    )
+    weight = (out_channels, *filter_spatial, in_channels) if channels_last else (out_channels, in_channels, *filter_spatial)
+    return conv_problem(
+        "conv_bwd_data", layout=layout, dtype=dtype,
+        input_shape=join_activation(batch, tuple(input_spatial), in_channels, channels_last),
+        output_shape=join_activation(batch, output_spatial, out_channels, channels_last), output_name="grad_out",
+        weight_shape=weight, stride=strides, padding=pads, dilation=dilations,
+    )
+
+
+def random_inputs(problem: ConvProblem, rng) -> list:
+    numpy_dtype = dtypes.numpy_dtype(problem.dtype)
+    return [
+        rng.standard_normal(problem.output_shape, dtype="float32").astype(numpy_dtype),
+        rng.standard_normal(problem.weight_shape, dtype="float32").astype(numpy_dtype),
+    ]
+
+
+def reference(problem: ConvProblem, inputs) -> "np.ndarray":
+    """float64 grad_in from the direct definition, in the problem's layout."""
+    grad_out, weight = inputs
+    if not problem.channels_last:
+        grad_out, weight = channels_last(grad_out), channels_last(weight)
+    result = reference_ops.conv_bwd_data(
+        grad_out, weight, problem.input_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
+    )
+    return result if problem.channels_last else channels_first(result)
+
+
+def call(problem: ConvProblem, inputs, device=None, out=None):
+    grad_out, weight = inputs
+    return conv_bwd_data(
+        grad_out, weight, input_shape=problem.input_shape, stride=problem.stride, padding=problem.padding,
+        dilation=problem.dilation, layout=problem.layout, device=device, out=out,
     )

@@ -1,0 +1,147 @@
+"""``python -m ops``: run a named problem with random inputs, verify it, time it.
+
+    python -m ops list
+    python -m ops run conv_bwd_data [--problem ck_default] [--device local-task] [--verify] [--repeat 5]
+                      [--seed S] [key=value ...]
+
+``key=value`` overrides a problem parameter: ints (``batch=8``), per-dim tuples (``input_spatial=35x35``),
+``(low, high)`` padding pairs (``padding=1:0,0:1``) or words (``dtype=float32``, ``layout=NCHW``). Like CK's
+examples' ``verify init time`` arguments: --verify checks against the float64 NumPy reference, and the
+timing is the median of --repeat calls on device-resident inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from . import catalog, compiler, runtime, targets, verify
+
+
+def _parse_value(text: str):
+    if ":" in text:  # padding pairs: lo:hi,lo:hi
+        return tuple(tuple(int(v) for v in pair.split(":")) for pair in text.split(","))
+    for separator in ("x", ","):
+        parts = text.split(separator)
+        if len(parts) > 1 and all(p.strip().lstrip("-").isdigit() for p in parts):
+            return tuple(int(p) for p in parts)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return text
+
+
+def parse_overrides(items: list[str]) -> dict:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"error: parameter overrides look like key=value, but got {item!r}")
+        overrides[key] = _parse_value(value)
+    return overrides
+
+
+def _progress(message: str) -> None:
+    print(f"... {message}", file=sys.stderr, flush=True)
+
+
+def run_problem(op: str, name: str, *, device: str, verify_result: bool, repeat: int, seed: int, overrides: dict) -> dict:
+    """Run one problem; returns the row of the results table."""
+    module = catalog.OPERATORS[op]
+    problem = catalog.problem(op, name, **overrides)
+    rng = np.random.default_rng(seed)
+    target = targets.target_for_device(device)
+    _progress(f"{op}/{name}: {problem.name}")
+    _progress(f"random inputs (seed {seed})")
+    host_inputs = module.random_inputs(problem, rng)
+    inputs = [runtime.to_device(a, device) for a in host_inputs]
+    compiles_before = compiler.stats["compiles"]
+    _progress(f"first call on {device} (renders and compiles for {target} unless a module is cached)")
+    start = time.perf_counter()
+    result = module.call(problem, inputs, device=device)
+    first_call = time.perf_counter() - start
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        module.call(problem, inputs, device=device, out=result)
+        times.append(time.perf_counter() - start)
+    median = statistics.median(times) if times else first_call
+    row = {
+        "operator": op,
+        "problem": name,
+        "dtype": problem.dtype,
+        "device": device,
+        "compiled": compiler.stats["compiles"] > compiles_before,
+        "first_call_s": first_call,
+        "median_s": median,
+        "tflops": problem.flops / median / 1e12 if hasattr(problem, "flops") else None,
+        "error": None,
+        "ok": True,
+    }
+    if verify_result:
+        _progress("float64 NumPy reference")
+        expected = module.reference(problem, host_inputs)
+        error = verify.relative_error(result.to_host(), expected)
+        row["error"] = error
+        row["ok"] = error <= verify.tolerance(op, problem.dtype)
+    return row
+
+
+def print_table(rows: list[dict]) -> None:
+    header = ["operator", "problem", "dtype", "device", "first call", "median", "GFLOP/s", "rel. error", "check"]
+    lines = [header]
+    for r in rows:
+        lines.append([
+            r["operator"], r["problem"], r["dtype"], r["device"],
+            f"{r['first_call_s']:.3f} s" + (" (compiled)" if r["compiled"] else ""),
+            f"{r['median_s'] * 1e3:.2f} ms",
+            f"{r['tflops'] * 1e3:.1f}" if r["tflops"] is not None else "-",
+            f"{r['error']:.2e}" if r["error"] is not None else "-",
+            ("PASS" if r["ok"] else "FAIL") if r["error"] is not None else "not verified",
+        ])
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    for i, line in enumerate(lines):
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(line, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="the known operators and problems")
+    run = commands.add_parser("run", help="run one problem with random inputs")
+    run.add_argument("operator", choices=list(catalog.OPERATORS))
+    run.add_argument("--problem", default=None, help="problem name (default: the CK example's default)")
+    run.add_argument("--device", default=targets.DEFAULT_DEVICE, help="IREE driver: local-task, hip, cuda")
+    run.add_argument("--verify", action="store_true", help="check against the float64 NumPy reference")
+    run.add_argument("--repeat", type=int, default=3, help="timed calls after the first (default 3)")
+    run.add_argument("--seed", type=int, default=None, help="input seed (default: a fresh one, printed)")
+    run.add_argument("overrides", nargs="*", metavar="key=value", help="problem parameter overrides")
+    args, extra = parser.parse_known_args(argv)  # overrides may come between the options
+    unknown = [item for item in extra if "=" not in item or item.startswith("-")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+    if args.command == "list":
+        for op in catalog.OPERATORS:
+            for name in catalog.problem_names(op):
+                print(f"{op:24s} {name:16s} {catalog.problem(op, name).name}")
+        return 0
+
+    name = args.problem or catalog.problem_names(args.operator)[0]
+    seed = args.seed if args.seed is not None else int(os.environ.get("OPS_SEED", secrets.randbits(31)))
+    try:
+        row = run_problem(args.operator, name, device=args.device, verify_result=args.verify, repeat=args.repeat,
+                          seed=seed, overrides=parse_overrides([*getattr(args, 'overrides', []), *extra]))
+    except (ValueError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"seed {seed}")
+    print_table([row])
+    return 0 if row["ok"] else 1
