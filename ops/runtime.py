@@ -135,9 +135,9 @@ def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tup
         f"{problem.op}: out must hold {len(results)} array(s), but got {len(outs)}",
     )
     driver = resolve_device(problem.op, [*inputs, *outs], device)
-    function = function_for(problem, render_mlir, driver)
     for destination, (shape, dtype) in zip(outs, results):
         _check_out(problem.op, destination, shape, dtype, driver)
+    function = function_for(problem, render_mlir, driver)
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
     returned = function(*arguments, *destinations)

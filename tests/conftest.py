@@ -1,0 +1,38 @@
+"""Shared test set-up: a hermetic module cache, a fresh printed seed, poisoned destinations."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+import zlib
+
+import numpy as np
+import pytest
+
+# Hermetic by default: tests compile into their own cache and see no ahead-of-time artifacts
+# (tests of the artifacts set OPS_ARTIFACTS_DIR themselves).
+_SESSION_DIR = tempfile.mkdtemp(prefix="ops-tests-")
+os.environ["OPS_CACHE_DIR"] = os.path.join(_SESSION_DIR, "cache")
+os.environ["OPS_ARTIFACTS_DIR"] = os.path.join(_SESSION_DIR, "no-artifacts")
+
+SEED = int(os.environ.get("OPS_TEST_SEED") or secrets.randbits(31))
+
+
+def pytest_report_header(config):
+    return f"ops test seed: {SEED} (replay with OPS_TEST_SEED={SEED})"
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded from the session seed and the test's id, so one test replays alone."""
+    seed = [SEED, zlib.crc32(request.node.nodeid.encode())]
+    print(f"seed {seed} (OPS_TEST_SEED={SEED})")
+    return np.random.default_rng(seed)
+
+
+def poisoned(shape, dtype, device: str = "local-task"):
+    """A destination full of NaN: any element the kernel fails to write shows up."""
+    from ops import dtypes, runtime
+
+    return runtime.to_device(np.full(shape, np.nan, dtype=dtypes.numpy_dtype(dtype)), device)
