@@ -1,0 +1,54 @@
+"""Compile a module for a GPU target and read back what the compiler produced: the facts lowering tests assert."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ops import compiler, targets
+
+
+@dataclass
+class Dispatch:
+    name: str          # e.g. "3_conv_2x4x6x2x4_f16xf16xf32"
+    mma_kind: str | None
+    pipeline: str | None
+
+    @property
+    def is_contraction(self) -> bool:
+        return "_conv_" in f"_{self.name}" or "_matmul" in f"_{self.name}"
+
+
+@dataclass
+class Lowered:
+    dispatches: list[Dispatch]
+    kernels_isa: dict[str, str]     # ROCm: kernel symbol -> its assembly
+    scratch_bytes: dict[str, int]   # ROCm: kernel symbol -> private segment size
+    ptx: str                        # CUDA: the whole PTX
+
+
+def compile_and_dump(name: str, mlir: str, target: str, workdir: Path) -> Lowered:
+    dump = workdir / "dump"
+    compiler.compile_module(compiler.ModuleSpec(name, mlir, targets.parse_target(target)), workdir / f"{name}.vmfb", dump_dir=dump)
+    dispatches = []
+    for config in sorted(dump.glob("configured_*.mlir")):
+        text = config.read_text()
+        function = re.search(r"func\.func @(\S+)\(", text).group(1)
+        mma = re.search(r"mma_kind = #iree_gpu\.mma_layout<(\w+)>", text)
+        pipeline = re.search(r"pipeline = #iree_gpu\.pipeline<(\w+)>", text)
+        dispatches.append(Dispatch(function.split("_dispatch_", 1)[1], mma and mma.group(1), pipeline and pipeline.group(1)))
+    kernels, scratch = {}, {}
+    for asm in dump.glob("*.rocmasm"):
+        text = asm.read_text()
+        for symbol, body in re.findall(r"\.globl\s+(\S+)\n(.*?)\.end_amdhsa_kernel", text, flags=re.S):
+            kernels[symbol] = body
+            scratch[symbol] = int(re.search(r"\.amdhsa_private_segment_fixed_size (\d+)", body).group(1))
+    ptx = "\n".join(p.read_text() for p in dump.glob("*.ptx"))
+    return Lowered(dispatches, kernels, scratch, ptx)
+
+
+def kernel_for(lowered: Lowered, dispatch: Dispatch) -> str:
+    matches = [body for symbol, body in lowered.kernels_isa.items() if symbol.endswith(dispatch.name)]
+    assert len(matches) == 1, f"no single kernel named *{dispatch.name} in {list(lowered.kernels_isa)}"
+    return matches[0]
