@@ -1,40 +1,67 @@
-"""Named problems: the CK examples' default problems, runnable by name from the command line.
+"""Named problems from the manifests in ``build_tools/manifests/`` (``ck_examples.json``, ``zoo.json``).
 
-Each operator module used here provides ``problem_from_params(**params)``, ``random_inputs(problem, rng)``,
-``reference(problem, inputs)`` (float64) and ``call(problem, inputs, device=None, out=None)``.
+Each operator module listed in OPERATORS provides ``problem_from_params(**params)``,
+``random_inputs(problem, rng)``, ``reference(problem, inputs)`` (float64) and
+``call(problem, inputs, device=None, out=None)``.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from .operators import conv_bwd_data
+from .validation import check
 
 OPERATORS = {"conv_bwd_data": conv_bwd_data}
-
-# CK example defaults (the arguments CK's examples run with when given none).
-CK_EXAMPLES = {
-    "conv_bwd_data": {
-        # 17_convnd_bwd_data: 2D, N=128, K=256, C=256, 71x71 input, 3x3 filter, stride 2, pad 1, fp16
-        "ck_default": dict(batch=128, in_channels=256, out_channels=256, input_spatial=(71, 71),
-                           filter_spatial=(3, 3), stride=2, padding=1, dilation=1, layout="NHWC", dtype="float16"),
-        # the stride-1 problem of the performance notes (N=128, 36x36, K=256 -> C=128, 3x3)
-        "stride1_36": dict(batch=128, in_channels=128, out_channels=256, input_spatial=(36, 36),
-                           filter_spatial=(3, 3), stride=1, padding=1, dilation=1, layout="NHWC", dtype="float16"),
-    },
-}
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def problem_names(op: str) -> list[str]:
-    return list(CK_EXAMPLES.get(op, {}))
+def manifests_dir() -> Path:
+    """``build_tools/manifests`` in a source checkout, ``ops/manifests`` inside an installed wheel."""
+    for candidate in (_PACKAGE_DIR.parent / "build_tools" / "manifests", _PACKAGE_DIR / "manifests"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"the problem manifests were not found beside {_PACKAGE_DIR}")
 
 
-def params(op: str, name: str, **overrides) -> dict:
-    if op not in OPERATORS:
-        raise ValueError(f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
-    problems = CK_EXAMPLES[op]
-    if name not in problems:
-        raise ValueError(f"unknown problem {name!r} for {op}; known: {', '.join(problems)}")
-    return {**problems[name], **overrides}
+def suites() -> list[str]:
+    return sorted(p.stem for p in manifests_dir().glob("*.json"))
 
 
-def problem(op: str, name: str, **overrides):
-    return OPERATORS[op].problem_from_params(**params(op, name, **overrides))
+def entries(suite: str = "ck_examples") -> list[dict]:
+    """The manifest's problems: dicts with ``op``, ``name`` and ``params``."""
+    check(suite in suites(), f"unknown suite {suite!r}; known: {', '.join(suites())}")
+    return json.loads((manifests_dir() / f"{suite}.json").read_text())["problems"]
+
+
+def _as_params(params: dict) -> dict:
+    """JSON lists back to the tuples the operators take (padding pairs stay nested)."""
+    def convert(value):
+        return tuple(convert(v) for v in value) if isinstance(value, list) else value
+
+    return {key: convert(value) for key, value in params.items()}
+
+
+def problem_names(op: str, suite: str = "ck_examples") -> list[str]:
+    return [e["name"] for e in entries(suite) if e["op"] == op]
+
+
+def params(op: str, name: str, suite: str = "ck_examples", **overrides) -> dict:
+    check(op in OPERATORS, f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
+    found = [e for e in entries(suite) if e["op"] == op and e["name"] == name]
+    check(bool(found), f"unknown problem {name!r} for {op} in {suite}; known: {', '.join(problem_names(op, suite))}")
+    return {**_as_params(found[0]["params"]), **overrides}
+
+
+def problem(op: str, name: str, suite: str = "ck_examples", **overrides):
+    return OPERATORS[op].problem_from_params(**params(op, name, suite, **overrides))
+
+
+def problems(suite: str = "ck_examples", ops: list[str] | None = None) -> list[tuple[str, str, object]]:
+    """(op, name, problem) for every manifest entry of the suite (optionally only some operators)."""
+    return [
+        (e["op"], e["name"], problem(e["op"], e["name"], suite))
+        for e in entries(suite)
+        if e["op"] in OPERATORS and (ops is None or e["op"] in ops)
+    ]

@@ -10,17 +10,22 @@ import zlib
 import numpy as np
 import pytest
 
+# The device the numerics tests run on: the CPU in CI; OPS_TEST_DEVICE=cuda (or hip) on a GPU machine, where
+# the modules come from OPS_ARTIFACTS_DIR, compiled ahead of time.
+DEVICE = os.environ.get("OPS_TEST_DEVICE", "local-task")
+
 # Hermetic by default: tests compile into their own cache and see no ahead-of-time artifacts
 # (tests of the artifacts set OPS_ARTIFACTS_DIR themselves).
 _SESSION_DIR = tempfile.mkdtemp(prefix="ops-tests-")
 os.environ["OPS_CACHE_DIR"] = os.path.join(_SESSION_DIR, "cache")
-os.environ["OPS_ARTIFACTS_DIR"] = os.path.join(_SESSION_DIR, "no-artifacts")
+if "OPS_TEST_DEVICE" not in os.environ:
+    os.environ["OPS_ARTIFACTS_DIR"] = os.path.join(_SESSION_DIR, "no-artifacts")
 
 SEED = int(os.environ.get("OPS_TEST_SEED") or secrets.randbits(31))
 
 
 def pytest_report_header(config):
-    return f"ops test seed: {SEED} (replay with OPS_TEST_SEED={SEED})"
+    return f"ops test seed: {SEED} (replay with OPS_TEST_SEED={SEED}); device {DEVICE}"
 
 
 @pytest.fixture
@@ -31,7 +36,7 @@ def rng(request):
     return np.random.default_rng(seed)
 
 
-def poisoned(shape, dtype, device: str = "local-task"):
+def poisoned(shape, dtype, device: str = DEVICE):
     """A destination full of NaN: any element the kernel fails to write shows up."""
     from ops import dtypes, runtime
 

@@ -11,7 +11,7 @@ from ops import compiler, runtime, verify
 from ops.operators import conv_bwd_data as op
 from ops.problem import channels_last
 
-from conftest import poisoned
+from conftest import DEVICE, poisoned
 from conv_cases import PROBLEMS
 
 
@@ -20,7 +20,7 @@ def test_matches_the_direct_definition(rng, name):
     problem = PROBLEMS[name]
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.input_shape, problem.dtype)
-    result = op.call(problem, inputs, out=out)
+    result = op.call(problem, inputs, device=DEVICE, out=out)
     assert result.dtype == inputs[0].dtype and tuple(result.shape) == problem.input_shape
     got = out.to_host()
     expected = op.reference(problem, inputs)

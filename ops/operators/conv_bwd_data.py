@@ -93,7 +93,7 @@ def _grad_out_window(index: int, phase: tuple[geometry.PhaseAxis, ...], problem:
     return "\n".join(lines), value, [n, *padded, k]
 
 
-def _render_phase(index: int, phase: tuple[geometry.PhaseAxis, ...], problem: ConvProblem, element: str) -> str:
+def _render_phase(index: int, phase: tuple[geometry.PhaseAxis, ...], problem: ConvProblem, element: str, config: str | None) -> str:
     rank, k, c = problem.rank, problem.out_channels, problem.in_channels
     taps = [p.taps for p in phase]
     filter_dims = render.dims("d", rank + 2)
@@ -131,14 +131,19 @@ def _render_phase(index: int, phase: tuple[geometry.PhaseAxis, ...], problem: Co
         conv_op=_CONV_OPS[rank],
         sub_dilations=render.i64_array([p.sub_dilation for p in phase]),
         unit_strides=render.i64_array([1] * rank),
+        dispatch_config=f", compilation_info = {config}" if config else "",
         insert_offsets=render.index_list([0, *(p.grad_in_offset for p in phase), 0]),
         insert_sizes=render.index_list([problem.batch, *rows, c]),
         insert_strides=render.index_list([1, *problem.stride, 1]),
     )
 
 
-def render_mlir(problem: ConvProblem) -> str:
-    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst)."""
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> str:
+    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst).
+
+    ``configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution
+    (a tuned dispatch configuration); phases without one get IREE's defaults.
+    """
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
     c = problem.in_channels
@@ -173,7 +178,7 @@ def render_mlir(problem: ConvProblem) -> str:
         grad_out_cl_type=render.tensor(grad_out_cl_shape, element),
         acc_type=render.tensor(acc_shape, dtypes.ACCUMULATOR),
         grad_out_to_channels_last=to_channels_last,
-        phases="\n".join(_render_phase(i, p, problem, element) for i, p in enumerate(phase_list)),
+        phases="\n".join(_render_phase(i, p, problem, element, (configs or {}).get(i)) for i, p in enumerate(phase_list)),
         phase_count=len(phase_list),
         store_acc_map=store_acc_map,
         store_dst_map=render.affine_map(domain, domain),

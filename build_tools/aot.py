@@ -1,0 +1,105 @@
+"""Compile problem manifests ahead of time into ``artifacts/<target>/`` and record them in ``artifacts/manifest.json``.
+
+    python -m build_tools.aot [--suite ck_examples] [--targets rocm:gfx942,cuda:sm_80] [--out artifacts] [--jobs N]
+
+Modules land where the runtime looks for them (``ops.compiler.ModuleSpec.path``), so a machine with only
+``iree-base-runtime`` runs every problem compiled here. A module already present under its key is not
+compiled again. A problem that fails to compile is reported with the compiler's message; the others still
+finish, and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from ops import catalog, compiler, targets
+
+DEFAULT_TARGETS = "rocm:gfx942"
+
+
+def module_spec(op: str, problem, target: targets.Target) -> compiler.ModuleSpec:
+    return compiler.ModuleSpec(problem.name, catalog.OPERATORS[op].render_mlir(problem), target)
+
+
+def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str) -> dict:
+    spec = module_spec(op, problem, target)
+    vmfb = spec.path(out, version)
+    record = {
+        "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype,
+        "params": dataclasses.asdict(problem),
+        "target": str(target), "flags": spec.flags, "compiler_version": version, "key": spec.key(version),
+        "module": str(vmfb.relative_to(out)),
+    }
+    if vmfb.is_file():
+        return {**record, "status": "up to date"}
+    dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
+    start = time.perf_counter()
+    try:
+        compiler.compile_module(spec, vmfb, dump_dir=dump)
+        dispatches = len(list(dump.glob("configured_*.mlir")))
+        return {**record, "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2), "dispatches": dispatches}
+    except compiler.CompileError as error:
+        return {**record, "status": "failed", "error": str(error)}
+    finally:
+        shutil.rmtree(dump, ignore_errors=True)
+
+
+def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops: list[str] | None = None) -> int:
+    version = compiler.installed_compiler_version()
+    if version is None:
+        print("error: iree-base-compiler is not installed", file=sys.stderr)
+        return 2
+    work = [
+        (op, name, problem, targets.parse_target(t))
+        for suite in suites
+        for op, name, problem in catalog.problems(suite, ops)
+        for t in target_names
+    ]
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    if manifest.get("compiler_version") not in (None, version):
+        manifest = {}  # modules of another compiler no longer match any key
+    modules = {m["key"]: m for m in manifest.get("modules", [])}
+    failed = 0
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_compile_one, op, name, problem, target, out, version) for op, name, problem, target in work]
+        for done, future in enumerate(as_completed(futures), 1):
+            record = future.result()
+            seconds = f" ({record['compile_seconds']} s, {record['dispatches']} dispatches)" if "compile_seconds" in record else ""
+            print(f"[{done:>3}/{len(work)}] {record['status']:<10} {record['target']:<12} {record['operator']}/{record['problem']}{seconds}", flush=True)
+            if record["status"] == "failed":
+                failed += 1
+                print(record.pop("error"), file=sys.stderr)
+                continue
+            previous = modules.get(record["key"], {})
+            modules[record["key"]] = {**previous, **{k: v for k, v in record.items() if k != "status"}}
+    manifest = {"compiler_version": version, "modules": sorted(modules.values(), key=lambda m: (m["target"], m["function"]))}
+    out.mkdir(parents=True, exist_ok=True)
+    compiler._atomic_write(manifest_path, (json.dumps(manifest, indent=1) + "\n").encode())
+    compiled = sum(1 for _ in out.glob("*/*.vmfb"))
+    print(f"{len(work) - failed} of {len(work)} modules ready ({failed} failed); {compiled} modules under {out}")
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m build_tools.aot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", action="append", help=f"manifest(s) to compile (default ck_examples); known: {', '.join(catalog.suites())}")
+    parser.add_argument("--targets", default=DEFAULT_TARGETS, help="comma-separated: rocm:gfx942, rocm:gfx90a, rocm:gfx1100, cuda:sm_80, llvm-cpu")
+    parser.add_argument("--ops", default=None, help="comma-separated operators (default: all)")
+    parser.add_argument("--out", type=Path, default=compiler.artifacts_dir())
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    return build(args.suite or ["ck_examples"], args.targets.split(","), args.out, args.jobs, args.ops.split(",") if args.ops else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""Benchmark the operators against PyTorch and against the hardware's measured limits.
+
+    python -m build_tools.bench --device cuda|hip|local-task --suite ck_examples|zoo [--ops conv_bwd_data]
+                                [--repeat 50] [--flags "--iree-...,--iree-..."] [--out artifacts/bench]
+
+For each problem: correctness against the float64 reference on the same run, then this project's time
+(device-resident inputs, warm-up, median of --repeat calls, input sets rotated), achieved TFLOP/s and
+GB/s, PyTorch's time for the same backward op when PyTorch is installed (cuDNN on NVIDIA, MIOpen on AMD,
+oneDNN on the CPU), and the floor: FLOPs over measured matrix throughput and bytes over measured copy
+bandwidth, both measured in this run. Writes ``<out>/<device>-<suite>.json`` (and a PNG when matplotlib
+is present) and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ops import catalog, dtypes, runtime, verify
+
+try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+TORCH_DEVICE = {"cuda": "cuda", "hip": "cuda", "local-task": "cpu", "local-sync": "cpu"}
+TORCH_DTYPE = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+
+
+def bytes_moved(problem, inputs) -> int:
+    """The fewest bytes the operator must move: every input read once, the result written once."""
+    itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
+    return sum(a.nbytes for a in inputs) + math.prod(problem.input_shape) * itemsize
+
+
+def _median_seconds(call, repeat: int, sync=lambda: None) -> float:
+    call()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# --- PyTorch's version of each backward op -------------------------------------------------------------
+
+
+def _torch_tensor(array, device, channels_last_layout: bool):
+    tensor = torch.from_numpy(np.ascontiguousarray(array).astype(np.float32)).to(device=device, dtype=getattr(torch, TORCH_DTYPE[str(array.dtype)]))
+    # channels-last NumPy arrays become PyTorch's logical NC* order with channels-last strides
+    return tensor.movedim(-1, 1) if channels_last_layout else tensor
+
+
+def torch_conv_bwd_data(problem, inputs, device):
+    if any(lo != hi for lo, hi in problem.padding):
+        return None  # PyTorch convolutions take symmetric padding only
+    grad_out, weight = (_torch_tensor(a, device, problem.channels_last) for a in inputs)
+    logical_input = (problem.batch, problem.groups * problem.in_channels, *problem.input_spatial)
+    x = torch.empty(logical_input, device=device, dtype=grad_out.dtype)
+    if problem.channels_last:
+        x = x.to(memory_format=torch.channels_last if problem.rank == 2 else torch.channels_last_3d) if problem.rank > 1 else x
+    rank = problem.rank
+
+    def call():
+        return torch.ops.aten.convolution_backward(
+            grad_out, x, weight, None, list(problem.stride), [lo for lo, _ in problem.padding], list(problem.dilation),
+            False, [0] * rank, problem.groups, [True, False, False],
+        )
+
+    return call
+
+
+TORCH_OPS = {"conv_bwd_data": torch_conv_bwd_data}
+
+
+# --- ceilings ------------------------------------------------------------------------------------------
+
+
+def measure_ceilings(device: str, dtype: str) -> dict:
+    """Copy bandwidth (bytes read + written per second) and matrix throughput, measured now."""
+    if torch is not None:
+        tdev = TORCH_DEVICE[device]
+        sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
+        n = 1 << 28 if tdev == "cuda" else 1 << 25
+        src = torch.empty(n, dtype=torch.uint8, device=tdev).random_(0, 255)
+        dst = torch.empty_like(src)
+        copy_s = _median_seconds(lambda: dst.copy_(src), 20, sync)
+        size = 8192 if tdev == "cuda" else 1024
+        tdtype = getattr(torch, TORCH_DTYPE[dtype])
+        a = torch.randn(size, size, device=tdev).to(tdtype)
+        b = torch.randn(size, size, device=tdev).to(tdtype)
+        mm_s = _median_seconds(lambda: a @ b, 10, sync)
+        source = f"torch {torch.__version__}"
+    else:
+        n, size = 1 << 25, 1024
+        src = np.random.default_rng(0).integers(0, 255, n, dtype=np.uint8)
+        dst = np.empty_like(src)
+        copy_s = _median_seconds(lambda: np.copyto(dst, src), 10)
+        a = np.random.default_rng(1).standard_normal((size, size), dtype=np.float32)
+        mm_s = _median_seconds(lambda: a @ a, 5)
+        source = "numpy (float32 matmul)"
+    return {"copy_bytes_per_s": 2 * n / copy_s, "matmul_flops_per_s": 2 * size**3 / mm_s, "measured_with": source}
+
+
+# --- the benchmark -------------------------------------------------------------------------------------
+
+
+def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings) -> dict:
+    module = catalog.OPERATORS[op]
+    host_inputs = module.random_inputs(problem, rng)
+    function = runtime.function_for(problem, module.render_mlir, device, extra_flags)
+    input_sets = [[runtime.to_device(a, device) for a in host_inputs]]
+    set_bytes = sum(a.nbytes for a in host_inputs)
+    while len(input_sets) < 3 and set_bytes * (len(input_sets) + 1) < (1 << 30):  # rotate sets that fit in cache
+        input_sets.append([runtime.to_device(a, device) for a in module.random_inputs(problem, rng)])
+    out = runtime.to_device(np.full(problem.input_shape, np.nan, dtypes.numpy_dtype(problem.dtype)), device)
+    function(*input_sets[0], out)
+    error = verify.relative_error(out.to_host(), module.reference(problem, host_inputs))
+    ok = error <= verify.tolerance(op, problem.dtype)
+    counter = iter(range(1 << 62))
+    ours = _median_seconds(lambda: function(*input_sets[next(counter) % len(input_sets)], out), repeat)
+    row = {
+        "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype, "device": device,
+        "flags": list(extra_flags), "error": error, "ok": ok, "seconds": ours,
+        "tflops": problem.flops / ours / 1e12, "gbytes_per_s": bytes_moved(problem, host_inputs) / ours / 1e9,
+        "floor_seconds": max(problem.flops / ceilings["matmul_flops_per_s"], bytes_moved(problem, host_inputs) / ceilings["copy_bytes_per_s"]),
+        "torch_seconds": None,
+    }
+    if torch is not None and op in TORCH_OPS:
+        tdev = TORCH_DEVICE[device]
+        call = TORCH_OPS[op](problem, host_inputs, tdev)
+        if call is not None:
+            sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
+            row["torch_seconds"] = _median_seconds(call, repeat, sync)
+    return row
+
+
+def print_table(rows: list[dict]) -> None:
+    header = ["problem", "dtype", "check", "ours ms", "TFLOP/s", "GB/s", "torch ms", "vs torch", "floor ms", "of floor"]
+    lines = [header]
+    for r in rows:
+        torch_ms = r["torch_seconds"] * 1e3 if r["torch_seconds"] else None
+        lines.append([
+            f"{r['operator']}/{r['problem']}", r["dtype"], f"{'ok' if r['ok'] else 'FAIL'} {r['error']:.1e}",
+            f"{r['seconds'] * 1e3:.3f}", f"{r['tflops']:.2f}", f"{r['gbytes_per_s']:.0f}",
+            f"{torch_ms:.3f}" if torch_ms else "-", f"{r['torch_seconds'] / r['seconds']:.2f}x" if torch_ms else "-",
+            f"{r['floor_seconds'] * 1e3:.3f}", f"{r['floor_seconds'] / r['seconds']:.0%}",
+        ])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for i, line in enumerate(lines):
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    labels = [f"{r['problem']}\n{r['dtype']}" for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(6, len(rows) * 1.2), 4))
+    ax.bar(x - 0.2, [r["floor_seconds"] / r["seconds"] for r in rows], 0.4, label="ours / floor")
+    ax.bar(x + 0.2, [(r["floor_seconds"] / r["torch_seconds"]) if r["torch_seconds"] else 0 for r in rows], 0.4, label="PyTorch / floor")
+    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_ylabel("fraction of the hardware floor")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m build_tools.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="local-task")
+    parser.add_argument("--suite", default="ck_examples")
+    parser.add_argument("--ops", default=None, help="comma-separated operators (default: all in the suite)")
+    parser.add_argument("--problems", default=None, help="comma-separated problem names (default: all)")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--flags", default="", help="extra iree-compile flags, comma-separated (modules must be compiled with them)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="key=value", help="override a parameter of every problem (e.g. batch=8)")
+    parser.add_argument("--out", type=Path, default=Path("artifacts/bench"))
+    args = parser.parse_args(argv)
+
+    from ops.cli import parse_overrides
+
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % (1 << 31))
+    rng = np.random.default_rng(seed)
+    extra_flags = tuple(f for f in args.flags.split(",") if f)
+    overrides = parse_overrides(args.set)
+    selected = [
+        (op, name, catalog.problem(op, name, args.suite, **overrides) if overrides else problem)
+        for op, name, problem in catalog.problems(args.suite, args.ops.split(",") if args.ops else None)
+        if args.problems is None or name in args.problems.split(",")
+    ]
+    print(f"seed {seed}; device {args.device}; {platform.node()}", flush=True)
+    rows, ceilings_by_dtype = [], {}
+    for op, name, problem in selected:
+        if problem.dtype not in ceilings_by_dtype:
+            ceilings_by_dtype[problem.dtype] = measure_ceilings(args.device, problem.dtype)
+            print(f"ceilings ({problem.dtype}): {json.dumps(ceilings_by_dtype[problem.dtype])}", flush=True)
+        print(f"... {op}/{name}", file=sys.stderr, flush=True)
+        rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng, ceilings_by_dtype[problem.dtype]))
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.device}-{args.suite}" + ("-" + "-".join(f.strip("-").split("=")[0] for f in extra_flags) if extra_flags else "")
+    (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
+    plot(rows, args.out / f"{stem}.png")
+    print_table(rows)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
