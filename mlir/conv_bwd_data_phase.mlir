@@ -1,4 +1,4 @@
-  // Phase ${index}: taps f = ${tap_description}; fills grad_in positions ${rows_description}.
+  // Phase ${index}: taps f = ${tap_description}; writes grad_in positions ${rows_description}.
   %w_${index}_empty = tensor.empty() : ${phase_filter_type}
   %w_${index} = linalg.generic {indexing_maps = [${phase_filter_map}], iterator_types = ${phase_filter_iterators}}
       outs(%w_${index}_empty : ${phase_filter_type}) {
@@ -8,8 +8,15 @@ ${tap_indices}
     linalg.yield %tap : ${element}
   } -> ${phase_filter_type}
 ${grad_out_window}
-  %out_${index}_empty = tensor.empty() : ${phase_out_type}
-  %out_${index}_zero = linalg.fill ins(%zero : f32) outs(%out_${index}_empty : ${phase_out_type}) -> ${phase_out_type}
-  %out_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}${dispatch_config}}
-      ins(${grad_out_window_value}, %w_${index} : ${phase_in_type}, ${phase_filter_type}) outs(%out_${index}_zero : ${phase_out_type}) -> ${phase_out_type}
-  %acc_${next} = tensor.insert_slice %out_${index} into %acc_${index}[${insert_offsets}] [${insert_sizes}] [${insert_strides}] : ${phase_out_type} into !acc
+  %acc_${index}_empty = tensor.empty() : ${acc_type}
+  %acc_${index}_zero = linalg.fill ins(%zero : f32) outs(%acc_${index}_empty : ${acc_type}) -> ${acc_type}
+${convolution}
+${d_views}
+  %store_${index}_empty = tensor.empty() : ${store_type}
+  %store_${index} = linalg.generic {indexing_maps = [${store_maps}], iterator_types = ${store_iterators}}
+      ins(%acc_${index}${d_operands} : ${acc_type}${d_types}) outs(%store_${index}_empty : ${store_type}) {
+  ^bb0(%acc: f32${d_block_args}, %unused: ${element}):
+${store_body}
+  } -> ${store_type}
+  %stored_${index} = tensor.collapse_shape %store_${index} ${reassociation} : ${store_type} into ${stored_type}
+  %grad_in_${next} = tensor.insert_slice %stored_${index} into ${into}[${insert_offsets}] [${insert_sizes}] [${insert_strides}] : ${stored_type} into !grad_in

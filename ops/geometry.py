@@ -96,3 +96,48 @@ def bwd_data_phases(in_size: int, out_size: int, window: int, stride: int, dilat
             )
         )
     return phases
+
+
+# --- Pooling windows -----------------------------------------------------------------------------------
+#
+# A pooling window is a filter without weights: window o covers the taps i = s*o + d*f - p_lo, f < window.
+# Backward gathers read the identity from the input side: the windows holding position i are those with
+# s*o <= i + p_lo <= s*o + span - 1, where span = d*(window-1) + 1 (and d | i + p_lo - s*o), i.e.
+#     o = (i + p_lo) // s - j,   j = 0 .. pool_candidates(...) - 1.
+
+
+def pool_output_size(in_size: int, window: int, stride: int, dilation: int, pad_lo: int, pad_hi: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling_output_shape_pad_lr: floor (or with ceil_mode, ceiling) windows, may be <= 0.
+
+    With ceil_mode the size rounds up (an extra, partly outside window), but the last window must
+    start inside the input or the left padding: ``(size - 1) * s < in + p_lo``.
+    """
+    size = conv_output_size(in_size, window, stride, dilation, pad_lo, pad_hi + (stride - 1 if ceil_mode else 0))
+    if ceil_mode and (size - 1) * stride >= in_size + pad_lo:
+        size -= 1
+    return size
+
+
+def window_taps_in(start: int, window: int, dilation: int, lo: int, hi: int) -> int:
+    """How many taps ``start + d*f`` (f < window) lie in [lo, hi)."""
+    first = max(0, ceil_div(lo - start, dilation))
+    end = min(window, ceil_div(hi - start, dilation))
+    return max(0, end - first)
+
+
+def pool_tap_counts(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int, pad_hi: int,
+                    include_pad: bool) -> tuple[int, ...]:
+    """Per window o: its taps inside the padded input [-p_lo, in + p_hi) (include_pad) or inside the input.
+
+    These are PyTorch's avg-pool divisors along one axis: with dilation 1, ``min(start + k, in + p_hi) - start``
+    (count_include_pad) and ``min(start + k, in) - max(start, 0)``; a ceil_mode window that runs past the
+    padded end is clipped there. With dilation (CK's extension) the taps are counted the same way, so the
+    count_include_pad divisor is the full window ``k`` except for those clipped last windows.
+    """
+    lo, hi = (-pad_lo, in_size + pad_hi) if include_pad else (0, in_size)
+    return tuple(window_taps_in(stride * o - pad_lo, window, dilation, lo, hi) for o in range(out_size))
+
+
+def pool_candidates(window: int, stride: int, dilation: int) -> int:
+    """The most windows one input position can lie in: ceil(span / s); 1 means windows never overlap."""
+    return ceil_div(dilation * (window - 1) + 1, stride)

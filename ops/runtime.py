@@ -64,7 +64,7 @@ def resolve_device(op: str, arrays: list, device: str | None) -> str:
         targets.target_for_device(device)  # checks the name
         check(
             not drivers or drivers == {device},
-            f"{op}: device={device!r}, but the DeviceArray inputs live on {drivers.pop()!r}",
+            f"{op}: device={device!r}, but the DeviceArray inputs live on {', '.join(sorted(drivers))}",
         )
         return device
     return drivers.pop() if drivers else targets.DEFAULT_DEVICE
@@ -144,5 +144,6 @@ def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tup
     returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
     keep_on_device = bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs)
     if not keep_on_device:
-        returned = [r.to_host() for r in returned]
+        # a copy: to_host() maps the device buffer, which is freed with the DeviceArray (a view would dangle)
+        returned = [np.array(r.to_host(), copy=True) for r in returned]
     return returned[0] if len(returned) == 1 else tuple(returned)

@@ -33,8 +33,12 @@ def test_rendered_ck_default_is_four_stride_one_phases():
     assert len(convs) == 4
     # CHECK: filters 2x2x256x256, 2x1x256x256, 1x2x256x256, 1x1x256x256 (no zero taps)
     assert [m for m in re.findall(r"outs\(%w_\d+_empty : tensor<(\w+)xf16>\)", mlir)] == ["2x2x256x256", "2x1x256x256", "1x2x256x256", "1x1x256x256"]
-    # CHECK-COUNT-4: tensor.insert_slice ... [1, 2, 2, 1]
-    assert len(re.findall(r"tensor\.insert_slice .*\[1, 2, 2, 1\] : tensor<128x3[56]x3[56]x256xf32> into !acc", mlir)) == 4
+    # CHECK-COUNT-4: tensor.insert_slice ... [1, 2, 2, 1] : tensor<...xf16> into !grad_in   (cast before the insert)
+    assert len(re.findall(r"tensor\.insert_slice .*\[1, 2, 2, 1\] : tensor<128x3[56]x3[56]x256xf16> into !grad_in", mlir)) == 4
+    # CHECK-NOT: a float32 tensor of grad_in's full size (each phase stores its own positions, once)
+    assert "tensor<128x71x71x256xf32>" not in mlir
+    # CHECK: every position is reached (stride 2 <= 3 taps), so grad_in needs no initial fill
+    assert "linalg.fill ins(%zero_element" not in mlir
     # CHECK-NOT: a negative coefficient in any indexing map (llvm-cpu cannot tile those)
     for maps in re.findall(r"indexing_maps = \[(.*?)\]", mlir):
         assert not re.search(r"-\s*d\d|d\d\s*\*\s*-", maps)

@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
-from .. import dtypes, geometry, render, runtime
+from .. import dtypes, epilogue, geometry, render, runtime
 from .. import reference as reference_ops
 from ..problem import (
     LAYOUTS, ConvProblem, array_shape_dtype, channels_first, channels_last, conv_problem, join_activation,
@@ -60,6 +61,17 @@ def _channels_last_perm(rank: int) -> list[int]:
     return [0, *range(2, rank + 2), 1]
 
 
+def fully_covered(problem: ConvProblem) -> bool:
+    """Whether the phases together reach every input position (then no position needs an initial value)."""
+    return all(
+        sum(p.rows for p in geometry.bwd_data_phases(
+            problem.input_spatial[a], problem.output_spatial[a], problem.filter_spatial[a],
+            problem.stride[a], problem.dilation[a], problem.padding[a][0],
+        )) == problem.input_spatial[a]
+        for a in range(problem.rank)
+    )
+
+
 def _grad_out_window(index: int, phase: tuple[geometry.PhaseAxis, ...], problem: ConvProblem, element: str) -> tuple[str, str, list[int]]:
     """Crop and zero-pad grad_out (channels-last) to the window phase ``index`` convolves: (lines, value, shape)."""
     n, k = problem.batch, problem.groups * problem.out_channels
@@ -93,97 +105,306 @@ def _grad_out_window(index: int, phase: tuple[geometry.PhaseAxis, ...], problem:
     return "\n".join(lines), value, [n, *padded, k]
 
 
-def _render_phase(index: int, phase: tuple[geometry.PhaseAxis, ...], problem: ConvProblem, element: str, config: str | None) -> str:
-    rank, k, c = problem.rank, problem.out_channels, problem.in_channels
+def _weight_gather(phase, problem: ConvProblem) -> tuple[dict, list[int]]:
+    """The phase's flipped sub-filter, gathered from the weight: (U.., K, C), or (G, U.., K, C) when grouped."""
+    rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
+    element = dtypes.mlir_element_type(problem.dtype)
+    grouped = groups > 1
     taps = [p.taps for p in phase]
-    filter_dims = render.dims("d", rank + 2)
-    tap_lines = []
+    shape = [groups, *taps, k, c] if grouped else [*taps, k, c]
+    first = 1 if grouped else 0
+    lines = [f"    %g = linalg.index 0 : index"] if grouped else []
     for a, p in enumerate(phase):
-        tap_lines.append(f"    %u{a} = linalg.index {a} : index")
+        lines.append(f"    %u{a} = linalg.index {first + a} : index")
         # u = taps-1-t reads tap f = first_tap + tap_step*t = flipped_first_tap - tap_step*u
-        tap_lines.append(
-            f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>(%u{a})"
-        )
-    tap_lines.append(f"    %k = linalg.index {rank} : index")
-    tap_lines.append(f"    %c = linalg.index {rank + 1} : index")
+        lines.append(f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>(%u{a})")
+    lines.append(f"    %k = linalg.index {first + rank} : index")
+    lines.append(f"    %c = linalg.index {first + rank + 1} : index")
+    row = "%k"
+    if grouped:
+        lines.append(f"    %gk = affine.apply affine_map<(g, k) -> (g * {k} + k)>(%g, %k)")
+        row = "%gk"
     filter_taps = [f"%f{a}" for a in range(rank)]
-    weight_indices = ["%k", *filter_taps, "%c"] if problem.channels_last else ["%k", "%c", *filter_taps]
-    window, window_value, window_shape = _grad_out_window(index, phase, problem, element)
+    weight_indices = [row, *filter_taps, "%c"] if problem.channels_last else [row, "%c", *filter_taps]
+    dims = render.dims("d", len(shape))
+    return {
+        "phase_filter_type": render.tensor(shape, element),
+        "phase_filter_map": render.affine_map(dims, dims),
+        "phase_filter_iterators": render.iterators(["parallel"] * len(shape)),
+        "tap_indices": "\n".join(lines),
+        "weight_indices": render.index_list(weight_indices),
+    }, shape
+
+
+def _convolution(index: int, phase, problem: ConvProblem, element: str, window_value: str, window_shape: list[int],
+                 filter_shape: list[int], config: str | None) -> tuple[str, list[int]]:
+    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op, or a grouped linalg.generic."""
+    rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
+    attributes = f", compilation_info = {config}" if config else ""
+    if groups == 1:
+        acc_shape = [problem.batch, *rows, c]
+        return render.render(
+            "conv_bwd_data_named",
+            index=index, conv_op=_CONV_OPS[rank], window=window_value,
+            window_type=render.tensor(window_shape, element), filter_type=render.tensor(filter_shape, element),
+            acc_type=render.tensor(acc_shape, dtypes.ACCUMULATOR),
+            sub_dilations=render.i64_array([p.sub_dilation for p in phase]), unit_strides=render.i64_array([1] * rank),
+            dispatch_config=attributes,
+        ), acc_shape
+    k = problem.out_channels
+    acc_shape = [problem.batch, *rows, groups, c]
+    grouped_window = [*window_shape[:-1], groups, k]
+    m, u = render.dims("m", rank), render.dims("u", rank)
+    domain = ["n", *m, "g", "c", *u, "k"]
+    window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" for a, p in enumerate(phase)), "g", "k"]
+    reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
+    extend = (lambda v: f"    %{v}_f32 = arith.extf %{v} : {element} to f32") if element != "f32" else None
+    body = []
+    if extend:
+        body += [extend("x"), extend("w")]
+        x, w = "%x_f32", "%w_f32"
+    else:
+        x, w = "%x", "%w"
     return render.render(
-        "conv_bwd_data_phase",
-        index=index,
-        next=index + 1,
-        element=element,
-        tap_description=", ".join(f"{p.first_tap} + {p.tap_step}*t (t < {p.taps})" for p in phase),
-        rows_description=", ".join(
-            f"{p.grad_in_offset} + {s}*m (m < {p.rows})" for p, s in zip(phase, problem.stride)
-        ),
-        phase_filter_type=render.tensor([*taps, k, c], element),
-        phase_filter_map=render.affine_map(filter_dims, filter_dims),
-        phase_filter_iterators=render.iterators(["parallel"] * (rank + 2)),
-        tap_indices="\n".join(tap_lines),
-        weight_indices=render.index_list(weight_indices),
-        grad_out_window=window,
-        grad_out_window_value=window_value,
-        phase_in_type=render.tensor(window_shape, element),
-        phase_out_type=render.tensor([problem.batch, *rows, c], dtypes.ACCUMULATOR),
-        conv_op=_CONV_OPS[rank],
-        sub_dilations=render.i64_array([p.sub_dilation for p in phase]),
-        unit_strides=render.i64_array([1] * rank),
-        dispatch_config=f", compilation_info = {config}" if config else "",
-        insert_offsets=render.index_list([0, *(p.grad_in_offset for p in phase), 0]),
-        insert_sizes=render.index_list([problem.batch, *rows, c]),
-        insert_strides=render.index_list([1, *problem.stride, 1]),
-    )
+        "conv_bwd_data_grouped",
+        index=index, element=element, window=window_value,
+        window_type=render.tensor(window_shape, element), grouped_window_type=render.tensor(grouped_window, element),
+        reassociation=str(reassociation), grouped_window_shape=render.index_list(grouped_window),
+        filter_type=render.tensor(filter_shape, element), acc_type=render.tensor(acc_shape, dtypes.ACCUMULATOR),
+        window_map=render.affine_map(domain, window_index),
+        filter_map=render.affine_map(domain, ["g", *u, "k", "c"]),
+        acc_map=render.affine_map(domain, ["n", *m, "g", "c"]),
+        iterators=render.iterators(["parallel"] * (rank + 3) + ["reduction"] * (rank + 1)),
+        extend="\n".join(body), x=x, w=w,
+        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+    ), acc_shape
+
+
+@dataclass(frozen=True)
+class _DView:
+    """A D tensor with its broadcast dims collapsed away, and its channel dim split into (G, C) if it has one.
+
+    ``roles`` name each dim of the split view: "n", "g", "c", or the spatial axis number.
+    """
+
+    lines: str
+    kept: str          # value with broadcast dims collapsed (grad_in's dims, the ones D really has)
+    kept_type: str
+    kept_roles: list
+    split: str         # ``kept`` with the channel dim as (G, C)
+    split_type: str
+    split_shape: list
+    roles: list
+
+
+def _d_view(j: int, problem: ConvProblem) -> _DView:
+    shape, element = problem.d_shapes[j], dtypes.mlir_element_type(problem.d_dtypes[j])
+    rank, groups, c = problem.rank, problem.groups, problem.in_channels
+    grad_in_roles = ["n", *range(rank), "channel"] if problem.channels_last else ["n", "channel", *range(rank)]
+    aligned = grad_in_roles[len(grad_in_roles) - len(shape):]
+    kept = [(role, size) for role, size in zip(aligned, shape) if size != 1]
+    kept_shape = [size for _, size in kept]
+    lines = []
+    value, value_type = f"%d{j}", f"!d{j}"
+    if len(kept) != len(shape):
+        # group each broadcast (size-1) dim with the next kept dim, trailing ones with the last
+        groups_of_dims, pending = [], []
+        for position, size in enumerate(shape):
+            pending.append(position)
+            if size != 1:
+                groups_of_dims.append(pending)
+                pending = []
+        if pending and groups_of_dims:
+            groups_of_dims[-1] += pending
+        kept_type = render.tensor(kept_shape, element)
+        lines.append(f"  %d{j}_kept = tensor.collapse_shape %d{j} {groups_of_dims} : !d{j} into {kept_type}")
+        value, value_type = f"%d{j}_kept", kept_type
+    kept_roles = [role for role, _ in kept]
+    split, split_type, split_shape, roles = value, value_type, kept_shape, kept_roles
+    if "channel" in kept_roles:
+        at = kept_roles.index("channel")
+        split_shape = kept_shape[:at] + [groups, c] + kept_shape[at + 1:]
+        roles = kept_roles[:at] + ["g", "c"] + kept_roles[at + 1:]
+        reassociation = [[i] for i in range(at)] + [[at, at + 1]] + [[i + 1] for i in range(at + 1, len(kept_shape))]
+        split, split_type = f"%d{j}_split", render.tensor(split_shape, element)
+        lines.append(
+            f"  %d{j}_split = tensor.expand_shape {value} {reassociation} output_shape [{render.index_list(split_shape)}] "
+            f": {value_type} into {split_type}"
+        )
+    return _DView("\n".join(lines), value, value_type, kept_roles, split, split_type, split_shape, roles)
+
+
+def _d_inputs(problem: ConvProblem, views: list, phase=None, index: int | None = None) -> tuple[str, str, str, list[list], str]:
+    """(operands, types, block arguments, each one's dim roles, slicing lines) of the D tensors in a store.
+
+    With ``phase``, each D is first sliced with the phase's strides (a view, no copy) so that every
+    indexing map stays a projected permutation.
+    """
+    operands, types, block, role_lists, lines = "", "", "", [], []
+    for j, view in enumerate(views):
+        element = dtypes.mlir_element_type(problem.d_dtypes[j])
+        if phase is None:
+            value, value_type, roles = view.kept, view.kept_type, view.kept_roles
+        else:
+            roles = view.roles
+            offsets = [phase[r].grad_in_offset if isinstance(r, int) else 0 for r in roles]
+            sizes = [phase[r].rows if isinstance(r, int) else size for r, size in zip(roles, view.split_shape)]
+            strides = [problem.stride[r] if isinstance(r, int) else 1 for r in roles]
+            value, value_type = f"%d{j}_phase_{index}", render.tensor(sizes, element)
+            if roles:
+                lines.append(
+                    f"  {value} = tensor.extract_slice {view.split}[{render.index_list(offsets)}] [{render.index_list(sizes)}] "
+                    f"[{render.index_list(strides)}] : {view.split_type} to {value_type}"
+                )
+            else:
+                value, value_type = view.split, view.split_type
+        operands += f", {value}"
+        types += f", {value_type}"
+        block += f", %d{j}_value: {element}"
+        role_lists.append(roles)
+    return operands, types, block, role_lists, "\n".join(lines)
+
+
+def _store_body(problem: ConvProblem, epilogue_root, element: str, acc_value: str) -> str:
+    """Body lines of a store: D values to f32, the epilogue, the cast to the stored dtype, the yield."""
+    lines = []
+    operands = {"acc": acc_value}
+    for j, d_dtype in enumerate(problem.d_dtypes):
+        d_element = dtypes.mlir_element_type(d_dtype)
+        if d_element == dtypes.ACCUMULATOR:
+            operands[f"d{j}"] = f"%d{j}_value"
+        else:
+            lines.append(f"    %d{j}_f32 = arith.extf %d{j}_value : {d_element} to f32")
+            operands[f"d{j}"] = f"%d{j}_f32"
+    for position, name in enumerate(problem.epilogue_params):
+        lines.append(f"    %param_index_{position} = arith.constant {position} : index")
+        lines.append(f"    %param_{name} = tensor.extract %params[%param_index_{position}] : !params")
+        operands[name] = f"%param_{name}"
+    value = acc_value
+    if epilogue_root is not None:
+        body, value = epilogue.emit(epilogue_root, operands)
+        lines += ["    " + line for line in body]
+    cast = dtypes.store_cast(value, element)
+    if cast:
+        lines.append(f"    %stored = {cast}")
+        value = "%stored"
+    lines.append(f"    linalg.yield {value} : {element}")
+    return "\n".join(lines)
+
+
+def _store(index: int, phase, problem: ConvProblem, element: str, acc_shape: list[int], epilogue_root, into: str, views: list) -> dict:
+    """Epilogue and cast of one phase's accumulator, inserted with the phase's stride into grad_in."""
+    rank, groups, c = problem.rank, problem.groups, problem.in_channels
+    rows = [p.rows for p in phase]
+    m = render.dims("m", rank)
+    acc_read = ["n", *m, "c"] if groups == 1 else ["n", *m, "g", "c"]
+    if problem.channels_last:
+        domain = ["n", *m, "g", "c"]
+        store_shape = [problem.batch, *rows, groups, c]
+        reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
+        stored_shape = [problem.batch, *rows, groups * c]
+        offsets = [0, *(p.grad_in_offset for p in phase), 0]
+        strides = [1, *problem.stride, 1]
+    else:
+        domain = ["n", "g", "c", *m]
+        store_shape = [problem.batch, groups, c, *rows]
+        reassociation = [[0], [1, 2]] + [[i] for i in range(3, rank + 3)]
+        stored_shape = [problem.batch, groups * c, *rows]
+        offsets = [0, 0, *(p.grad_in_offset for p in phase)]
+        strides = [1, 1, *problem.stride]
+    role_index = {"n": "n", "g": "g", "c": "c", **{a: m[a] for a in range(rank)}}
+    d_operands, d_types, d_block, d_roles, d_lines = _d_inputs(problem, views, phase, index)
+    d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
+    maps = [render.affine_map(domain, acc_read), *d_maps, render.affine_map(domain, domain)]
+    return {
+        "d_views": d_lines,
+        "next": index + 1, "into": into, "acc_type": render.tensor(acc_shape, dtypes.ACCUMULATOR),
+        "store_type": render.tensor(store_shape, element), "stored_type": render.tensor(stored_shape, element),
+        "reassociation": str(reassociation), "store_maps": ", ".join(maps),
+        "store_iterators": render.iterators(["parallel"] * len(domain)),
+        "d_operands": d_operands, "d_types": d_types, "d_block_args": d_block,
+        "store_body": _store_body(problem, epilogue_root, element, "%acc"),
+        "insert_offsets": render.index_list(offsets), "insert_sizes": render.index_list(stored_shape),
+        "insert_strides": render.index_list(strides),
+    }
+
+
+def _initial_grad_in(problem: ConvProblem, element: str, epilogue_root, views: list) -> tuple[str, str]:
+    """What positions no phase writes hold: nothing to do if every position is reached; else 0, or f(0, d...)."""
+    if fully_covered(problem) and phases(problem):
+        return "  // every grad_in position is reached by exactly one phase: no initial value needed", "%dst"
+    if epilogue_root is None:
+        return "  %grad_in_0 = linalg.fill ins(%zero_element : " + element + ") outs(%dst : !grad_in) -> !grad_in", "%grad_in_0"
+    domain = render.dims("i", problem.rank + 2)
+    spatial = domain[1:-1] if problem.channels_last else domain[2:]
+    role_index = {"n": domain[0], "channel": domain[-1] if problem.channels_last else domain[1], **dict(enumerate(spatial))}
+    d_operands, d_types, d_block, d_roles, _ = _d_inputs(problem, views)
+    d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
+    lines = [
+        f"  // positions no phase reaches: the epilogue of a zero accumulator",
+        f"  %grad_in_0 = linalg.generic {{indexing_maps = [{', '.join([*d_maps, render.affine_map(domain, domain)])}], "
+        f"iterator_types = {render.iterators(['parallel'] * len(domain))}}}",
+        f"      ins({d_operands.lstrip(', ')} : {d_types.lstrip(', ')}) outs(%dst : !grad_in) {{",
+        f"  ^bb0({d_block.lstrip(', ')}, %unused: {element}):",
+        _store_body(problem, epilogue_root, element, "%zero"),
+        f"  }} -> !grad_in",
+    ]
+    return "\n".join(lines), "%grad_in_0"
 
 
 def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> str:
-    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst).
+    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst).
 
     ``configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution
     (a tuned dispatch configuration); phases without one get IREE's defaults.
     """
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
-    c = problem.in_channels
-    grad_out_cl_shape = [problem.batch, *problem.output_spatial, problem.out_channels]
-    acc_shape = [problem.batch, *problem.input_spatial, c]
-    domain = render.dims("d", rank + 2)
-    perm = _channels_last_perm(rank)
+    epilogue_root = epilogue.parse_canonical(problem.epilogue) if problem.epilogue else None
+    grad_out_cl_shape = [problem.batch, *problem.output_spatial, problem.groups * problem.out_channels]
     if problem.channels_last:
         to_channels_last = "  // grad_out is channels-last already"
-        store_acc_map = render.affine_map(domain, domain)
     else:
         to_channels_last = (
             "  %grad_out_cl_empty = tensor.empty() : !grad_out_cl\n"
             f"  %grad_out_cl = linalg.transpose ins(%grad_out : !grad_out) outs(%grad_out_cl_empty : !grad_out_cl) "
-            f"permutation = [{render.index_list(perm)}]"
+            f"permutation = [{render.index_list(_channels_last_perm(rank))}]"
         )
-        # the store iterates over grad_in (N, C, *spatial) and reads acc (N, *spatial, C)
-        store_acc_map = render.affine_map(domain, [domain[0], *domain[2:], domain[1]])
-    cast = dtypes.store_cast("%a", element)
-    store_body = f"    %v = {cast}\n    linalg.yield %v : {element}" if cast else f"    linalg.yield %a : {element}"
-    phase_list = phases(problem)
+    views = [_d_view(j, problem) for j in range(len(problem.d_shapes))]
+    init, current = _initial_grad_in(problem, element, epilogue_root, views)
+    phase_texts = []
+    for index, phase in enumerate(phases(problem)):
+        weight_values, filter_shape = _weight_gather(phase, problem)
+        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
+        conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape, (configs or {}).get(index))
+        store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views)
+        current = f"%grad_in_{index + 1}"
+        phase_texts.append(render.render(
+            "conv_bwd_data_phase", index=index, element=element,
+            tap_description=", ".join(f"{p.first_tap} + {p.tap_step}*t (t < {p.taps})" for p in phase),
+            rows_description=", ".join(f"{p.grad_in_offset} + {s}*m (m < {p.rows})" for p, s in zip(phase, problem.stride)),
+            grad_out_window=window_text, convolution=conv_text, **weight_values, **store_values,
+        ))
+    d_aliases = "".join(
+        f"!d{j} = {render.tensor(shape, dtypes.mlir_element_type(t))}\n" for j, (shape, t) in enumerate(zip(problem.d_shapes, problem.d_dtypes))
+    )
+    params = problem.epilogue_params
     return render.render(
         "conv_bwd_data",
-        rank=rank,
-        layout=problem.layout,
-        element=element,
-        problem_name=problem.name,
-        function=problem.name,
+        rank=rank, layout=problem.layout, element=element, problem_name=problem.name, function=problem.name,
+        groups=problem.groups, epilogue=problem.epilogue or "none (grad_in = acc)",
         grad_out_type=render.tensor(problem.output_shape, element),
         weight_type=render.tensor(problem.weight_shape, element),
         grad_in_type=render.tensor(problem.input_shape, element),
         grad_out_cl_type=render.tensor(grad_out_cl_shape, element),
-        acc_type=render.tensor(acc_shape, dtypes.ACCUMULATOR),
+        extra_aliases=d_aliases + (f"!params = tensor<{len(params)}xf32>\n" if params else ""),
+        extra_arguments="".join(f", %d{j}: !d{j}" for j in range(len(problem.d_shapes))) + (", %params: !params" if params else ""),
         grad_out_to_channels_last=to_channels_last,
-        phases="\n".join(_render_phase(i, p, problem, element, (configs or {}).get(i)) for i, p in enumerate(phase_list)),
-        phase_count=len(phase_list),
-        store_acc_map=store_acc_map,
-        store_dst_map=render.affine_map(domain, domain),
-        store_iterators=render.iterators(["parallel"] * (rank + 2)),
-        store_body=store_body,
+        d_views="\n".join(v.lines for v in views if v.lines),
+        initial=init,
+        phases="\n".join(phase_texts),
+        result=current,
     )
 
 
@@ -211,8 +432,11 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
 
 
 def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, stride=1, padding=0,
-                        dilation=1, layout="NHWC", dtype="float16") -> ConvProblem:
-    """A problem from CK-style parameters (no arrays needed), checked like a call's arguments."""
+                        dilation=1, layout="NHWC", dtype="float16", groups=1) -> ConvProblem:
+    """A problem from CK-style parameters (no arrays needed), checked like a call's arguments.
+
+    ``in_channels`` (C) and ``out_channels`` (K) are per group, as in CK.
+    """
     rank = len(input_spatial)
     channels_last = LAYOUTS.get(layout, (rank, True))[1]  # conv_problem reports a bad layout
     strides = positive_int_tuple("conv_bwd_data", "stride", stride, rank)
@@ -222,12 +446,13 @@ def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filt
         geometry.conv_output_size(input_spatial[a], filter_spatial[a], strides[a], dilations[a], *pads[a])
         for a in range(rank)
     )
-    weight = (out_channels, *filter_spatial, in_channels) if channels_last else (out_channels, in_channels, *filter_spatial)
+    k_total = groups * out_channels
+    weight = (k_total, *filter_spatial, in_channels) if channels_last else (k_total, in_channels, *filter_spatial)
     return conv_problem(
         "conv_bwd_data", layout=layout, dtype=dtype,
-        input_shape=join_activation(batch, tuple(input_spatial), in_channels, channels_last),
-        output_shape=join_activation(batch, output_spatial, out_channels, channels_last), output_name="grad_out",
-        weight_shape=weight, stride=strides, padding=pads, dilation=dilations,
+        input_shape=join_activation(batch, tuple(input_spatial), groups * in_channels, channels_last),
+        output_shape=join_activation(batch, output_spatial, k_total, channels_last), output_name="grad_out",
+        weight_shape=weight, groups=groups, stride=strides, padding=pads, dilation=dilations,
     )
 
 

@@ -1,0 +1,334 @@
+"""Fused epilogues: ``grad_in = f(acc, d0, d1, ...)``, parsed by our own grammar and emitted as MLIR arith ops.
+
+User text is never ``eval``ed. The grammar (precedence from low to high):
+
+    expr     := additive (("<" | "<=" | ">" | ">=" | "==" | "!=") additive)?
+    additive := term (("+" | "-") term)*
+    term     := unary (("*" | "/") unary)*
+    unary    := "-" unary | primary
+    primary  := NUMBER | NAME | FUNCTION "(" expr ("," expr)* ")" | "(" expr ")"
+
+Names: ``acc`` (the float32 backward-data result), ``d0``, ``d1``, ... (the D tensors, in float32), and any
+other identifier is a named float parameter passed as a keyword argument. Functions: ``min``, ``max``
+(NaN-propagating, as torch.minimum/maximum), ``abs``, ``where(c, a, b)`` (``a`` where ``c`` is non-zero).
+Comparisons give 1.0 or 0.0. Arithmetic is float32.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .validation import check
+
+NAMED = {
+    "add": "acc + d0",                     # a residual branch's gradient joins
+    "bilinear": "alpha * acc + beta * d0",
+    "scale": "alpha * acc",
+    "add_relu": "max(acc + d0, 0)",        # CK's bias-ReLU example
+    "relu_grad": "where(d0 > 0, acc, 0)",  # the ReLU backward mask from the forward activation
+}
+FUNCTIONS = {"min": 2, "max": 2, "abs": 1, "where": 3}
+COMPARISONS = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}
+ARITHMETIC = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
+MAX_LENGTH = 2000
+MAX_DEPTH = 64
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<op><=|>=|==|!=|[-+*/(),<>]))"
+)
+_D_NAME = re.compile(r"d(\d+)$")
+
+
+@dataclass(frozen=True)
+class Node:
+    kind: str          # "number", "name", "neg", "binary", "compare", "call"
+    value: object = None
+    args: tuple = ()
+
+    def text(self) -> str:
+        """Canonical, fully parenthesized text: equal expressions give equal module names."""
+        if self.kind == "number":
+            return repr(float(self.value))
+        if self.kind == "name":
+            return self.value
+        if self.kind == "neg":
+            return f"(-{self.args[0].text()})"
+        if self.kind in ("binary", "compare"):
+            return f"({self.args[0].text()} {self.value} {self.args[1].text()})"
+        return f"{self.value}({', '.join(a.text() for a in self.args)})"
+
+    def names(self) -> set[str]:
+        found = {self.value} if self.kind == "name" else set()
+        for arg in self.args:
+            found |= arg.names()
+        return found
+
+
+class _Parser:
+    def __init__(self, op: str, text: str):
+        self.op, self.text = op, text
+        self.tokens = self._tokenize()
+        self.position = 0
+        self.depth = 0
+
+    def _error(self, message: str):
+        raise ValueError(f"{self.op}: epilogue {self.text!r}: {message}")
+
+    def _tokenize(self) -> list[tuple[str, str, int]]:
+        tokens, index = [], 0
+        while index < len(self.text):
+            if self.text[index:].strip() == "":
+                break
+            match = _TOKEN.match(self.text, index)
+            if not match:
+                bad = self.text[index:].lstrip()[0]
+                self._error(f"unexpected character {bad!r} at position {len(self.text) - len(self.text[index:].lstrip())}")
+            kind = match.lastgroup
+            tokens.append((kind, match.group(kind), match.start(kind)))
+            index = match.end()
+        return tokens
+
+    def _peek(self):
+        return self.tokens[self.position] if self.position < len(self.tokens) else (None, None, len(self.text))
+
+    def _take(self, expected: str | None = None, description: str | None = None):
+        """The next token; ``expected`` is the exact text it must be, ``description`` what to call it in errors."""
+        kind, value, where = self._peek()
+        if kind is None:
+            self._error(f"unexpected end of expression (expected {description or (repr(expected) if expected else 'more')})")
+        if expected is not None and value != expected:
+            self._error(f"expected {expected!r} at position {where}, but got {value!r}")
+        self.position += 1
+        return kind, value, where
+
+    def parse(self) -> Node:
+        check(len(self.text) <= MAX_LENGTH, f"{self.op}: epilogue is longer than {MAX_LENGTH} characters")
+        if not self.tokens:
+            self._error("empty expression")
+        node = self._expression()
+        kind, value, where = self._peek()
+        if kind is not None:
+            self._error(f"unexpected {value!r} at position {where}")
+        return node
+
+    def _expression(self) -> Node:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self._error(f"nested deeper than {MAX_DEPTH} levels")
+        left = self._additive()
+        _, value, _ = self._peek()
+        if value in COMPARISONS:
+            self._take()
+            left = Node("compare", value, (left, self._additive()))
+        self.depth -= 1
+        return left
+
+    def _additive(self) -> Node:
+        node = self._term()
+        while self._peek()[1] in ("+", "-"):
+            _, op, _ = self._take()
+            node = Node("binary", op, (node, self._term()))
+        return node
+
+    def _term(self) -> Node:
+        node = self._unary()
+        while self._peek()[1] in ("*", "/"):
+            _, op, _ = self._take()
+            node = Node("binary", op, (node, self._unary()))
+        return node
+
+    def _unary(self) -> Node:
+        if self._peek()[1] == "-":
+            self._take()
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                self._error(f"nested deeper than {MAX_DEPTH} levels")
+            node = Node("neg", None, (self._unary(),))
+            self.depth -= 1
+            return node
+        return self._primary()
+
+    def _primary(self) -> Node:
+        kind, value, where = self._take(description="a number, a name or '('")
+        if kind == "number":
+            number = float(value)
+            if number != number or number in (float("inf"), float("-inf")):
+                self._error(f"the number {value!r} does not fit a float")
+            return Node("number", number)
+        if value == "(":
+            node = self._expression()
+            self._take(")")
+            return node
+        if kind != "name":
+            self._error(f"unexpected {value!r} at position {where}")
+        if self._peek()[1] == "(":
+            if value not in FUNCTIONS:
+                self._error(f"unknown function {value!r} at position {where}; the functions are {', '.join(FUNCTIONS)}")
+            self._take("(")
+            args = [self._expression()]
+            while self._peek()[1] == ",":
+                self._take(",")
+                args.append(self._expression())
+            self._take(")")
+            if len(args) != FUNCTIONS[value]:
+                self._error(f"{value}() takes {FUNCTIONS[value]} argument(s), but got {len(args)}")
+            return Node("call", value, tuple(args))
+        if value in FUNCTIONS:
+            self._error(f"{value} is a function: call it as {value}(...)")
+        return Node("name", value)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A checked epilogue: canonical text, how many D tensors it reads, and its parameters in order."""
+
+    text: str
+    num_ds: int
+    param_names: tuple[str, ...]
+    root: Node
+
+
+def parse(op: str, epilogue, num_ds: int, params: dict) -> tuple[Epilogue | None, tuple[float, ...]]:
+    """Check ``epilogue`` (a name from NAMED, an expression, or None) against the D tensors and parameters given.
+
+    Returns the epilogue and its parameter values in ``param_names`` order.
+    """
+    if epilogue is None:
+        check(num_ds == 0, f"{op}: {num_ds} D tensor(s) given, but no epilogue uses them; pass epilogue=")
+        check(not params, f"{op}: parameters {sorted(params)} given, but there is no epilogue")
+        return None, ()
+    check(isinstance(epilogue, str), f"{op}: epilogue must be a name ({', '.join(NAMED)}) or an expression string, but got {type(epilogue).__name__}")
+    text = NAMED.get(epilogue, epilogue)
+    root = _Parser(op, text).parse()
+    names = root.names()
+    for name in sorted(names):
+        d = _D_NAME.match(name)
+        if d:
+            check(
+                int(d.group(1)) < num_ds,
+                f"{op}: epilogue {text!r} reads {name}, but only {num_ds} D tensor(s) were given (ds has d0..d{num_ds - 1})"
+                if num_ds else f"{op}: epilogue {text!r} reads {name}, but no D tensors were given (ds=())",
+            )
+    used_ds = {int(_D_NAME.match(n).group(1)) for n in names if _D_NAME.match(n)}
+    unused = [f"d{i}" for i in range(num_ds) if i not in used_ds]
+    check(not unused, f"{op}: D tensor(s) {', '.join(unused)} given, but epilogue {text!r} does not read them")
+    param_names = tuple(sorted(n for n in names if n != "acc" and not _D_NAME.match(n)))
+    missing = [n for n in param_names if n not in params]
+    check(not missing, f"{op}: epilogue {text!r} needs parameter(s) {', '.join(missing)}, passed as keyword arguments")
+    extra = sorted(set(params) - set(param_names))
+    check(not extra, f"{op}: unexpected keyword argument(s) {', '.join(extra)}: epilogue {text!r} does not use them")
+    values = []
+    for name in param_names:
+        value = params[name]
+        check(
+            isinstance(value, (int, float)) and not isinstance(value, bool),
+            f"{op}: epilogue parameter {name} must be a number, but got {value!r}",
+        )
+        values.append(float(value))
+    return Epilogue(root.text(), num_ds, param_names, root), tuple(values)
+
+
+def parameter_names(op: str, epilogue: str) -> tuple[str, ...]:
+    """The named parameters an epilogue (a name from NAMED or an expression) needs."""
+    names = _Parser(op, NAMED.get(epilogue, epilogue)).parse().names()
+    return tuple(sorted(n for n in names if n != "acc" and not _D_NAME.match(n)))
+
+
+def parse_canonical(text: str) -> Node:
+    """Parse an Epilogue's canonical text back into its tree (the problem object stores text)."""
+    return _Parser("epilogue", text).parse()
+
+
+def _float_literal(value: float) -> str:
+    return f"{value:.9e}"
+
+
+def emit(root: Node, operands: dict[str, str], prefix: str = "%e") -> tuple[list[str], str]:
+    """MLIR lines (inside a linalg.generic body) computing ``root`` in f32; ``operands`` maps names to f32 values."""
+    lines: list[str] = []
+    counter = iter(range(1 << 30))
+
+    def fresh() -> str:
+        return f"{prefix}{next(counter)}"
+
+    def as_f32(value: str, kind: str) -> str:
+        if kind == "f32":
+            return value
+        one, zero, name = fresh(), fresh(), fresh()
+        lines.append(f"{one} = arith.constant 1.0 : f32")
+        lines.append(f"{zero} = arith.constant 0.0 : f32")
+        lines.append(f"{name} = arith.select {value}, {one}, {zero} : f32")
+        return name
+
+    def as_i1(value: str, kind: str) -> str:
+        if kind == "i1":
+            return value
+        zero, name = fresh(), fresh()
+        lines.append(f"{zero} = arith.constant 0.0 : f32")
+        lines.append(f"{name} = arith.cmpf une, {value}, {zero} : f32")
+        return name
+
+    def visit(node: Node) -> tuple[str, str]:
+        if node.kind == "number":
+            name = fresh()
+            lines.append(f"{name} = arith.constant {_float_literal(node.value)} : f32")
+            return name, "f32"
+        if node.kind == "name":
+            return operands[node.value], "f32"
+        if node.kind == "neg":
+            value = as_f32(*visit(node.args[0]))
+            name = fresh()
+            lines.append(f"{name} = arith.negf {value} : f32")
+            return name, "f32"
+        if node.kind == "binary":
+            a, b = (as_f32(*visit(arg)) for arg in node.args)
+            name = fresh()
+            lines.append(f"{name} = arith.{ARITHMETIC[node.value]} {a}, {b} : f32")
+            return name, "f32"
+        if node.kind == "compare":
+            a, b = (as_f32(*visit(arg)) for arg in node.args)
+            name = fresh()
+            lines.append(f"{name} = arith.cmpf {COMPARISONS[node.value]}, {a}, {b} : f32")
+            return name, "i1"
+        if node.value == "where":
+            condition = as_i1(*visit(node.args[0]))
+            a, b = (as_f32(*visit(arg)) for arg in node.args[1:])
+            name = fresh()
+            lines.append(f"{name} = arith.select {condition}, {a}, {b} : f32")
+            return name, "f32"
+        args = [as_f32(*visit(arg)) for arg in node.args]
+        name = fresh()
+        if node.value == "abs":
+            lines.append(f"{name} = math.absf {args[0]} : f32")
+        else:
+            lines.append(f"{name} = arith.{'minimumf' if node.value == 'min' else 'maximumf'} {args[0]}, {args[1]} : f32")
+        return name, "f32"
+
+    result = as_f32(*visit(root))
+    return lines, result
+
+
+def evaluate(root: Node, values: dict) -> "object":
+    """NumPy evaluation of a parsed epilogue (float64), for references: the same grammar, no eval."""
+    import numpy as np
+
+    if root.kind == "number":
+        return np.float64(root.value)
+    if root.kind == "name":
+        return values[root.value]
+    args = [evaluate(a, values) for a in root.args]
+    if root.kind == "neg":
+        return -args[0]
+    if root.kind == "binary":
+        a, b = args
+        return {"+": a + b, "-": a - b, "*": a * b}[root.value] if root.value != "/" else np.divide(a, b)
+    if root.kind == "compare":
+        a, b = args
+        result = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[root.value]
+        return np.asarray(result, dtype=np.float64)
+    if root.value == "where":
+        return np.where(args[0] != 0, args[1], args[2])
+    if root.value == "abs":
+        return np.abs(args[0])
+    return np.minimum(*args) if root.value == "min" else np.maximum(*args)

@@ -1,0 +1,128 @@
+"""Lowering tests for grouped_conv_bwd_weight, read like IREE's lit tests: the rendered MLIR, then what the
+compiled GPU code must show (dispatch configurations, gfx942 assembly, sm_80 PTX; no GPU needed).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from iree.compiler import ir
+from ops import catalog
+from ops.operators import grouped_conv_bwd_weight as op
+
+from grouped_conv_bwd_weight_cases import PROBLEMS
+from lowering import compile_and_dump, kernel_for
+
+SIXTEEN_BIT = ("float16", "bfloat16")
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def manifest_problems() -> dict:
+    """The operator's entries of build_tools/manifests/ck_examples.json (CK's default, depthwise, ResNeXt)."""
+    return {
+        f"manifest_{entry['name']}": op.problem_from_params(**{k: _tuples(v) for k, v in entry["params"].items()})
+        for entry in catalog.entries("ck_examples")
+        if entry["op"] == op.OP
+    }
+
+
+GPU_PROBLEMS = {**PROBLEMS, **manifest_problems()}
+
+
+# 16-bit problems that IREE 3.13 lowers without an MMA intrinsic (found, not wished): depthwise with one filter
+# per channel (K = C = 1: a 1 x 9 GEMM per group) on both targets, and on sm_80 the ResNeXt layer (K = C = 4 per
+# group: below mma.sync's 16x8x16 tile, where gfx942 has MFMA_F32_4x4x4x16B; no iterator order changes that).
+NO_MMA = {
+    "rocm:gfx942": {"manifest_mobilenetv2_dw"},
+    "cuda:sm_80": {"manifest_mobilenetv2_dw", "manifest_resnext_32x4d"},
+}
+
+
+def expects_mma(name: str, target: str) -> bool:
+    return GPU_PROBLEMS[name].dtype in SIXTEEN_BIT and name not in NO_MMA[target]
+
+
+def test_the_manifest_has_the_ck_default_depthwise_and_resnext_problems():
+    assert {"manifest_ck_default", "manifest_mobilenetv2_dw", "manifest_resnext_32x4d"} <= set(GPU_PROBLEMS)
+
+
+def test_rendered_grouped_strided_asymmetric_padding():
+    problem = PROBLEMS["2d_nhwc_g4_s2x1_asym"]  # N=3, G=4, C=2, K=3, 9x8 input, 3x3, stride (2, 1), pad ((1, 0), (2, 1))
+    mlir = op.render_mlir(problem)
+    with ir.Context():
+        ir.Module.parse(mlir)
+    # CHECK: func.func @grouped_conv_bwd_weight_2d_nhwc_float32_n3_g4_c2_k3_...(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index})
+    assert f"func.func @{problem.name}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {{iree.abi.output = 0 : index}})" in mlir
+    # CHECK: !x = tensor<3x9x8x8xf32>, !grad_out = tensor<3x4x9x12xf32>, !grad_w = tensor<12x3x3x2xf32>
+    assert "!x = tensor<3x9x8x8xf32>" in mlir and "!grad_out = tensor<3x4x9x12xf32>" in mlir and "!grad_w = tensor<12x3x3x2xf32>" in mlir
+    # CHECK: tensor.pad %x low[0, 1, 2, 0] high[0, 0, 1, 0]   (only the zeros the windows read: H needs none behind)
+    assert "tensor.pad %x low[0, 1, 2, 0] high[0, 0, 1, 0]" in mlir
+    # CHECK: tensor.expand_shape %x_padded [[0], [1], [2], [3, 4]] output_shape [3, 10, 11, 4, 2]
+    assert "tensor.expand_shape %x_padded [[0], [1], [2], [3, 4]] output_shape [3, 10, 11, 4, 2]" in mlir
+    # CHECK: tensor.expand_shape %grad_out [[0], [1], [2], [3, 4]] output_shape [3, 4, 9, 4, 3]
+    assert "tensor.expand_shape %grad_out [[0], [1], [2], [3, 4]] output_shape [3, 4, 9, 4, 3]" in mlir
+    # CHECK: one generic over (g, k, f0, f1, c | n, o0, o1): x[n, 2*o0 + f0, o1 + f1, g, c] * grad_out[n, o0, o1, g, k]
+    domain = "(d0, d1, d2, d3, d4, d5, d6, d7)"
+    conv = re.findall(r"linalg\.generic \{indexing_maps = \[(.*?)\], iterator_types = \[(.*?)\]\}\n\s*ins\(%x_groups, %grad_out_groups", mlir)
+    assert len(conv) == 1
+    maps, iterators = conv[0]
+    assert maps == (
+        f"affine_map<{domain} -> (d5, d6 * 2 + d2, d7 + d3, d0, d4)>, affine_map<{domain} -> (d5, d6, d7, d0, d1)>, "
+        f"affine_map<{domain} -> (d0, d1, d2, d3, d4)>"
+    )
+    assert iterators == ", ".join(['"parallel"'] * 5 + ['"reduction"'] * 3)
+    # CHECK: linalg.fill ins(%zero : f32) ... -> !acc = tensor<4x3x3x3x2xf32>
+    assert "!acc = tensor<4x3x3x3x2xf32>" in mlir and "linalg.fill ins(%zero : f32) outs(%acc_empty : !acc)" in mlir
+    # CHECK: tensor.collapse_shape %acc [[0, 1], [2], [3], [4]] : !acc into !acc_flat
+    assert "tensor.collapse_shape %acc [[0, 1], [2], [3], [4]] : !acc into !acc_flat" in mlir
+    # CHECK-NOT: a negative coefficient in any indexing map (llvm-cpu cannot tile those)
+    for maps in re.findall(r"indexing_maps = \[(.*?)\]", mlir):
+        assert not re.search(r"-\s*d\d|d\d\s*\*\s*-", maps)
+
+
+def test_rendered_channels_first_16_bit_with_float32_result():
+    problem = PROBLEMS["2d_nchw_g1_s2_f16_out_f32"]  # N=2, C=16, K=32, 7x7, 3x3, stride 2, no padding, f16 -> f32
+    mlir = op.render_mlir(problem)
+    with ir.Context():
+        ir.Module.parse(mlir)
+    assert problem.name.endswith("_out_float32")
+    # CHECK-NOT: tensor.pad    (nothing outside x is read)
+    assert "tensor.pad" not in mlir
+    # CHECK: tensor.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [2, 1, 16, 7, 7]   (N, G, C, H, W)
+    assert "tensor.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [2, 1, 16, 7, 7]" in mlir
+    # CHECK: x[n, g, c, 2*o0 + f0, 2*o1 + f1] with the accumulator in PyTorch's (G, K, C, F0, F1) order
+    assert "-> (d5, d0, d2, d6 * 2 + d3, d7 * 2 + d4)>" in mlir and "!acc = tensor<1x32x16x3x3xf32>" in mlir
+    # CHECK: arith.extf %xv : f16 to f32 ... and a store without truncation into !grad_w = tensor<32x16x3x3xf32>
+    assert "arith.extf %xv : f16 to f32" in mlir and "arith.truncf" not in mlir
+    assert "!grad_w = tensor<32x16x3x3xf32>" in mlir
+
+
+@pytest.mark.parametrize("name", list(GPU_PROBLEMS))
+def test_rocm_gfx942(tmp_path, name):
+    problem = GPU_PROBLEMS[name]
+    lowered = compile_and_dump(problem.name, op.render_mlir(problem), "rocm:gfx942", tmp_path)
+    convs = [d for d in lowered.dispatches if d.is_contraction]
+    # the whole reduction is one convolution dispatch (IREE names it conv_...: it recognized the generic)
+    assert len(convs) == 1, [d.name for d in lowered.dispatches]
+    # no kernel spills to scratch memory
+    assert lowered.scratch_bytes and all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
+    if expects_mma(name, "rocm:gfx942"):
+        # the implicit-GEMM configuration picked an MFMA intrinsic, and the ISA issues it
+        assert convs[0].mma_kind and convs[0].mma_kind.startswith("MFMA_F32_"), convs[0]
+        assert "v_mfma" in kernel_for(lowered, convs[0]), convs[0].name
+
+
+@pytest.mark.parametrize("name", list(GPU_PROBLEMS))
+def test_cuda_sm80(tmp_path, name):
+    problem = GPU_PROBLEMS[name]
+    lowered = compile_and_dump(problem.name, op.render_mlir(problem), "cuda:sm_80", tmp_path)
+    convs = [d for d in lowered.dispatches if d.is_contraction]
+    assert len(convs) == 1, [d.name for d in lowered.dispatches]
+    if expects_mma(name, "cuda:sm_80"):
+        assert convs[0].mma_kind and convs[0].mma_kind.startswith("NV_MMA_SYNC"), convs[0]
+        assert "mma.sync.aligned" in lowered.ptx
