@@ -21,13 +21,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from ops import catalog, compiler, targets
+from ops import catalog, compiler, targets, tuning
 
 DEFAULT_TARGETS = "rocm:gfx942"
 
 
 def module_spec(op: str, problem, target: targets.Target) -> compiler.ModuleSpec:
-    return compiler.ModuleSpec(problem.name, catalog.OPERATORS[op].render_mlir(problem), target)
+    return tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, target)
 
 
 def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str) -> dict:

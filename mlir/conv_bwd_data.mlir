@@ -30,6 +30,7 @@ func.func @${function}(%grad_out: !grad_out, %weight: !weight${extra_arguments},
   %zero = arith.constant 0.0 : f32
   %zero_element = arith.constant 0.0 : ${element}
 ${grad_out_to_channels_last}
+${weight_view}
 ${d_views}
 ${initial}
 ${phases}

@@ -4,7 +4,7 @@
       outs(%w_${index}_empty : ${phase_filter_type}) {
   ^bb0(%unused: ${element}):
 ${tap_indices}
-    %tap = tensor.extract %weight[${weight_indices}] : !weight
+    %tap = tensor.extract ${weight_view}[${weight_indices}] : ${weight_view_type}
     linalg.yield %tap : ${element}
   } -> ${phase_filter_type}
 ${grad_out_window}

@@ -5,7 +5,21 @@
 """
 
 from .compiler import CompileError, MissingModuleError
+from .operators.avgpool3d import avgpool3d_bwd
 from .operators.conv_bwd_data import conv_bwd_data
+from .operators.grouped_conv_bwd_data import grouped_conv_bwd_data
+from .operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
+from .operators.maxpool2d import maxpool2d_bwd, maxpool2d_fwd
 from .runtime import to_device
 
-__all__ = ["conv_bwd_data", "to_device", "CompileError", "MissingModuleError"]
+__all__ = [
+    "conv_bwd_data",
+    "grouped_conv_bwd_data",
+    "grouped_conv_bwd_weight",
+    "maxpool2d_fwd",
+    "maxpool2d_bwd",
+    "avgpool3d_bwd",
+    "to_device",
+    "CompileError",
+    "MissingModuleError",
+]

@@ -10,10 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .operators import conv_bwd_data
+from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d
 from .validation import check
 
-OPERATORS = {"conv_bwd_data": conv_bwd_data}
+OPERATORS = {
+    "conv_bwd_data": conv_bwd_data,
+    "grouped_conv_bwd_data": grouped_conv_bwd_data,
+    "grouped_conv_bwd_weight": grouped_conv_bwd_weight,
+    "maxpool2d_bwd": maxpool2d,
+    "avgpool3d_bwd": avgpool3d,
+}
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 import iree.runtime as rt
 
-from . import compiler, dtypes, targets
+from . import compiler, dtypes, targets, tuning
 from .validation import check, check_type
 
 _lock = threading.Lock()
@@ -107,8 +107,7 @@ def function_for(problem, render_mlir: Callable, driver: str, extra_flags: tuple
     cache_key = (problem, str(target), driver, extra_flags)
     function = _functions.get(cache_key)
     if function is None:
-        spec = compiler.ModuleSpec(problem.name, render_mlir(problem), target, extra_flags)
-        function = _load(spec, driver)
+        function = _load(tuning.module_spec(problem, render_mlir, target, extra_flags), driver)
         _functions[cache_key] = function
     return function
 

@@ -17,7 +17,7 @@ class Dispatch:
 
     @property
     def is_contraction(self) -> bool:
-        return "_conv_" in f"_{self.name}" or "_matmul" in f"_{self.name}"
+        return any(kind in f"_{self.name}" for kind in ("_conv_", "_matmul", "_matvec"))
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 
 import iree.runtime as rt
 
-from ops import compiler, runtime, targets, verify
+from ops import catalog, compiler, runtime, targets, verify
 from ops.operators import avgpool3d as op
 from ops.operators.avgpool3d import avgpool3d_bwd
 from ops.problem import channels_first, channels_last
@@ -185,7 +185,7 @@ def test_every_problem_lowers_to_one_dispatch(tmp_path, name, target):
 
 @needs_compiler
 def test_the_video_layer_is_one_elementwise_dispatch_on_the_cpu(tmp_path):
-    problem = op.problem_from_params(**op.EXAMPLES["video_2x2x2"])
+    problem = catalog.problem("avgpool3d_bwd", "video_2x2x2")
     assert not problem.overlapping
     mlir = op.render_mlir(problem)
     assert "!candidates = tensor<i8>" in mlir and '"reduction"' not in mlir

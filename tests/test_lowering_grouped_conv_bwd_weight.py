@@ -126,3 +126,25 @@ def test_cuda_sm80(tmp_path, name):
     if expects_mma(name, "cuda:sm_80"):
         assert convs[0].mma_kind and convs[0].mma_kind.startswith("NV_MMA_SYNC"), convs[0]
         assert "mma.sync.aligned" in lowered.ptx
+
+
+def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
+    # ops/tuning.py's hook: configs={0: compilation_info} pins the one convolution's configuration (here IREE's
+    # default for this problem, with a reduction tile of 2 MFMA K-steps instead of 4)
+    problem = PROBLEMS["2d_nhwc_g4_s2_p1_f16"]
+    info = (
+        "#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{mma_kind = #iree_gpu.mma_layout<MFMA_F32_16x16x16_F16>, "
+        "padding = [1, 16, 1, 3, 16, 32], promote_operands = [0, 1], reduction = [0, 0, 0, 0, 0, 2], subgroup = [0, 1, 1, 1, 1, 0], "
+        "workgroup = [1, 16, 1, 3, 16, 0]}>, translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
+        "workgroup_size = [192, 1, 1] subgroup_size = 64, {gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = 2, "
+        "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = true>}>>"
+    )
+    mlir = op.render_mlir(problem, {0: info})
+    # CHECK: ins(%x_groups, %grad_out_groups : ...) outs(%acc_zero : !acc) attrs = {compilation_info = ...}
+    assert f"outs(%acc_zero : !acc) attrs = {{compilation_info = {info}}} {{" in mlir
+    assert op.render_mlir(problem, {}) == op.render_mlir(problem)
+    lowered = compile_and_dump(problem.name, mlir, "rocm:gfx942", tmp_path)
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert "reduction = [0, 0, 0, 0, 0, 2]" in configured and "padding = [1, 16, 1, 3, 16, 32]" in configured
+    (conv,) = [d for d in lowered.dispatches if d.is_contraction]
+    assert conv.mma_kind == "MFMA_F32_16x16x16_F16" and "v_mfma" in kernel_for(lowered, conv)

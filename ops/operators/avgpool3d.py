@@ -27,13 +27,7 @@ from . import pool_windows as windows
 OP = "avgpool3d_bwd"
 
 # Named problems (CK's example default first), for the catalog and the command line.
-EXAMPLES = {
-    "ck_default": dict(batch=1, channels=16, input_spatial=(40, 40, 40), kernel_size=5, stride=2, dilation=2, dtype="float16"),
-    "video_2x2x2": dict(batch=8, channels=64, input_spatial=(16, 56, 56), kernel_size=2, stride=2, dtype="float16"),
-    "video_3x3x3_s1_p1": dict(batch=8, channels=64, input_spatial=(16, 56, 56), kernel_size=3, stride=1, padding=1, dtype="float16"),
-    "video_3x3x3_s1_p1_nopadcount": dict(batch=8, channels=64, input_spatial=(16, 56, 56), kernel_size=3, stride=1, padding=1,
-                                         count_include_pad=False, dtype="float16"),
-}
+# Named problems (CK's defaults and real layers) live in build_tools/manifests/ck_examples.json.
 
 
 def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,

@@ -118,21 +118,23 @@ def _weight_gather(phase, problem: ConvProblem) -> tuple[dict, list[int]]:
         lines.append(f"    %u{a} = linalg.index {first + a} : index")
         # u = taps-1-t reads tap f = first_tap + tap_step*t = flipped_first_tap - tap_step*u
         lines.append(f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>(%u{a})")
-    lines.append(f"    %k = linalg.index {first + rank} : index")
-    lines.append(f"    %c = linalg.index {first + rank + 1} : index")
-    row = "%k"
-    if grouped:
-        lines.append(f"    %gk = affine.apply affine_map<(g, k) -> (g * {k} + k)>(%g, %k)")
-        row = "%gk"
+    # the loops run (..., c, k) while the result is laid out (..., k, c): the transposed write keeps IREE from
+    # collapsing the loops into one, whose vectorized delinearization NVPTX cannot select (v2i16 umul_lohi)
+    lines.append(f"    %c = linalg.index {first + rank} : index")
+    lines.append(f"    %k = linalg.index {first + rank + 1} : index")
+    # grouped: read the (G, K, ...) view of the weight (!weight_groups), so no index needs g*K + k
+    rows = ["%g", "%k"] if grouped else ["%k"]
     filter_taps = [f"%f{a}" for a in range(rank)]
-    weight_indices = [row, *filter_taps, "%c"] if problem.channels_last else [row, "%c", *filter_taps]
+    weight_indices = [*rows, *filter_taps, "%c"] if problem.channels_last else [*rows, "%c", *filter_taps]
     dims = render.dims("d", len(shape))
     return {
         "phase_filter_type": render.tensor(shape, element),
-        "phase_filter_map": render.affine_map(dims, dims),
+        "phase_filter_map": render.affine_map(dims, [*dims[:-2], dims[-1], dims[-2]]),
         "phase_filter_iterators": render.iterators(["parallel"] * len(shape)),
         "tap_indices": "\n".join(lines),
         "weight_indices": render.index_list(weight_indices),
+        "weight_view": "%weight_groups" if grouped else "%weight",
+        "weight_view_type": "!weight_groups" if grouped else "!weight",
     }, shape
 
 
@@ -353,6 +355,22 @@ def _initial_grad_in(problem: ConvProblem, element: str, epilogue_root, views: l
     return "\n".join(lines), "%grad_in_0"
 
 
+def _weight_groups_type(problem: ConvProblem) -> str:
+    shape = list(problem.weight_shape)
+    return render.tensor([problem.groups, problem.out_channels, *shape[1:]], dtypes.mlir_element_type(problem.dtype))
+
+
+def _weight_groups_view(problem: ConvProblem) -> str:
+    """For grouped problems, the weight as (G, K, *filter, C) (or (G, K, C, *filter)): a free reshape."""
+    if problem.groups == 1:
+        return "  // one group: the phases read the weight as it is"
+    shape = list(problem.weight_shape)
+    reassociation = [[0, 1]] + [[i + 1] for i in range(1, len(shape))]
+    view_shape = [problem.groups, problem.out_channels, *shape[1:]]
+    return (f"  %weight_groups = tensor.expand_shape %weight {reassociation} output_shape [{render.index_list(view_shape)}] "
+            f": !weight into !weight_groups")
+
+
 def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst).
 
@@ -398,9 +416,11 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> 
         weight_type=render.tensor(problem.weight_shape, element),
         grad_in_type=render.tensor(problem.input_shape, element),
         grad_out_cl_type=render.tensor(grad_out_cl_shape, element),
-        extra_aliases=d_aliases + (f"!params = tensor<{len(params)}xf32>\n" if params else ""),
+        extra_aliases=d_aliases + (f"!params = tensor<{len(params)}xf32>\n" if params else "")
+        + (f"!weight_groups = {_weight_groups_type(problem)}\n" if problem.groups > 1 else ""),
         extra_arguments="".join(f", %d{j}: !d{j}" for j in range(len(problem.d_shapes))) + (", %params: !params" if params else ""),
         grad_out_to_channels_last=to_channels_last,
+        weight_view=_weight_groups_view(problem),
         d_views="\n".join(v.lines for v in views if v.lines),
         initial=init,
         phases="\n".join(phase_texts),

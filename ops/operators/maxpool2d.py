@@ -32,11 +32,7 @@ _INDEX_TYPES = {"int64": "i64", "int32": "i32"}
 _NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}  # -inf, spelled as its bits
 
 # Named problems (CK's example defaults first), for the catalog and the command line: maxpool2d_bwd.
-EXAMPLES = {
-    "ck_default": dict(batch=1, channels=1, input_spatial=(32, 32), kernel_size=3, stride=1, dtype="float16"),
-    "ck_2x2_s2": dict(batch=1, channels=1, input_spatial=(32, 32), kernel_size=2, stride=2, dtype="float32"),
-    "resnet_stem": dict(batch=32, channels=64, input_spatial=(112, 112), kernel_size=3, stride=2, padding=1, dtype="float16"),
-}
+# Named problems (CK's defaults and real layers) live in build_tools/manifests/ck_examples.json.
 
 
 # --- Normalization --------------------------------------------------------------------------------------

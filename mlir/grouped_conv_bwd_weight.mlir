@@ -1,0 +1,54 @@
+// Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight), ${rank}-D, layout ${layout}.
+//
+// The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), group g:
+//     out[n, o, g*K + k] = sum_{f, c} x[n, i, g*C + c] * w[g*K + k, f, c]      where   s*o + d*f = i + p_lo
+// Its gradient with respect to w is the same identity read as a sum over what the weight does not index,
+// the batch n and the output positions o:
+//     grad_w[g*K + k, f, c] = sum_{n, o} x_padded[n, s*o + d*f, g*C + c] * grad_out[n, o, g*K + k]
+// where x_padded is x with p_lo zeros in front (i + p_lo = s*o + d*f) and, behind, as many zeros as the last
+// window reads (taps outside x multiply a zero). That is a convolution with the roles swapped (JAX's
+// transpose_rhs: stride and dilation trade places): grad_out is the filter, its taps o dilated by s; x is the
+// image; f runs over the output positions with stride d; and the batch n is reduced like the input channels
+// of a forward convolution. As an implicit GEMM per group: K rows, F*C columns, a reduction of length N*O
+// (x must stay the first operand: IREE's implicit GEMM takes it as the image). No index map has a negative
+// coefficient (s*o + d*f >= 0).
+//
+// Groups fold into channels as in PyTorch and CK's NHWGC: tensor.expand_shape splits G*C and G*K into
+// (G, C) and (G, K) (free reshapes), one linalg.generic over (${loop_names}) accumulates float32 into
+// !acc = (${acc_names}), and tensor.collapse_shape merges (G, K) back before the store casts to ${out_element}.
+//
+// Problem: ${problem_name}
+
+!x = ${x_type}
+!grad_out = ${grad_out_type}
+!grad_w = ${grad_w_type}
+!x_padded = ${x_padded_type}
+!x_groups = ${x_groups_type}
+!grad_out_groups = ${grad_out_groups_type}
+!acc = ${acc_type}
+!acc_flat = ${acc_flat_type}
+
+func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}) -> !grad_w {
+  %zero = arith.constant 0.0 : f32
+${pad_x}
+  %x_groups = tensor.expand_shape ${x_source} ${x_groups_reassociation} output_shape [${x_groups_shape}] : !x_padded into !x_groups
+  %grad_out_groups = tensor.expand_shape %grad_out ${grad_out_groups_reassociation} output_shape [${grad_out_groups_shape}] : !grad_out into !grad_out_groups
+  %acc_empty = tensor.empty() : !acc
+  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc) -> !acc
+  // acc[g, k, f, c] += x_padded[n, s*o + d*f, g, c] * grad_out[n, o, g, k], per axis (channels-first: the same sums)
+  %acc = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
+      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%acc_zero : !acc)${dispatch_config} {
+  ^bb0(%xv: ${element}, %gv: ${element}, %sum: f32):
+${to_accumulator}
+    %product = arith.mulf ${x32}, ${g32} : f32
+    %new_sum = arith.addf %sum, %product : f32
+    linalg.yield %new_sum : f32
+  } -> !acc
+  %acc_flat = tensor.collapse_shape %acc ${acc_flat_reassociation} : !acc into !acc_flat
+  %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}
+      ins(%acc_flat : !acc_flat) outs(%dst : !grad_w) {
+  ^bb0(%a: f32, %unused: ${out_element}):
+${store_body}
+  } -> !grad_w
+  return %grad_w : !grad_w
+}

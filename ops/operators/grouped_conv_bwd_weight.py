@@ -1,0 +1,308 @@
+"""Grouped N-D convolution backward-weight (CK example ``20_grouped_conv_bwd_weight``).
+
+``grad_w = grouped_conv_bwd_weight(x, grad_out, groups=..., kernel_size=...)`` is the gradient of PyTorch's
+``conv{1,2,3}d(x, weight, stride, padding, dilation, groups)`` with respect to ``weight``. Groups fold into
+the channels as in PyTorch and CK's NHWGC: x holds ``G*C`` channels, grad_out ``G*K``, the weight is
+``(G*K, *filter, C)`` channels-last or ``(G*K, C, *filter)`` channels-first. The MLIR form is
+``mlir/grouped_conv_bwd_weight.mlir``: one convolution-form ``linalg.generic`` that reduces over the batch and
+the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from the weight's side).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import dtypes, geometry, render, runtime
+from .. import reference as reference_ops
+from ..problem import (
+    LAYOUTS, ConvProblem, array_shape_dtype, channels_first, channels_last, check_dtype, conv_problem, join_activation,
+)
+from ..validation import check, check_type, padding_pairs, positive_int_tuple
+
+OP = "grouped_conv_bwd_weight"
+
+
+def result_dtype(problem: ConvProblem) -> str:
+    """grad_w's dtype: ``out_dtype`` where given, else the inputs' dtype."""
+    return problem.out_dtype or problem.dtype
+
+
+def _out_dtype_name(out_dtype, dtype: str) -> str:
+    if out_dtype is None:
+        return dtype
+    try:
+        name = dtypes.dtype_name(out_dtype)
+    except TypeError:
+        name = None
+    check_type(name is not None, f"{OP}: out_dtype must be a dtype such as 'float32', but got {out_dtype!r}")
+    check(
+        name in (dtype, "float32"),
+        f"{OP}: out_dtype must be the inputs' dtype ({dtype}) or float32, but got {name}",
+    )
+    return name
+
+
+def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, layout, out_dtype=None) -> ConvProblem:
+    """Check every argument and build the problem, before anything is compiled."""
+    x_shape, x_dtype = array_shape_dtype(OP, "x", x)
+    out_shape, grad_dtype = array_shape_dtype(OP, "grad_out", grad_out)
+    check(
+        len(x_shape) == len(out_shape),
+        f"{OP}: x and grad_out must have the same rank, but x has shape {x_shape} and grad_out {out_shape}",
+    )
+    check(
+        not x_shape or x_shape[0] == out_shape[0],
+        f"{OP}: grad_out has batch {out_shape[0] if out_shape else None}, but x has batch {x_shape[0] if x_shape else None}",
+    )
+    problem = conv_problem(
+        OP,
+        layout=layout,
+        dtype=grad_dtype,
+        input_shape=x_shape,
+        output_shape=out_shape,
+        output_name="grad_out",
+        weight_shape=None,
+        filter_spatial=kernel_size,
+        groups=groups,
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+    )
+    check_dtype(OP, "x", x_dtype)
+    check(
+        x_dtype == grad_dtype,
+        f"{OP}: x and grad_out must have the same dtype, but got {x_dtype} and {grad_dtype}",
+    )
+    name = _out_dtype_name(out_dtype, grad_dtype)
+    return dataclasses.replace(problem, out_dtype=None if name == grad_dtype else name)
+
+
+def read_padding(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> tuple[int, int]:
+    """Zeros x needs on one axis: (p_lo, what the last window reads past x's end).
+
+    Windows read padded positions s*o + d*f for o < out_size, f < window; the last is
+    s*(out_size-1) + d*(window-1), so the high side needs max(0, that + 1 - p_lo - in_size) zeros
+    (at most p_hi: padding x never reads is left out).
+    """
+    last = stride * (out_size - 1) + dilation * (window - 1)
+    return pad_lo, max(0, last + 1 - pad_lo - in_size)
+
+
+def _reassociation(groups: list[list[int]]) -> str:
+    return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
+
+
+def _split_channels(rank: int, channels_last: bool) -> str:
+    """Reassociation splitting the channel dim of an (N, *spatial, G*C) or (N, G*C, *spatial) array in two."""
+    if channels_last:
+        return _reassociation([*([i] for i in range(rank + 1)), [rank + 1, rank + 2]])
+    return _reassociation([[0], [1, 2], *([i] for i in range(3, rank + 3))])
+
+
+def loop_names(problem: ConvProblem) -> list[str]:
+    """The convolution's iteration dims: the accumulator's (parallel), then the batch and output positions (reduced)."""
+    rank = problem.rank
+    filters = [f"f{a}" for a in range(rank)]
+    parallel = ["g", "k", *filters, "c"] if problem.channels_last else ["g", "k", "c", *filters]
+    return [*parallel, "n", *(f"o{a}" for a in range(rank))]
+
+
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> str:
+    """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst).
+
+    ``configs`` may map 0 (the one convolution, as phase 0 of ops/tuning.py's tables) to an IREE
+    ``#iree_codegen.compilation_info`` pinned on the convolution; without one IREE picks the configuration.
+    """
+    config = (configs or {}).get(0)
+    rank, groups, c, k = problem.rank, problem.groups, problem.in_channels, problem.out_channels
+    element = dtypes.mlir_element_type(problem.dtype)
+    out_element = dtypes.mlir_element_type(result_dtype(problem))
+    channels_last_layout = problem.channels_last
+
+    names = loop_names(problem)
+    d = {name: f"d{i}" for i, name in enumerate(names)}
+    domain = [d[name] for name in names]
+    acc_dims = names[: rank + 3]
+    sizes = {"g": groups, "k": k, "c": c, "n": problem.batch}
+    sizes.update({f"f{a}": problem.filter_spatial[a] for a in range(rank)})
+    sizes.update({f"o{a}": problem.output_spatial[a] for a in range(rank)})
+
+    # x_padded index s*o + d*f per axis (coefficient 1 left out, as MLIR prints it)
+    def term(dim: str, coefficient: int) -> str:
+        return d[dim] if coefficient == 1 else f"{d[dim]} * {coefficient}"
+
+    windows = [f"{term(f'o{a}', problem.stride[a])} + {term(f'f{a}', problem.dilation[a])}" for a in range(rank)]
+    outputs = [d[f"o{a}"] for a in range(rank)]
+
+    pads = [
+        read_padding(problem.input_spatial[a], problem.output_spatial[a], problem.filter_spatial[a],
+                     problem.stride[a], problem.dilation[a], problem.padding[a][0])
+        for a in range(rank)
+    ]
+    padded_spatial = [s + lo + hi for s, (lo, hi) in zip(problem.input_spatial, pads)]
+    x_padded_shape = join_activation(problem.batch, tuple(padded_spatial), groups * c, channels_last_layout)
+    if channels_last_layout:
+        x_groups_shape = [problem.batch, *padded_spatial, groups, c]
+        grad_out_groups_shape = [problem.batch, *problem.output_spatial, groups, k]
+        x_map = [d["n"], *windows, d["g"], d["c"]]
+        grad_out_map = [d["n"], *outputs, d["g"], d["k"]]
+        pad_low = [0, *(lo for lo, _ in pads), 0]
+        pad_high = [0, *(hi for _, hi in pads), 0]
+    else:
+        x_groups_shape = [problem.batch, groups, c, *padded_spatial]
+        grad_out_groups_shape = [problem.batch, groups, k, *problem.output_spatial]
+        x_map = [d["n"], d["g"], d["c"], *windows]
+        grad_out_map = [d["n"], d["g"], d["k"], *outputs]
+        pad_low = [0, 0, *(lo for lo, _ in pads)]
+        pad_high = [0, 0, *(hi for _, hi in pads)]
+
+    if any(pad_low) or any(pad_high):
+        index_args = ", ".join(f"%i{a}: index" for a in range(rank + 2))
+        pad_x = "\n".join([
+            f"  %zero_element = arith.constant 0.0 : {element}",
+            f"  %x_padded = tensor.pad %x low[{render.index_list(pad_low)}] high[{render.index_list(pad_high)}] {{",
+            f"  ^bb0({index_args}):",
+            f"    tensor.yield %zero_element : {element}",
+            "  } : !x to !x_padded",
+        ])
+        x_source = "%x_padded"
+    else:
+        pad_x = "  // no padding is read: x is used as it is"
+        x_source = "%x"
+
+    if element == dtypes.ACCUMULATOR:
+        to_accumulator, x32, g32 = "    // f32 inputs: no extension", "%xv", "%gv"
+    else:
+        to_accumulator = (
+            f"    %x32 = arith.extf %xv : {element} to f32\n"
+            f"    %g32 = arith.extf %gv : {element} to f32"
+        )
+        x32, g32 = "%x32", "%g32"
+    cast = dtypes.store_cast("%a", out_element)
+    store_body = f"    %v = {cast}\n    linalg.yield %v : {out_element}" if cast else f"    linalg.yield %a : {out_element}"
+
+    store_domain = render.dims("d", rank + 2)
+    return render.render(
+        "grouped_conv_bwd_weight",
+        rank=rank,
+        layout=problem.layout,
+        loop_names=", ".join(names),
+        acc_names=", ".join(name.upper() for name in acc_dims),
+        out_element=out_element,
+        element=element,
+        problem_name=problem.name,
+        function=problem.name,
+        x_type=render.tensor(problem.input_shape, element),
+        grad_out_type=render.tensor(problem.output_shape, element),
+        grad_w_type=render.tensor(problem.weight_shape, out_element),
+        x_padded_type=render.tensor(x_padded_shape, element),
+        x_groups_type=render.tensor(x_groups_shape, element),
+        grad_out_groups_type=render.tensor(grad_out_groups_shape, element),
+        acc_type=render.tensor([sizes[name] for name in acc_dims], dtypes.ACCUMULATOR),
+        acc_flat_type=render.tensor(problem.weight_shape, dtypes.ACCUMULATOR),
+        pad_x=pad_x,
+        x_source=x_source,
+        x_groups_reassociation=_split_channels(rank, channels_last_layout),
+        x_groups_shape=render.index_list(x_groups_shape),
+        grad_out_groups_reassociation=_split_channels(rank, channels_last_layout),
+        grad_out_groups_shape=render.index_list(grad_out_groups_shape),
+        x_map=render.affine_map(domain, x_map),
+        grad_out_map=render.affine_map(domain, grad_out_map),
+        acc_map=render.affine_map(domain, [d[name] for name in acc_dims]),
+        conv_iterators=render.iterators(["parallel"] * (rank + 3) + ["reduction"] * (rank + 1)),
+        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+        to_accumulator=to_accumulator,
+        x32=x32,
+        g32=g32,
+        acc_flat_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
+        store_map=render.affine_map(store_domain, store_domain),
+        store_iterators=render.iterators(["parallel"] * (rank + 2)),
+        store_body=store_body,
+    )
+
+
+def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",
+                            out_dtype=None, device=None, out=None):
+    """Gradient of a grouped N-D convolution with respect to its weight.
+
+    x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
+    (PyTorch's ``NCW``, ``NCHW``, ``NCDHW``); grad_out: ``(N, *out_spatial, G*K)`` or ``(N, G*K, *out_spatial)``.
+    Returns grad_w ``(G*K, *kernel_size, C)`` channels-last (CK's GKYXC with G, K merged) or ``(G*K, C, *kernel_size)``
+    channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for depthwise);
+    ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
+    ``(low, high)`` pair per dim. x and grad_out share a dtype (float32, float16, bfloat16); the sums run in
+    float32 and grad_w comes back in ``out_dtype``: the inputs' dtype by default, or float32 (as CK's bf16 kernel).
+
+    NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out. ``device`` is an IREE
+    driver name (``local-task`` by default; ``hip``, ``cuda``); ``out``, optional, is a DeviceArray of grad_w's
+    shape and dtype that receives the result.
+    """
+    problem = normalize(
+        x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+        layout=layout, out_dtype=out_dtype,
+    )
+    return runtime.run(
+        problem, render_mlir, [x, grad_out],
+        results=[(problem.weight_shape, result_dtype(problem))], device=device, out=out,
+    )
+
+
+# --- Problem construction, inputs and reference for the command line and the benchmarks ---------------
+
+
+def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, groups=1, stride=1,
+                        padding=0, dilation=1, layout="NHWC", dtype="float16", out_dtype=None) -> ConvProblem:
+    """A problem from CK-style parameters (no arrays needed), checked like a call's arguments.
+
+    As in CK's example (G, N, K, C), ``in_channels`` (C) and ``out_channels`` (K) are per group: x holds
+    ``groups*in_channels`` channels and grad_out ``groups*out_channels``.
+    """
+    rank = len(input_spatial)
+    channels_last_layout = LAYOUTS.get(layout, (rank, True))[1]  # conv_problem reports a bad layout
+    filters = positive_int_tuple(OP, "kernel_size", filter_spatial, rank)
+    strides = positive_int_tuple(OP, "stride", stride, rank)
+    dilations = positive_int_tuple(OP, "dilation", dilation, rank)
+    pads = padding_pairs(OP, padding, rank)
+    output_spatial = tuple(
+        geometry.conv_output_size(input_spatial[a], filters[a], strides[a], dilations[a], *pads[a])
+        for a in range(rank)
+    )
+    problem = conv_problem(
+        OP, layout=layout, dtype=dtype,
+        input_shape=join_activation(batch, tuple(input_spatial), groups * in_channels, channels_last_layout),
+        output_shape=join_activation(batch, output_spatial, groups * out_channels, channels_last_layout),
+        output_name="grad_out", weight_shape=None, filter_spatial=filters, groups=groups,
+        stride=strides, padding=pads, dilation=dilations,
+    )
+    name = _out_dtype_name(out_dtype, problem.dtype)
+    return dataclasses.replace(problem, out_dtype=None if name == problem.dtype else name)
+
+
+def random_inputs(problem: ConvProblem, rng) -> list:
+    numpy_dtype = dtypes.numpy_dtype(problem.dtype)
+    return [
+        rng.standard_normal(problem.input_shape, dtype="float32").astype(numpy_dtype),
+        rng.standard_normal(problem.output_shape, dtype="float32").astype(numpy_dtype),
+    ]
+
+
+def reference(problem: ConvProblem, inputs) -> np.ndarray:
+    """float64 grad_w from the direct definition, in the problem's layout."""
+    x, grad_out = inputs
+    if not problem.channels_last:
+        x, grad_out = channels_last(x), channels_last(grad_out)
+    result = reference_ops.conv_bwd_weight(
+        x, grad_out, problem.filter_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
+    )
+    return result if problem.channels_last else channels_first(result)
+
+
+def call(problem: ConvProblem, inputs, device=None, out=None):
+    x, grad_out = inputs
+    return grouped_conv_bwd_weight(
+        x, grad_out, groups=problem.groups, kernel_size=problem.filter_spatial, stride=problem.stride,
+        padding=problem.padding, dilation=problem.dilation, layout=problem.layout, out_dtype=result_dtype(problem),
+        device=device, out=out,
+    )
