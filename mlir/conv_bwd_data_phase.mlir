@@ -5,7 +5,8 @@
   ^bb0(%unused: ${element}):
 ${tap_indices}
     %tap = tensor.extract ${weight_view}[${weight_indices}] : ${weight_view_type}
-    linalg.yield %tap : ${element}
+${zero_tap_select}
+    linalg.yield ${tap_value} : ${element}
   } -> ${phase_filter_type}
 ${grad_out_window}
   %acc_${index}_empty = tensor.empty() : ${acc_type}

@@ -1,7 +1,7 @@
 """``python -m ops``: run a named problem with random inputs, verify it, time it.
 
     python -m ops list
-    python -m ops run conv_bwd_data [--problem ck_default] [--device local-task] [--verify] [--repeat 5]
+    python -m ops run OPERATOR|all [--problem ck_default] [--device local-task] [--verify] [--repeat 5]
                       [--seed S] [key=value ...]
 
 ``key=value`` overrides a problem parameter: ints (``batch=8``), per-dim tuples (``input_spatial=35x35``),
@@ -71,6 +71,7 @@ def run_problem(op: str, name: str, *, device: str, verify_result: bool, repeat:
         module.call(problem, inputs, device=device, out=result)
         times.append(time.perf_counter() - start)
     median = statistics.median(times) if times else first_call
+    moved = sum(a.nbytes for a in host_inputs) + int(np.prod(result.shape)) * np.dtype(result.dtype).itemsize
     row = {
         "operator": op,
         "problem": name,
@@ -80,6 +81,7 @@ def run_problem(op: str, name: str, *, device: str, verify_result: bool, repeat:
         "first_call_s": first_call,
         "median_s": median,
         "tflops": problem.flops / median / 1e12 if hasattr(problem, "flops") else None,
+        "gbytes_per_s": moved / median / 1e9,
         "error": None,
         "ok": True,
     }
@@ -93,7 +95,7 @@ def run_problem(op: str, name: str, *, device: str, verify_result: bool, repeat:
 
 
 def print_table(rows: list[dict]) -> None:
-    header = ["operator", "problem", "dtype", "device", "first call", "median", "GFLOP/s", "rel. error", "check"]
+    header = ["operator", "problem", "dtype", "device", "first call", "median", "GFLOP/s", "GB/s", "rel. error", "check"]
     lines = [header]
     for r in rows:
         lines.append([
@@ -101,6 +103,7 @@ def print_table(rows: list[dict]) -> None:
             f"{r['first_call_s']:.3f} s" + (" (compiled)" if r["compiled"] else ""),
             f"{r['median_s'] * 1e3:.2f} ms",
             f"{r['tflops'] * 1e3:.1f}" if r["tflops"] is not None else "-",
+            f"{r['gbytes_per_s']:.1f}",
             f"{r['error']:.2e}" if r["error"] is not None else "-",
             ("PASS" if r["ok"] else "FAIL") if r["error"] is not None else "not verified",
         ])
@@ -116,13 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the known operators and problems")
     run = commands.add_parser("run", help="run one problem with random inputs")
-    run.add_argument("operator", choices=list(catalog.OPERATORS))
+    run.add_argument("operator", choices=[*catalog.OPERATORS, "all"], help="an operator, or all: each one's CK default problem")
     run.add_argument("--problem", default=None, help="problem name (default: the CK example's default)")
     run.add_argument("--device", default=targets.DEFAULT_DEVICE, help="IREE driver: local-task, hip, cuda")
     run.add_argument("--verify", action="store_true", help="check against the float64 NumPy reference")
     run.add_argument("--repeat", type=int, default=3, help="timed calls after the first (default 3)")
     run.add_argument("--seed", type=int, default=None, help="input seed (default: a fresh one, printed)")
-    run.add_argument("overrides", nargs="*", metavar="key=value", help="problem parameter overrides")
     args, extra = parser.parse_known_args(argv)  # overrides may come between the options
     unknown = [item for item in extra if "=" not in item or item.startswith("-")]
     if unknown:
@@ -134,14 +136,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{op:24s} {name:16s} {catalog.problem(op, name).name}")
         return 0
 
-    name = args.problem or catalog.problem_names(args.operator)[0]
+    operators = list(catalog.OPERATORS) if args.operator == "all" else [args.operator]
+    if args.operator == "all" and (args.problem or extra):
+        parser.error("run all takes no --problem or overrides: it runs each operator's CK default problem")
     seed = args.seed if args.seed is not None else int(os.environ.get("OPS_SEED", secrets.randbits(31)))
+    rows = []
     try:
-        row = run_problem(args.operator, name, device=args.device, verify_result=args.verify, repeat=args.repeat,
-                          seed=seed, overrides=parse_overrides([*getattr(args, 'overrides', []), *extra]))
+        for step, op in enumerate(operators, 1):
+            name = args.problem or catalog.problem_names(op)[0]
+            if len(operators) > 1:
+                _progress(f"[{step}/{len(operators)}] {op}")
+            rows.append(run_problem(op, name, device=args.device, verify_result=args.verify, repeat=args.repeat,
+                                    seed=seed, overrides=parse_overrides(extra)))
     except (ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"seed {seed}")
-    print_table([row])
-    return 0 if row["ok"] else 1
+    print_table(rows)
+    return 0 if all(row["ok"] for row in rows) else 1

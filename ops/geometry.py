@@ -11,7 +11,7 @@ this package is this identity read in another direction.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -49,11 +49,27 @@ class PhaseAxis:
     rows: int
     grad_in_offset: int
     grad_out_pad: tuple[int, int]  # (low, high); negative means "crop that many"
+    zero_taps: int = 0  # taps appended at u = taps.. with a zero weight (see with_zero_taps)
 
     @property
     def flipped_first_tap(self) -> int:
         """Filter tap read at u = 0 of the flipped sub-filter: first_tap + tap_step*(taps-1)."""
         return self.first_tap + self.tap_step * (self.taps - 1)
+
+    @property
+    def filter_taps(self) -> int:
+        """The sub-filter's length: the real taps and the zero ones."""
+        return self.taps + self.zero_taps
+
+    def with_zero_taps(self, count: int) -> "PhaseAxis":
+        """The same phase with ``count`` zero-weight taps after the real ones (u = taps, ...).
+
+        Their multiply-adds are wasted, on purpose: IREE's CPU backend folds a one-tap filter axis away and
+        then compiles the convolution as a generic contraction, 20-30x slower than a convolution with two taps.
+        The window grows by sub_dilation per zero tap on the high side, where the reads are zero padding.
+        """
+        low, high = self.grad_out_pad
+        return replace(self, zero_taps=self.zero_taps + count, grad_out_pad=(low, high + self.sub_dilation * count))
 
 
 def bwd_data_phases(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> list[PhaseAxis]:

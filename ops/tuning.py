@@ -10,6 +10,7 @@ the same configurations.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from typing import Callable
 
@@ -19,21 +20,28 @@ from .targets import Target
 
 
 @functools.lru_cache(maxsize=None)
-def table(target_name: str) -> dict[tuple[str, int], str]:
+def entries(target_name: str) -> tuple[dict, ...]:
     path = templates_dir() / "tuning" / f"{target_name}.json"
-    if not path.is_file():
-        return {}
-    entries = json.loads(path.read_text())["entries"]
-    return {(e["function"], int(e["phase"])): e["compilation_info"] for e in entries}
+    return tuple(json.loads(path.read_text())["entries"]) if path.is_file() else ()
 
 
 def configs_for(problem, target: Target) -> dict[int, str]:
     """Phase index -> compilation_info for ``problem`` on ``target`` (empty: IREE's defaults)."""
-    return {phase: config for (function, phase), config in table(target.directory_name).items() if function == problem.name}
+    return {
+        int(e["phase"]): e["compilation_info"]
+        for e in entries(target.directory_name)
+        if e["function"] == problem.name and "compilation_info" in e
+    }
+
+
+def flags_for(problem, target: Target) -> tuple[str, ...]:
+    """Compile flags that matter for ``problem`` on ``target`` (split reduction, padding fusion, ...)."""
+    return tuple(f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ()))
 
 
 def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = ()) -> compiler.ModuleSpec:
-    """The module that runs ``problem`` on ``target``, with its tuned configurations, if any."""
+    """The module that runs ``problem`` on ``target``, with its tuned configurations and flags, if any."""
     configs = configs_for(problem, target)
-    mlir = render_mlir(problem, configs) if configs else render_mlir(problem)
-    return compiler.ModuleSpec(problem.name, mlir, target, tuple(extra_flags))
+    options = {"target": target} if "target" in inspect.signature(render_mlir).parameters else {}
+    mlir = render_mlir(problem, configs, **options) if configs else render_mlir(problem, **options)
+    return compiler.ModuleSpec(problem.name, mlir, target, (*flags_for(problem, target), *extra_flags))

@@ -82,3 +82,16 @@ def test_cuda_sm80(tmp_path, name):
     if problem.dtype in SIXTEEN_BIT:
         assert all(d.mma_kind and d.mma_kind.startswith("NV_MMA_SYNC") for d in convs), convs
         assert "mma.sync.aligned" in lowered.ptx
+
+
+def test_rendered_for_the_cpu_one_tap_axes_get_a_zero_tap():
+    # llvm-cpu folds a one-tap filter axis away and then compiles a generic contraction 20-30x slower than a
+    # convolution: on that target the 2x1 and 1x2 phases become 2x2 with a zero tap (the 1x1 phase stays a matmul)
+    from ops import targets
+
+    problem = catalog.problem("conv_bwd_data", "ck_default")
+    mlir = op.render_mlir(problem, target=targets.parse_target("llvm-cpu"))
+    assert [m for m in re.findall(r"outs\(%w_\d+_empty : tensor<(\w+)xf16>\)", mlir)] == ["2x2x256x256"] * 3 + ["1x1x256x256"]
+    # CHECK: %tap_or_zero = arith.select %real1, %tap, %zero_element : f16
+    assert mlir.count("%tap_or_zero = arith.select") == 2
+    assert "taps f = 0 + 2*t (t < 2), 1 + 2*t (t < 1) and 1 zero tap(s)" in mlir

@@ -110,14 +110,25 @@ def _weight_gather(phase, problem: ConvProblem) -> tuple[dict, list[int]]:
     rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
     element = dtypes.mlir_element_type(problem.dtype)
     grouped = groups > 1
-    taps = [p.taps for p in phase]
+    taps = [p.filter_taps for p in phase]
     shape = [groups, *taps, k, c] if grouped else [*taps, k, c]
     first = 1 if grouped else 0
     lines = [f"    %g = linalg.index 0 : index"] if grouped else []
+    zero_tap_checks = []
     for a, p in enumerate(phase):
         lines.append(f"    %u{a} = linalg.index {first + a} : index")
+        u = f"%u{a}"
+        if p.zero_taps:
+            # u >= taps are zero taps: read a real tap (u clamped to 0) and select zero for them
+            lines.append(f"    %real_taps{a} = arith.constant {p.taps} : index")
+            lines.append(f"    %real{a} = arith.cmpi ult, %u{a}, %real_taps{a} : index")
+            lines.append(f"    %u{a}_clamped = arith.select %real{a}, %u{a}, %c0_index : index")
+            u = f"%u{a}_clamped"
+            zero_tap_checks.append(f"%real{a}")
         # u = taps-1-t reads tap f = first_tap + tap_step*t = flipped_first_tap - tap_step*u
-        lines.append(f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>(%u{a})")
+        lines.append(f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>({u})")
+    if zero_tap_checks:
+        lines.insert(0, "    %c0_index = arith.constant 0 : index")
     # the loops run (..., c, k) while the result is laid out (..., k, c): the transposed write keeps IREE from
     # collapsing the loops into one, whose vectorized delinearization NVPTX cannot select (v2i16 umul_lohi)
     lines.append(f"    %c = linalg.index {first + rank} : index")
@@ -126,8 +137,17 @@ def _weight_gather(phase, problem: ConvProblem) -> tuple[dict, list[int]]:
     rows = ["%g", "%k"] if grouped else ["%k"]
     filter_taps = [f"%f{a}" for a in range(rank)]
     weight_indices = [*rows, *filter_taps, "%c"] if problem.channels_last else [*rows, "%c", *filter_taps]
+    yield_value = "%tap"
+    if zero_tap_checks:
+        valid = zero_tap_checks[0]
+        for index, check_value in enumerate(zero_tap_checks[1:]):
+            lines.append(f"    %all_real{index} = arith.andi {valid}, {check_value} : i1")
+            valid = f"%all_real{index}"
+        yield_value = f"%tap_or_zero"
     dims = render.dims("d", len(shape))
     return {
+        "tap_value": yield_value,
+        "zero_tap_select": f"    %tap_or_zero = arith.select {valid}, %tap, %zero_element : {element}" if zero_tap_checks else "",
         "phase_filter_type": render.tensor(shape, element),
         "phase_filter_map": render.affine_map(dims, [*dims[:-2], dims[-1], dims[-2]]),
         "phase_filter_iterators": render.iterators(["parallel"] * len(shape)),
@@ -371,11 +391,24 @@ def _weight_groups_view(problem: ConvProblem) -> str:
             f": !weight into !weight_groups")
 
 
-def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> str:
+def phases_for_target(problem: ConvProblem, target=None) -> list[tuple[geometry.PhaseAxis, ...]]:
+    """The phases as the target compiles them best: on llvm-cpu, a one-tap axis of a phase whose other axes
+    have several taps gets one zero tap (see PhaseAxis.with_zero_taps); GPUs take the phases as they are."""
+    result = phases(problem)
+    if target is None or target.backend != "llvm-cpu":
+        return result
+    return [
+        tuple(p.with_zero_taps(1) if p.taps == 1 and any(q.taps > 1 for q in phase) else p for p in phase)
+        for phase in result
+    ]
+
+
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst).
 
     ``configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution
-    (a tuned dispatch configuration); phases without one get IREE's defaults.
+    (a tuned dispatch configuration); phases without one get IREE's defaults. ``target`` (an ops.targets.Target)
+    lets the phases take the form that target compiles best (``phases_for_target``).
     """
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
@@ -392,7 +425,7 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> 
     views = [_d_view(j, problem) for j in range(len(problem.d_shapes))]
     init, current = _initial_grad_in(problem, element, epilogue_root, views)
     phase_texts = []
-    for index, phase in enumerate(phases(problem)):
+    for index, phase in enumerate(phases_for_target(problem, target)):
         weight_values, filter_shape = _weight_gather(phase, problem)
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
         conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape, (configs or {}).get(index))
@@ -400,7 +433,10 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> 
         current = f"%grad_in_{index + 1}"
         phase_texts.append(render.render(
             "conv_bwd_data_phase", index=index, element=element,
-            tap_description=", ".join(f"{p.first_tap} + {p.tap_step}*t (t < {p.taps})" for p in phase),
+            tap_description=", ".join(
+                f"{p.first_tap} + {p.tap_step}*t (t < {p.taps})" + (f" and {p.zero_taps} zero tap(s)" if p.zero_taps else "")
+                for p in phase
+            ),
             rows_description=", ".join(f"{p.grad_in_offset} + {s}*m (m < {p.rows})" for p, s in zip(phase, problem.stride)),
             grad_out_window=window_text, convolution=conv_text, **weight_values, **store_values,
         ))
