@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, dtypes, runtime, verify
+from ops import catalog, runtime, verify
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
     import torch
@@ -35,10 +35,9 @@ TORCH_DEVICE = {"cuda": "cuda", "hip": "cuda", "local-task": "cpu", "local-sync"
 TORCH_DTYPE = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
-def bytes_moved(problem, inputs) -> int:
+def bytes_moved(inputs, result) -> int:
     """The fewest bytes the operator must move: every input read once, the result written once."""
-    itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
-    return sum(a.nbytes for a in inputs) + math.prod(problem.input_shape) * itemsize
+    return sum(a.nbytes for a in inputs) + math.prod(result.shape) * np.dtype(result.dtype).itemsize
 
 
 def _median_seconds(call, repeat: int, sync=lambda: None) -> float:
@@ -81,7 +80,83 @@ def torch_conv_bwd_data(problem, inputs, device):
     return call
 
 
-TORCH_OPS = {"conv_bwd_data": torch_conv_bwd_data}
+def torch_grouped_conv_bwd_data(problem, inputs, device):
+    """cuDNN's backward-data, then the epilogue as PyTorch elementwise ops (PyTorch cannot fuse it into the convolution)."""
+    call_conv = torch_conv_bwd_data(problem, inputs[:2], device)
+    if call_conv is None:
+        return None
+    from ops import epilogue as epilogues
+
+    ds = [_torch_tensor(d, device, False) for d in inputs[2:]]
+    root = epilogues.parse_canonical(problem.epilogue) if problem.epilogue else None
+    params = {name: 0.5 if name == "alpha" else 2.0 if name == "beta" else 1.0 for name in problem.epilogue_params}
+
+    def call():
+        grad_in = call_conv()[0]
+        if root is None:
+            return grad_in
+        acc = grad_in.movedim(1, -1) if problem.channels_last else grad_in
+        return epilogues.evaluate(root, {"acc": acc, **{f"d{j}": d for j, d in enumerate(ds)}, **params})
+
+    return call
+
+
+def torch_grouped_conv_bwd_weight(problem, inputs, device):
+    if any(lo != hi for lo, hi in problem.padding):
+        return None
+    x, grad_out = (_torch_tensor(a, device, problem.channels_last) for a in inputs)
+    logical_weight = (problem.groups * problem.out_channels, problem.in_channels, *problem.filter_spatial)
+    weight = torch.empty(logical_weight, device=device, dtype=x.dtype)
+    rank = problem.rank
+
+    def call():
+        return torch.ops.aten.convolution_backward(
+            grad_out, x, weight, None, list(problem.stride), [lo for lo, _ in problem.padding], list(problem.dilation),
+            False, [0] * rank, problem.groups, [False, True, False],
+        )
+
+    return call
+
+
+def torch_maxpool2d_bwd(problem, inputs, device):
+    if any(lo != hi for lo, hi in problem.padding) or problem.source != "indices":
+        return None
+    grad_out = _torch_tensor(inputs[0], device, problem.channels_last)
+    indices = torch.from_numpy(np.ascontiguousarray(inputs[1]).astype(np.int64)).to(device)
+    indices = indices.movedim(-1, 1) if problem.channels_last else indices
+    x = torch.empty((problem.batch, problem.channels, *problem.input_spatial), device=device, dtype=grad_out.dtype)
+
+    def call():
+        return torch.ops.aten.max_pool2d_with_indices_backward(
+            grad_out, x, list(problem.kernel), list(problem.stride), [lo for lo, _ in problem.padding],
+            list(problem.dilation), problem.ceil_mode, indices,
+        )
+
+    return call
+
+
+def torch_avgpool3d_bwd(problem, inputs, device):
+    if any(lo != hi for lo, hi in problem.padding) or any(d != 1 for d in problem.dilation):
+        return None  # PyTorch's average pooling has no dilation (CK's extension)
+    grad_out = _torch_tensor(inputs[0], device, problem.channels_last)
+    x = torch.empty((problem.batch, problem.channels, *problem.input_spatial), device=device, dtype=grad_out.dtype)
+
+    def call():
+        return torch.ops.aten.avg_pool3d_backward(
+            grad_out, x, list(problem.kernel), list(problem.stride), [lo for lo, _ in problem.padding],
+            problem.ceil_mode, problem.count_include_pad, problem.divisor_override,
+        )
+
+    return call
+
+
+TORCH_OPS = {
+    "conv_bwd_data": torch_conv_bwd_data,
+    "grouped_conv_bwd_data": torch_grouped_conv_bwd_data,
+    "grouped_conv_bwd_weight": torch_grouped_conv_bwd_weight,
+    "maxpool2d_bwd": torch_maxpool2d_bwd,
+    "avgpool3d_bwd": torch_avgpool3d_bwd,
+}
 
 
 # --- ceilings ------------------------------------------------------------------------------------------
@@ -119,22 +194,28 @@ def measure_ceilings(device: str, dtype: str) -> dict:
 def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings) -> dict:
     module = catalog.OPERATORS[op]
     host_inputs = module.random_inputs(problem, rng)
-    function = runtime.function_for(problem, module.render_mlir, device, extra_flags)
     input_sets = [[runtime.to_device(a, device) for a in host_inputs]]
     set_bytes = sum(a.nbytes for a in host_inputs)
     while len(input_sets) < 3 and set_bytes * (len(input_sets) + 1) < (1 << 30):  # rotate sets that fit in cache
         input_sets.append([runtime.to_device(a, device) for a in module.random_inputs(problem, rng)])
-    out = runtime.to_device(np.full(problem.input_shape, np.nan, dtypes.numpy_dtype(problem.dtype)), device)
-    function(*input_sets[0], out)
+    # the public call, once, for the result's shape and dtype; then poison it and check the timed path fills it
+    result = module.call(problem, input_sets[0], device=device)
+    out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
+    function = runtime.function_for(problem, module.render_mlir, device, extra_flags)
+    module_arguments = getattr(module, "module_arguments", lambda _, inputs: list(inputs))
+    argument_sets = [module_arguments(problem, inputs) for inputs in input_sets]
+    function(*argument_sets[0], out)
     error = verify.relative_error(out.to_host(), module.reference(problem, host_inputs))
     ok = error <= verify.tolerance(op, problem.dtype)
     counter = iter(range(1 << 62))
-    ours = _median_seconds(lambda: function(*input_sets[next(counter) % len(input_sets)], out), repeat)
+    ours = _median_seconds(lambda: function(*argument_sets[next(counter) % len(argument_sets)], out), repeat)
+    moved = bytes_moved(host_inputs, result)
+    flops = getattr(problem, "flops", 0)
     row = {
         "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype, "device": device,
         "flags": list(extra_flags), "error": error, "ok": ok, "seconds": ours,
-        "tflops": problem.flops / ours / 1e12, "gbytes_per_s": bytes_moved(problem, host_inputs) / ours / 1e9,
-        "floor_seconds": max(problem.flops / ceilings["matmul_flops_per_s"], bytes_moved(problem, host_inputs) / ceilings["copy_bytes_per_s"]),
+        "tflops": flops / ours / 1e12, "gbytes_per_s": moved / ours / 1e9, "bytes": moved, "flops": flops,
+        "floor_seconds": max(flops / ceilings["matmul_flops_per_s"], moved / ceilings["copy_bytes_per_s"]),
         "torch_seconds": None,
     }
     if torch is not None and op in TORCH_OPS:
@@ -142,7 +223,10 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         call = TORCH_OPS[op](problem, host_inputs, tdev)
         if call is not None:
             sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
-            row["torch_seconds"] = _median_seconds(call, repeat, sync)
+            try:
+                row["torch_seconds"] = _median_seconds(call, repeat, sync)
+            except (RuntimeError, NotImplementedError) as error:  # e.g. no float16 kernel on the CPU
+                row["torch_note"] = str(error).splitlines()[0][:120]
     return row
 
 

@@ -94,7 +94,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     intrinsic = INTRINSICS[(target.backend, element)]
     version = compiler.installed_compiler_version()
     phases = len(module.phases(problem))
-    candidates = [{"id": f"default", "phase": None, "config": None}]
+    candidates = [{"id": "default", "phase": None, "config": None}]
     for phase in range(phases):
         for i, (wg, sg, k_tiles, stages) in enumerate(candidate_space(intrinsic, limit)):
             candidates.append({

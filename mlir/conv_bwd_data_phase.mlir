@@ -1,13 +1,6 @@
   // Phase ${index}: taps f = ${tap_description}; writes grad_in positions ${rows_description}.
   %w_${index}_empty = tensor.empty() : ${phase_filter_type}
-  %w_${index} = linalg.generic {indexing_maps = [${phase_filter_map}], iterator_types = ${phase_filter_iterators}}
-      outs(%w_${index}_empty : ${phase_filter_type}) {
-  ^bb0(%unused: ${element}):
-${tap_indices}
-    %tap = tensor.extract ${weight_view}[${weight_indices}] : ${weight_view_type}
-${zero_tap_select}
-    linalg.yield ${tap_value} : ${element}
-  } -> ${phase_filter_type}
+${phase_filter}
 ${grad_out_window}
   %acc_${index}_empty = tensor.empty() : ${acc_type}
   %acc_${index}_zero = linalg.fill ins(%zero : f32) outs(%acc_${index}_empty : ${acc_type}) -> ${acc_type}

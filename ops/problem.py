@@ -258,6 +258,13 @@ def channels_last(array):
     return np.moveaxis(np.asarray(array), 1, -1)
 
 
+def in_layout(channels_last_layout: bool, function, *arrays):
+    """Apply a channels-last ``function`` to channels-first ``arrays`` too: convert in, call, convert back."""
+    if channels_last_layout:
+        return function(*arrays)
+    return channels_first(function(*(channels_last(a) for a in arrays)))
+
+
 def channels_first(array):
     """(N, *spatial, C) -> (N, C, *spatial); the inverse of channels_last."""
     import numpy as np

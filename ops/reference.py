@@ -20,6 +20,17 @@ def _tap_positions(out_size: int, in_size: int, tap: int, stride: int, dilation:
     return o[inside], i[inside]
 
 
+def _taps_with_positions(filter_size, out_spatial, input_spatial, stride, dilation, padding):
+    """Every filter tap (a tuple) that reads at least one input position, with its output and input positions per axis."""
+    for taps in itertools.product(*(range(f) for f in filter_size)):
+        positions = [
+            _tap_positions(out_spatial[a], input_spatial[a], tap, stride[a], dilation[a], padding[a][0])
+            for a, tap in enumerate(taps)
+        ]
+        if all(len(o) for o, _ in positions):  # a tap that reads only padding contributes nothing
+            yield taps, [o for o, _ in positions], [i for _, i in positions]
+
+
 def conv_bwd_data(grad_out, weight, input_spatial, stride, dilation, padding, groups: int = 1):
     """grad_in[n, i, g*C + c] = sum over (o, f, k) with s*o + d*f = i + p_lo of grad_out[n, o, g*K + k] * w[g*K + k, f, c].
 
@@ -33,14 +44,7 @@ def conv_bwd_data(grad_out, weight, input_spatial, stride, dilation, padding, gr
     k_per_group = weight.shape[0] // groups
     c_per_group = weight.shape[-1]
     grad_in = np.zeros((n, *input_spatial, groups * c_per_group))
-    for taps in itertools.product(*(range(f) for f in filter_size)):
-        out_index, in_index = [], []
-        for axis, tap in enumerate(taps):
-            o, i = _tap_positions(out_spatial[axis], input_spatial[axis], tap, stride[axis], dilation[axis], padding[axis][0])
-            out_index.append(o)
-            in_index.append(i)
-        if any(len(o) == 0 for o in out_index):
-            continue
+    for taps, out_index, in_index in _taps_with_positions(filter_size, out_spatial, input_spatial, stride, dilation, padding):
         go = grad_out[(slice(None), *np.ix_(*out_index), slice(None))]
         for g in range(groups):
             w_tap = weight[(slice(g * k_per_group, (g + 1) * k_per_group), *taps, slice(None))]  # (K, C)
@@ -137,14 +141,7 @@ def conv_bwd_weight(x, grad_out, filter_spatial, stride, dilation, padding, grou
     c_per_group = x.shape[-1] // groups
     k_per_group = grad_out.shape[-1] // groups
     grad_w = np.zeros((groups * k_per_group, *filter_spatial, c_per_group))
-    for taps in itertools.product(*(range(f) for f in filter_spatial)):
-        out_index, in_index = [], []
-        for axis, tap in enumerate(taps):
-            o, i = _tap_positions(out_spatial[axis], input_spatial[axis], tap, stride[axis], dilation[axis], padding[axis][0])
-            out_index.append(o)
-            in_index.append(i)
-        if any(len(o) == 0 for o in out_index):
-            continue  # this tap reads only padding: its gradient stays zero
+    for taps, out_index, in_index in _taps_with_positions(filter_spatial, out_spatial, input_spatial, stride, dilation, padding):
         xs = x[(slice(None), *np.ix_(*in_index), slice(None))]
         go = grad_out[(slice(None), *np.ix_(*out_index), slice(None))]
         for g in range(groups):

@@ -39,9 +39,19 @@ def flags_for(problem, target: Target) -> tuple[str, ...]:
     return tuple(f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ()))
 
 
+def render_options_for(problem, target: Target) -> dict:
+    """Per-problem choices of the template's form (e.g. ``weight_flip``) that a target needs."""
+    options = {}
+    for e in entries(target.directory_name):
+        if e["function"] == problem.name:
+            options.update(e.get("render", {}))
+    return options
+
+
 def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = ()) -> compiler.ModuleSpec:
-    """The module that runs ``problem`` on ``target``, with its tuned configurations and flags, if any."""
+    """The module that runs ``problem`` on ``target``, with its tuned configurations, form and flags, if any."""
     configs = configs_for(problem, target)
-    options = {"target": target} if "target" in inspect.signature(render_mlir).parameters else {}
+    accepted = inspect.signature(render_mlir).parameters
+    options = {k: v for k, v in {"target": target, **render_options_for(problem, target)}.items() if k in accepted}
     mlir = render_mlir(problem, configs, **options) if configs else render_mlir(problem, **options)
     return compiler.ModuleSpec(problem.name, mlir, target, (*flags_for(problem, target), *extra_flags))

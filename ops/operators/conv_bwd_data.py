@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .. import dtypes, epilogue, geometry, render, runtime
 from .. import reference as reference_ops
 from ..problem import (
-    LAYOUTS, ConvProblem, array_shape_dtype, channels_first, channels_last, conv_problem, join_activation,
+    LAYOUTS, ConvProblem, array_shape_dtype, conv_problem, in_layout, join_activation,
 )
 from ..validation import check, padding_pairs, positive_int_tuple
 
@@ -105,57 +105,69 @@ def _grad_out_window(index: int, phase: tuple[geometry.PhaseAxis, ...], problem:
     return "\n".join(lines), value, [n, *padded, k]
 
 
-def _weight_gather(phase, problem: ConvProblem) -> tuple[dict, list[int]]:
-    """The phase's flipped sub-filter, gathered from the weight: (U.., K, C), or (G, U.., K, C) when grouped."""
+def _weight_gather(index: int, phase, problem: ConvProblem, gather: bool) -> tuple[dict, list[int]]:
+    """The phase's flipped sub-filter from the weight: (U.., K, C), or (G, U.., K, C) when grouped.
+
+    ``gather``: by index arithmetic in the body (llvm-cpu; handles zero taps); else through an indexing map
+    with a negative coefficient (the GPU targets).
+    """
     rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
     element = dtypes.mlir_element_type(problem.dtype)
     grouped = groups > 1
     taps = [p.filter_taps for p in phase]
     shape = [groups, *taps, k, c] if grouped else [*taps, k, c]
+    dims = render.dims("d", len(shape))
+    common = {
+        "index": index, "element": element,
+        "phase_filter_type": render.tensor(shape, element),
+        "phase_filter_iterators": render.iterators(["parallel"] * len(shape)),
+        # grouped: read the (G, K, ...) view of the weight (!weight_groups), so no index needs g*K + k
+        "weight_view": "%weight_groups" if grouped else "%weight",
+        "weight_view_type": "!weight_groups" if grouped else "!weight",
+    }
+    if not gather:
+        u = dims[1:1 + rank] if grouped else dims[:rank]
+        taps_read = [f"{p.flipped_first_tap} - {u[a]} * {p.tap_step}" for a, p in enumerate(phase)]
+        rows = [dims[0], dims[-2]] if grouped else [dims[-2]]
+        read = [*rows, *taps_read, dims[-1]] if problem.channels_last else [*rows, dims[-1], *taps_read]
+        return {"phase_filter_type": common["phase_filter_type"], "phase_filter": render.render("conv_bwd_data_filter_flip", **common,
+                                              weight_map=render.affine_map(dims, read),
+                                              phase_filter_map=render.affine_map(dims, dims))}, shape
     first = 1 if grouped else 0
-    lines = [f"    %g = linalg.index 0 : index"] if grouped else []
+    lines = ["    %g = linalg.index 0 : index"] if grouped else []
     zero_tap_checks = []
     for a, p in enumerate(phase):
         lines.append(f"    %u{a} = linalg.index {first + a} : index")
-        u = f"%u{a}"
+        u_value = f"%u{a}"
         if p.zero_taps:
             # u >= taps are zero taps: read a real tap (u clamped to 0) and select zero for them
             lines.append(f"    %real_taps{a} = arith.constant {p.taps} : index")
             lines.append(f"    %real{a} = arith.cmpi ult, %u{a}, %real_taps{a} : index")
             lines.append(f"    %u{a}_clamped = arith.select %real{a}, %u{a}, %c0_index : index")
-            u = f"%u{a}_clamped"
+            u_value = f"%u{a}_clamped"
             zero_tap_checks.append(f"%real{a}")
         # u = taps-1-t reads tap f = first_tap + tap_step*t = flipped_first_tap - tap_step*u
-        lines.append(f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>({u})")
+        lines.append(f"    %f{a} = affine.apply affine_map<(u) -> ({p.flipped_first_tap} - u * {p.tap_step})>({u_value})")
     if zero_tap_checks:
         lines.insert(0, "    %c0_index = arith.constant 0 : index")
-    # the loops run (..., c, k) while the result is laid out (..., k, c): the transposed write keeps IREE from
-    # collapsing the loops into one, whose vectorized delinearization NVPTX cannot select (v2i16 umul_lohi)
-    lines.append(f"    %c = linalg.index {first + rank} : index")
-    lines.append(f"    %k = linalg.index {first + rank + 1} : index")
-    # grouped: read the (G, K, ...) view of the weight (!weight_groups), so no index needs g*K + k
-    rows = ["%g", "%k"] if grouped else ["%k"]
+    lines.append(f"    %k = linalg.index {first + rank} : index")
+    lines.append(f"    %c = linalg.index {first + rank + 1} : index")
+    row_values = ["%g", "%k"] if grouped else ["%k"]
     filter_taps = [f"%f{a}" for a in range(rank)]
-    weight_indices = [*rows, *filter_taps, "%c"] if problem.channels_last else [*rows, "%c", *filter_taps]
-    yield_value = "%tap"
+    weight_indices = [*row_values, *filter_taps, "%c"] if problem.channels_last else [*row_values, "%c", *filter_taps]
+    yield_value, select = "%tap", ""
     if zero_tap_checks:
         valid = zero_tap_checks[0]
-        for index, check_value in enumerate(zero_tap_checks[1:]):
-            lines.append(f"    %all_real{index} = arith.andi {valid}, {check_value} : i1")
-            valid = f"%all_real{index}"
-        yield_value = f"%tap_or_zero"
-    dims = render.dims("d", len(shape))
-    return {
-        "tap_value": yield_value,
-        "zero_tap_select": f"    %tap_or_zero = arith.select {valid}, %tap, %zero_element : {element}" if zero_tap_checks else "",
-        "phase_filter_type": render.tensor(shape, element),
-        "phase_filter_map": render.affine_map(dims, [*dims[:-2], dims[-1], dims[-2]]),
-        "phase_filter_iterators": render.iterators(["parallel"] * len(shape)),
-        "tap_indices": "\n".join(lines),
-        "weight_indices": render.index_list(weight_indices),
-        "weight_view": "%weight_groups" if grouped else "%weight",
-        "weight_view_type": "!weight_groups" if grouped else "!weight",
-    }, shape
+        for position, check_value in enumerate(zero_tap_checks[1:]):
+            lines.append(f"    %all_real{position} = arith.andi {valid}, {check_value} : i1")
+            valid = f"%all_real{position}"
+        yield_value = "%tap_or_zero"
+        select = f"    %tap_or_zero = arith.select {valid}, %tap, %zero_element : {element}"
+    return {"phase_filter_type": common["phase_filter_type"], "phase_filter": render.render(
+        "conv_bwd_data_filter_gather", **common,
+        phase_filter_map=render.affine_map(dims, dims), tap_indices="\n".join(lines),
+        weight_indices=render.index_list(weight_indices), zero_tap_select=select, tap_value=yield_value,
+    )}, shape
 
 
 def _convolution(index: int, phase, problem: ConvProblem, element: str, window_value: str, window_shape: list[int],
@@ -364,13 +376,13 @@ def _initial_grad_in(problem: ConvProblem, element: str, epilogue_root, views: l
     d_operands, d_types, d_block, d_roles, _ = _d_inputs(problem, views)
     d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
     lines = [
-        f"  // positions no phase reaches: the epilogue of a zero accumulator",
+        "  // positions no phase reaches: the epilogue of a zero accumulator",
         f"  %grad_in_0 = linalg.generic {{indexing_maps = [{', '.join([*d_maps, render.affine_map(domain, domain)])}], "
         f"iterator_types = {render.iterators(['parallel'] * len(domain))}}}",
         f"      ins({d_operands.lstrip(', ')} : {d_types.lstrip(', ')}) outs(%dst : !grad_in) {{",
         f"  ^bb0({d_block.lstrip(', ')}, %unused: {element}):",
         _store_body(problem, epilogue_root, element, "%zero"),
-        f"  }} -> !grad_in",
+        "  } -> !grad_in",
     ]
     return "\n".join(lines), "%grad_in_0"
 
@@ -403,15 +415,18 @@ def phases_for_target(problem: ConvProblem, target=None) -> list[tuple[geometry.
     ]
 
 
-def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None) -> str:
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None, weight_flip: str = "gather") -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst).
 
     ``configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution
     (a tuned dispatch configuration); phases without one get IREE's defaults. ``target`` (an ops.targets.Target)
-    lets the phases take the form that target compiles best (``phases_for_target``).
+    lets the phases take the form that target compiles best (``phases_for_target``). ``weight_flip``: how each
+    phase's taps are flipped, ``"gather"`` (index arithmetic; every target) or ``"map"`` (an indexing map with a
+    negative coefficient; not llvm-cpu), chosen per problem by the tuning tables where one form does not compile.
     """
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
+    cpu = target is not None and target.backend == "llvm-cpu"
     epilogue_root = epilogue.parse_canonical(problem.epilogue) if problem.epilogue else None
     grad_out_cl_shape = [problem.batch, *problem.output_spatial, problem.groups * problem.out_channels]
     if problem.channels_last:
@@ -426,7 +441,7 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     init, current = _initial_grad_in(problem, element, epilogue_root, views)
     phase_texts = []
     for index, phase in enumerate(phases_for_target(problem, target)):
-        weight_values, filter_shape = _weight_gather(phase, problem)
+        weight_values, filter_shape = _weight_gather(index, phase, problem, gather=cpu or weight_flip != "map")
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
         conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape, (configs or {}).get(index))
         store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views)
@@ -520,15 +535,11 @@ def random_inputs(problem: ConvProblem, rng) -> list:
     ]
 
 
-def reference(problem: ConvProblem, inputs) -> "np.ndarray":
+def reference(problem: ConvProblem, inputs):
     """float64 grad_in from the direct definition, in the problem's layout."""
-    grad_out, weight = inputs
-    if not problem.channels_last:
-        grad_out, weight = channels_last(grad_out), channels_last(weight)
-    result = reference_ops.conv_bwd_data(
+    return in_layout(problem.channels_last, lambda grad_out, weight: reference_ops.conv_bwd_data(
         grad_out, weight, problem.input_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
-    )
-    return result if problem.channels_last else channels_first(result)
+    ), *inputs)
 
 
 def call(problem: ConvProblem, inputs, device=None, out=None):

@@ -70,10 +70,18 @@ def grouped_conv_bwd_data(grad_out, weight, ds=(), *, groups, input_shape, strid
     """
     problem, values = normalize(grad_out, weight, ds, groups=groups, input_shape=input_shape, stride=stride,
                                 padding=padding, dilation=dilation, epilogue=epilogue, layout=layout, params=params)
-    inputs = [grad_out, weight, *ds]
-    if values:
-        inputs.append(np.asarray(values, dtype=np.float32))
-    return runtime.run(problem, render_mlir, inputs, results=[(problem.input_shape, problem.dtype)], device=device, out=out)
+    return runtime.run(problem, render_mlir, _arguments([grad_out, weight, *ds], values),
+                       results=[(problem.input_shape, problem.dtype)], device=device, out=out)
+
+
+def _arguments(inputs: list, values: tuple[float, ...]) -> list:
+    """The module function's arguments: grad_out, weight, the D tensors, then the parameters as one f32 vector."""
+    return [*inputs, np.asarray(values, dtype=np.float32)] if values else list(inputs)
+
+
+def module_arguments(problem: ConvProblem, inputs: list) -> list:
+    """The arguments of ``problem``'s module function for the benchmark's inputs (parameter values as in ``call``)."""
+    return _arguments(list(inputs), tuple(_param_values(problem)[name] for name in problem.epilogue_params))
 
 
 # --- Problem construction, inputs and reference for the command line and the benchmarks ---------------

@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes, geometry, render, runtime
 from .. import reference as reference_ops
 from ..problem import (
-    LAYOUTS, ConvProblem, array_shape_dtype, channels_first, channels_last, check_dtype, conv_problem, join_activation,
+    LAYOUTS, ConvProblem, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation,
 )
 from ..validation import check, check_type, padding_pairs, positive_int_tuple
 
@@ -290,13 +290,9 @@ def random_inputs(problem: ConvProblem, rng) -> list:
 
 def reference(problem: ConvProblem, inputs) -> np.ndarray:
     """float64 grad_w from the direct definition, in the problem's layout."""
-    x, grad_out = inputs
-    if not problem.channels_last:
-        x, grad_out = channels_last(x), channels_last(grad_out)
-    result = reference_ops.conv_bwd_weight(
+    return in_layout(problem.channels_last, lambda x, grad_out: reference_ops.conv_bwd_weight(
         x, grad_out, problem.filter_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
-    )
-    return result if problem.channels_last else channels_first(result)
+    ), *inputs)
 
 
 def call(problem: ConvProblem, inputs, device=None, out=None):

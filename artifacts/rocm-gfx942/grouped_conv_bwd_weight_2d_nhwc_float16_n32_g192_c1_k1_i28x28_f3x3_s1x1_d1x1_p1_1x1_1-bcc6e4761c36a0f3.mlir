@@ -1,0 +1,60 @@
+// Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight), 2-D, layout NHWC.
+//
+// The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), group g:
+//     out[n, o, g*K + k] = sum_{f, c} x[n, i, g*C + c] * w[g*K + k, f, c]      where   s*o + d*f = i + p_lo
+// Its gradient with respect to w is the same identity read as a sum over what the weight does not index,
+// the batch n and the output positions o:
+//     grad_w[g*K + k, f, c] = sum_{n, o} x_padded[n, s*o + d*f, g*C + c] * grad_out[n, o, g*K + k]
+// where x_padded is x with p_lo zeros in front (i + p_lo = s*o + d*f) and, behind, as many zeros as the last
+// window reads (taps outside x multiply a zero). That is a convolution with the roles swapped (JAX's
+// transpose_rhs: stride and dilation trade places): grad_out is the filter, its taps o dilated by s; x is the
+// image; f runs over the output positions with stride d; and the batch n is reduced like the input channels
+// of a forward convolution. As an implicit GEMM per group: K rows, F*C columns, a reduction of length N*O
+// (x must stay the first operand: IREE's implicit GEMM takes it as the image). No index map has a negative
+// coefficient (s*o + d*f >= 0).
+//
+// Groups fold into channels as in PyTorch and CK's NHWGC: tensor.expand_shape splits G*C and G*K into
+// (G, C) and (G, K) (free reshapes), one linalg.generic over (g, k, f0, f1, c, n, o0, o1) accumulates float32 into
+// !acc = (G, K, F0, F1, C), and tensor.collapse_shape merges (G, K) back before the store casts to f16.
+//
+// Problem: grouped_conv_bwd_weight_2d_nhwc_float16_n32_g192_c1_k1_i28x28_f3x3_s1x1_d1x1_p1_1x1_1
+
+!x = tensor<32x28x28x192xf16>
+!grad_out = tensor<32x28x28x192xf16>
+!grad_w = tensor<192x3x3x1xf16>
+!x_padded = tensor<32x30x30x192xf16>
+!x_groups = tensor<32x30x30x192x1xf16>
+!grad_out_groups = tensor<32x28x28x192x1xf16>
+!acc = tensor<192x1x3x3x1xf32>
+!acc_flat = tensor<192x3x3x1xf32>
+
+func.func @grouped_conv_bwd_weight_2d_nhwc_float16_n32_g192_c1_k1_i28x28_f3x3_s1x1_d1x1_p1_1x1_1(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}) -> !grad_w {
+  %zero = arith.constant 0.0 : f32
+  %zero_element = arith.constant 0.0 : f16
+  %x_padded = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zero_element : f16
+  } : !x to !x_padded
+  %x_groups = tensor.expand_shape %x_padded [[0], [1], [2], [3, 4]] output_shape [32, 30, 30, 192, 1] : !x_padded into !x_groups
+  %grad_out_groups = tensor.expand_shape %grad_out [[0], [1], [2], [3, 4]] output_shape [32, 28, 28, 192, 1] : !grad_out into !grad_out_groups
+  %acc_empty = tensor.empty() : !acc
+  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc) -> !acc
+  // acc[g, k, f, c] += x_padded[n, s*o + d*f, g, c] * grad_out[n, o, g, k], per axis (channels-first: the same sums)
+  %acc = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d6 + d2, d7 + d3, d0, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d6, d7, d0, d1)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%acc_zero : !acc) {
+  ^bb0(%xv: f16, %gv: f16, %sum: f32):
+    %x32 = arith.extf %xv : f16 to f32
+    %g32 = arith.extf %gv : f16 to f32
+    %product = arith.mulf %x32, %g32 : f32
+    %new_sum = arith.addf %sum, %product : f32
+    linalg.yield %new_sum : f32
+  } -> !acc
+  %acc_flat = tensor.collapse_shape %acc [[0, 1], [2], [3], [4]] : !acc into !acc_flat
+  %grad_w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc_flat : !acc_flat) outs(%dst : !grad_w) {
+  ^bb0(%a: f32, %unused: f16):
+    %v = arith.truncf %a : f32 to f16
+    linalg.yield %v : f16
+  } -> !grad_w
+  return %grad_w : !grad_w
+}
