@@ -294,15 +294,16 @@ def main(argv=None) -> int:
     ]
     print(f"seed {seed}; device {args.device}; {platform.node()}", flush=True)
     rows, ceilings_by_dtype = [], {}
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.device}-{args.suite}" + ("-" + "-".join(f.strip("-").split("=")[0] for f in extra_flags) if extra_flags else "")
     for op, name, problem in selected:
         if problem.dtype not in ceilings_by_dtype:
             ceilings_by_dtype[problem.dtype] = measure_ceilings(args.device, problem.dtype)
             print(f"ceilings ({problem.dtype}): {json.dumps(ceilings_by_dtype[problem.dtype])}", flush=True)
         print(f"... {op}/{name}", file=sys.stderr, flush=True)
         rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng, ceilings_by_dtype[problem.dtype]))
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.device}-{args.suite}" + ("-" + "-".join(f.strip("-").split("=")[0] for f in extra_flags) if extra_flags else "")
-    (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
+        # written after every problem, so a run cut short keeps what it measured
+        (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
     plot(rows, args.out / f"{stem}.png")
     print_table(rows)
     return 0 if all(r["ok"] for r in rows) else 1
