@@ -96,7 +96,7 @@ def torch_grouped_conv_bwd_data(problem, inputs, device):
         if root is None:
             return grad_in
         acc = grad_in.movedim(1, -1) if problem.channels_last else grad_in
-        return epilogues.evaluate(root, {"acc": acc, **{f"d{j}": d for j, d in enumerate(ds)}, **params})
+        return epilogues.evaluate(root, {"acc": acc, **{f"d{j}": d for j, d in enumerate(ds)}, **params}, xp=torch)
 
     return call
 

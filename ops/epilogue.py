@@ -309,26 +309,34 @@ def emit(root: Node, operands: dict[str, str], prefix: str = "%e") -> tuple[list
     return lines, result
 
 
-def evaluate(root: Node, values: dict) -> "object":
-    """NumPy evaluation of a parsed epilogue (float64), for references: the same grammar, no eval."""
+def evaluate(root: Node, values: dict, xp=None):
+    """Array evaluation of a parsed epilogue (NumPy float64 by default; ``xp=torch`` for torch tensors), for
+    references and the benchmark's PyTorch comparison: the same grammar, no eval."""
     import numpy as np
 
+    xp = xp or np
     if root.kind == "number":
-        return np.float64(root.value)
+        return float(root.value)
     if root.kind == "name":
         return values[root.value]
-    args = [evaluate(a, values) for a in root.args]
+    args = [evaluate(a, values, xp) for a in root.args]
     if root.kind == "neg":
         return -args[0]
     if root.kind == "binary":
         a, b = args
-        return {"+": a + b, "-": a - b, "*": a * b}[root.value] if root.value != "/" else np.divide(a, b)
+        if root.value == "+":
+            return a + b
+        if root.value == "-":
+            return a - b
+        return a * b if root.value == "*" else a / b
     if root.kind == "compare":
         a, b = args
         result = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[root.value]
-        return np.asarray(result, dtype=np.float64)
+        return result * 1.0  # a boolean array as 1.0 / 0.0
     if root.value == "where":
-        return np.where(args[0] != 0, args[1], args[2])
+        condition, a, b = args
+        return xp.where(condition != 0, *(x if hasattr(x, "shape") else xp.asarray(x) for x in (a, b))) if xp is not np else np.where(condition != 0, a, b)
     if root.value == "abs":
-        return np.abs(args[0])
-    return np.minimum(*args) if root.value == "min" else np.maximum(*args)
+        return xp.abs(args[0])
+    a, b = (x if hasattr(x, "shape") else xp.asarray(x) for x in args)
+    return xp.minimum(a, b) if root.value == "min" else xp.maximum(a, b)
