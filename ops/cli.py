@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from . import catalog, compiler, runtime, targets, verify
+from . import catalog, compiler, runtime, targets, tuning, verify
 
 
 def _parse_value(text: str):
@@ -44,6 +44,17 @@ def parse_overrides(items: list[str]) -> dict:
             raise SystemExit(f"error: parameter overrides look like key=value, but got {item!r}")
         overrides[key] = _parse_value(value)
     return overrides
+
+
+def artifact_targets(op: str, problem) -> list[str]:
+    """The targets for which artifacts/ holds a current module of ``problem``."""
+    version = compiler.compiler_version()
+    found = []
+    for name in ("rocm:gfx942", "rocm:gfx90a", "rocm:gfx1100", "cuda:sm_80", "llvm-cpu"):
+        spec = tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, targets.parse_target(name))
+        if spec.path(compiler.artifacts_dir(), version).is_file():
+            found.append(name)
+    return found
 
 
 def _progress(message: str) -> None:
@@ -131,9 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
     if args.command == "list":
-        for op in catalog.OPERATORS:
-            for name in catalog.problem_names(op):
-                print(f"{op:24s} {name:16s} {catalog.problem(op, name).name}")
+        rows = [["operator", "problem", "suite", "artifacts for", "module function"]]
+        for suite in catalog.suites():
+            for op, name, problem in catalog.problems(suite):
+                rows.append([op, name, suite, ", ".join(artifact_targets(op, problem)) or "-", problem.name])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        for row in rows:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
         return 0
 
     operators = list(catalog.OPERATORS) if args.operator == "all" else [args.operator]

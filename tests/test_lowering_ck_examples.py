@@ -1,0 +1,65 @@
+"""Every CK example problem (build_tools/manifests/ck_examples.json), as the runtime and the ahead-of-time build
+compile it, for rocm:gfx942 and cuda:sm_80: what the compiled GPU code must show.
+
+No AMD GPU is reachable here: for ROCm, the dumped configurations and gfx942 assembly are the evidence.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import pytest
+
+from ops import catalog, targets, tuning
+
+from lowering import compile_and_dump, kernel_for
+
+TARGETS = ["rocm:gfx942", "cuda:sm_80"]
+PROBLEMS = catalog.problems("ck_examples")
+
+# (op, problem, target) -> why its 16-bit contraction has no matrix intrinsic
+NO_MMA = {
+    ("grouped_conv_bwd_weight", "mobilenetv2_dw", "rocm:gfx942"): "depthwise: each group's weight gradient is a 1x9 product, no GEMM to give an intrinsic",
+    ("grouped_conv_bwd_weight", "mobilenetv2_dw", "cuda:sm_80"): "depthwise: each group's weight gradient is a 1x9 product",
+    ("grouped_conv_bwd_weight", "resnext_32x4d", "cuda:sm_80"): "4 output channels per group: below NV_MMA_SYNC's N=8 (gfx942 picks MFMA_F32_4x4x4x16B_F16)",
+}
+
+
+def expected_contractions(op, problem) -> int | None:
+    """Contraction dispatches the operator's design gives (None: not a convolution)."""
+    if op in ("conv_bwd_data", "grouped_conv_bwd_data"):
+        module = catalog.OPERATORS[op]
+        return sum(1 for phase in module.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
+    if op == "grouped_conv_bwd_weight":
+        return 1
+    return None
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("op, name, problem", PROBLEMS, ids=[f"{op}-{name}" for op, name, _ in PROBLEMS])
+def test_ck_example_lowering(tmp_path, op, name, problem, target):
+    spec = tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, targets.parse_target(target))
+    lowered = compile_and_dump(problem.name, spec.mlir, target, tmp_path)
+    contractions = [d for d in lowered.dispatches if d.is_contraction]
+    if op in ("maxpool2d_bwd", "avgpool3d_bwd"):
+        # pooling backward is one gather dispatch (from indices); no contraction
+        assert len(lowered.dispatches) == 1 and not contractions, [d.name for d in lowered.dispatches]
+    else:
+        expected = expected_contractions(op, problem)
+        if "--iree-dispatch-creation-enable-split-reduction" in spec.flags:
+            expected += 1  # the split partial products, then their reduction (a matvec-like dispatch on some targets)
+            assert len(contractions) in (expected - 1, expected), [d.name for d in lowered.dispatches]
+        else:
+            assert len(contractions) == expected, [d.name for d in lowered.dispatches]
+        if problem.dtype in ("float16", "bfloat16") and (op, name, target) not in NO_MMA:
+            prefix = "MFMA_F32_" if target.startswith("rocm") else "NV_MMA_SYNC"
+            mma = [d for d in contractions if d.mma_kind and d.mma_kind.startswith(prefix)]
+            split = "--iree-dispatch-creation-enable-split-reduction" in spec.flags
+            # every convolution dispatch (a split reduction's final sum excepted) runs on the matrix units
+            assert len(mma) >= (1 if split else len(contractions)), contractions
+            if target.startswith("rocm"):
+                assert all("v_mfma" in kernel_for(lowered, d) for d in mma)
+            else:
+                assert "mma.sync.aligned" in lowered.ptx
+    if target.startswith("rocm"):
+        assert lowered.scratch_bytes and all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
