@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, runtime, targets, verify
+from ops import catalog, compiler, dtypes, runtime, targets, tuning, verify
 
 # (backend, element type) -> (intrinsic, M, N, K, subgroup size)
 INTRINSICS = {
@@ -85,10 +85,10 @@ def candidate_space(intrinsic, limit: int, seed: int = 0) -> list[tuple]:
     return space[:limit]
 
 
-def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: int) -> int:
+def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: int, suite: str = "ck_examples") -> int:
     op, name = problem_ref.split("/")
     module = catalog.OPERATORS[op]
-    problem = catalog.problem(op, name)
+    problem = catalog.problem(op, name, suite)
     target = targets.parse_target(target_name)
     element = dtypes.mlir_element_type(problem.dtype)
     intrinsic = INTRINSICS[(target.backend, element)]
@@ -105,7 +105,8 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
 
     def build(candidate):
         configs = {candidate["phase"]: candidate["config"]} if candidate["config"] else None
-        spec = compiler.ModuleSpec(problem.name, module.render_mlir(problem, configs), target)
+        mlir = module.render_mlir(problem, configs, **tuning.render_options_for(problem, target))
+        spec = compiler.ModuleSpec(problem.name, mlir, target, tuning.flags_for(problem, target))
         path = spec.path(out / candidate["id"], version)
         try:
             if not path.is_file():
@@ -118,7 +119,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         built = list(pool.map(build, candidates))
     ok = [c for c in built if "module" in c]
     print(f"{len(ok)} of {len(built)} candidates compiled for {problem.name} on {target}")
-    (out / "candidates.json").write_text(json.dumps({"operator": op, "problem": name, "target": str(target), "function": problem.name, "candidates": built}, indent=1))
+    (out / "candidates.json").write_text(json.dumps({"operator": op, "problem": name, "suite": suite, "target": str(target), "function": problem.name, "candidates": built}, indent=1))
     return 0
 
 
@@ -126,7 +127,7 @@ def time_candidates(directory: Path, device: str, out: Path, repeat: int) -> int
     spec = json.loads((directory / "candidates.json").read_text())
     op, name = spec["operator"], spec["problem"]
     module = catalog.OPERATORS[op]
-    problem = catalog.problem(op, name)
+    problem = catalog.problem(op, name, spec.get("suite", "ck_examples"))
     rng = np.random.default_rng(0)
     host_inputs = module.random_inputs(problem, rng)
     inputs = [runtime.to_device(a, device) for a in host_inputs]
@@ -161,6 +162,37 @@ def time_candidates(directory: Path, device: str, out: Path, repeat: int) -> int
     return 0
 
 
+def record(results_path: Path, device_name: str | None = None, min_gain: float = 0.03) -> int:
+    """Keep, per phase, the fastest correct candidate that beats IREE's default by ``min_gain``, in mlir/tuning/."""
+    results = json.loads(results_path.read_text())
+    timed = [c for c in results["candidates"] if c.get("ok")]
+    default = next((c for c in timed if c["id"] == "default"), None)
+    if default is None:
+        print("no correct default measurement: nothing recorded")
+        return 1
+    target = targets.parse_target(results["target"])
+    path = TUNING_DIR / f"{target.directory_name}.json"
+    table = json.loads(path.read_text()) if path.is_file() else {"target": str(target), "entries": []}
+    phases = sorted({c["phase"] for c in timed if c["phase"] is not None})
+    recorded = 0
+    for phase in phases:
+        best = min((c for c in timed if c["phase"] == phase), key=lambda c: c["seconds"])
+        if best["seconds"] > default["seconds"] * (1 - min_gain):
+            print(f"phase {phase}: no candidate beats the default ({default['seconds'] * 1e3:.3f} ms) by {min_gain:.0%}")
+            continue
+        table["entries"] = [e for e in table["entries"] if not (e["function"] == results["function"] and e.get("phase") == phase)]
+        table["entries"].append({
+            "function": results["function"], "phase": phase, "compilation_info": best["config"],
+            "source": f"build_tools/tune.py on {device_name or results['device']}: {best['seconds'] * 1e3:.3f} ms "
+                      f"({best['tflops']:.1f} TFLOP/s) against IREE's default {default['seconds'] * 1e3:.3f} ms, "
+                      f"{len(timed)} candidates timed",
+        })
+        recorded += 1
+        print(f"phase {phase}: {best['id']} {best['seconds'] * 1e3:.3f} ms vs default {default['seconds'] * 1e3:.3f} ms: recorded")
+    path.write_text(json.dumps(table, indent=1) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m build_tools.tune", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -170,6 +202,10 @@ def main(argv=None) -> int:
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument("--limit", type=int, default=24, help="candidates per phase")
     gen.add_argument("--jobs", type=int, default=2)
+    gen.add_argument("--suite", default="ck_examples")
+    rec = commands.add_parser("record")
+    rec.add_argument("--results", type=Path, required=True)
+    rec.add_argument("--device-name", default=None, help="the GPU the results were timed on, for the record")
     tim = commands.add_parser("time")
     tim.add_argument("--dir", type=Path, required=True)
     tim.add_argument("--device", default="cuda")
@@ -177,7 +213,9 @@ def main(argv=None) -> int:
     tim.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
     if args.command == "generate":
-        return generate(args.problem, args.target, args.out, args.limit, args.jobs)
+        return generate(args.problem, args.target, args.out, args.limit, args.jobs, args.suite)
+    if args.command == "record":
+        return record(args.results, args.device_name)
     return time_candidates(args.dir, args.device, args.out, args.repeat)
 
 
