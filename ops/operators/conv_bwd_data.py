@@ -2,7 +2,10 @@
 
 ``grad_in = conv_bwd_data(grad_out, weight, input_shape=...)`` is the gradient of PyTorch's
 ``conv{1,2,3}d(input, weight, stride, padding, dilation)`` with respect to ``input``. The MLIR form is
-``mlir/conv_bwd_data.mlir``: one stride-1 named convolution per stride phase (see the template's header).
+``mlir/conv_bwd_data.mlir`` with ``mlir/conv_bwd_data_phase.mlir``: one stride-1 convolution per stride phase
+(a named op for one group, ``mlir/conv_bwd_data_grouped.mlir`` for several), each storing its own positions of
+grad_in through the epilogue (see the template's header). The grouped operator with fused "D" tensors
+(``grouped_conv_bwd_data``) renders through this module too.
 """
 
 from __future__ import annotations
