@@ -142,7 +142,7 @@ def find_or_compile(spec: ModuleSpec) -> Path:
     if installed_compiler_version() is None:
         raise MissingModuleError(
             f"no compiled module for {spec.name} on target {spec.target} in {artifacts_dir()} or {cache_dir()}, "
-            "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.*) "
+            "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.0) "
             f"or compile the problem ahead of time: python -m build_tools.aot --targets {spec.target}"
         )
     with _lock:
