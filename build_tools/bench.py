@@ -61,6 +61,17 @@ def _torch_tensor(array, device, channels_last_layout: bool):
     return tensor.movedim(-1, 1) if channels_last_layout else tensor
 
 
+def _convolution_backward(problem, grad_out, x, weight, output_mask):
+    """PyTorch's convolution backward for ``problem`` (cuDNN on NVIDIA), computing the gradients ``output_mask`` asks for."""
+    def call():
+        return torch.ops.aten.convolution_backward(
+            grad_out, x, weight, None, list(problem.stride), [lo for lo, _ in problem.padding], list(problem.dilation),
+            False, [0] * problem.rank, problem.groups, output_mask,
+        )
+
+    return call
+
+
 def torch_conv_bwd_data(problem, inputs, device):
     if any(lo != hi for lo, hi in problem.padding):
         return None  # PyTorch convolutions take symmetric padding only
@@ -69,15 +80,7 @@ def torch_conv_bwd_data(problem, inputs, device):
     x = torch.empty(logical_input, device=device, dtype=grad_out.dtype)
     if problem.channels_last:
         x = x.to(memory_format=torch.channels_last if problem.rank == 2 else torch.channels_last_3d) if problem.rank > 1 else x
-    rank = problem.rank
-
-    def call():
-        return torch.ops.aten.convolution_backward(
-            grad_out, x, weight, None, list(problem.stride), [lo for lo, _ in problem.padding], list(problem.dilation),
-            False, [0] * rank, problem.groups, [True, False, False],
-        )
-
-    return call
+    return _convolution_backward(problem, grad_out, x, weight, [True, False, False])
 
 
 def torch_grouped_conv_bwd_data(problem, inputs, device):
@@ -89,7 +92,7 @@ def torch_grouped_conv_bwd_data(problem, inputs, device):
 
     ds = [_torch_tensor(d, device, False) for d in inputs[2:]]
     root = epilogues.parse_canonical(problem.epilogue) if problem.epilogue else None
-    params = {name: 0.5 if name == "alpha" else 2.0 if name == "beta" else 1.0 for name in problem.epilogue_params}
+    params = catalog.OPERATORS["grouped_conv_bwd_data"].param_values(problem)  # the values our module ran with
 
     def call():
         grad_in = call_conv()[0]
@@ -107,15 +110,7 @@ def torch_grouped_conv_bwd_weight(problem, inputs, device):
     x, grad_out = (_torch_tensor(a, device, problem.channels_last) for a in inputs)
     logical_weight = (problem.groups * problem.out_channels, problem.in_channels, *problem.filter_spatial)
     weight = torch.empty(logical_weight, device=device, dtype=x.dtype)
-    rank = problem.rank
-
-    def call():
-        return torch.ops.aten.convolution_backward(
-            grad_out, x, weight, None, list(problem.stride), [lo for lo, _ in problem.padding], list(problem.dilation),
-            False, [0] * rank, problem.groups, [False, True, False],
-        )
-
-    return call
+    return _convolution_backward(problem, grad_out, x, weight, [False, True, False])
 
 
 def torch_maxpool2d_bwd(problem, inputs, device):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
@@ -41,3 +42,19 @@ def poisoned(shape, dtype, device: str = DEVICE):
     from ops import dtypes, runtime
 
     return runtime.to_device(np.full(shape, np.nan, dtype=dtypes.numpy_dtype(dtype)), device)
+
+
+@contextlib.contextmanager
+def compiles_nothing():
+    """Asserts that the block neither compiled nor loaded a module (bad input is rejected before either)."""
+    from ops import compiler, runtime
+
+    before = (compiler.stats["compiles"], runtime.stats["loads"])
+    yield
+    assert (compiler.stats["compiles"], runtime.stats["loads"]) == before
+
+
+@pytest.fixture
+def nothing_compiles():
+    with compiles_nothing():
+        yield

@@ -3,7 +3,6 @@ lowering for rocm:gfx942 and cuda:sm_80."""
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from ops.operators import avgpool3d as op
 from ops.operators.avgpool3d import avgpool3d_bwd
 from ops.problem import channels_first, channels_last
 
-from conftest import DEVICE, poisoned
+from conftest import DEVICE, poisoned, compiles_nothing
 
 # Where NumPy-in calls run: the default device unless OPS_TEST_DEVICE names another (a call with an explicit
 # device= and no DeviceArray input currently trips ops.runtime.resolve_device, hence no keyword by default).
@@ -52,13 +51,6 @@ def run(problem, inputs):
     out = poisoned(problem.input_shape, problem.dtype)
     op.call(problem, inputs, out=out)
     return out.to_host().copy()
-
-
-@contextlib.contextmanager
-def nothing_compiles():
-    before = (compiler.stats["compiles"], runtime.stats["loads"])
-    yield
-    assert (compiler.stats["compiles"], runtime.stats["loads"]) == before
 
 
 @pytest.mark.parametrize("name", list(PROBLEMS))
@@ -157,7 +149,7 @@ def bwd(grad_out=GRAD_OUT, **kwargs):
     ],
 )
 def test_bad_input_is_reported_by_name_before_compiling(kwargs, error, message):
-    with nothing_compiles(), pytest.raises(error, match="avgpool3d_bwd: " + message):
+    with compiles_nothing(), pytest.raises(error, match="avgpool3d_bwd: " + message):
         bwd(**kwargs)
 
 

@@ -3,7 +3,6 @@ and their lowering for rocm:gfx942 and cuda:sm_80."""
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from ops.operators import maxpool2d as op
 from ops.operators.maxpool2d import maxpool2d_bwd, maxpool2d_fwd
 from ops.problem import channels_first, channels_last
 
-from conftest import DEVICE, poisoned
+from conftest import DEVICE, poisoned, compiles_nothing
 
 # Where NumPy-in calls run: the default device unless OPS_TEST_DEVICE names another (a call with an explicit
 # device= and no DeviceArray input currently trips ops.runtime.resolve_device, hence no keyword by default).
@@ -73,13 +72,6 @@ def run_bwd(problem, inputs):
     out = poisoned(problem.input_shape, problem.dtype)
     op.call(problem, inputs, out=out)
     return out.to_host().copy()
-
-
-@contextlib.contextmanager
-def nothing_compiles():
-    before = (compiler.stats["compiles"], runtime.stats["loads"])
-    yield
-    assert (compiler.stats["compiles"], runtime.stats["loads"]) == before
 
 
 # --- forward ---------------------------------------------------------------------------------------------
@@ -267,12 +259,12 @@ def _with(index, value):
     ],
 )
 def test_bad_backward_input_is_reported_by_name_before_compiling(kwargs, error, message):
-    with nothing_compiles(), pytest.raises(error, match="maxpool2d_bwd: " + message):
+    with compiles_nothing(), pytest.raises(error, match="maxpool2d_bwd: " + message):
         bwd(**kwargs)
 
 
 def test_bad_forward_input_is_reported_by_name_before_compiling():
-    with nothing_compiles():
+    with compiles_nothing():
         with pytest.raises(ValueError, match=r"maxpool2d_fwd: x must be 4-D \(N, C, H, W or N, H, W, C\), but has shape \(7, 6, 3\)"):
             maxpool2d_fwd(X[0], kernel_size=3)
         with pytest.raises(ValueError, match=r"maxpool2d_fwd: padding must be at most half the window"):

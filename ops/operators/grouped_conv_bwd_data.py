@@ -81,7 +81,7 @@ def _arguments(inputs: list, values: tuple[float, ...]) -> list:
 
 def module_arguments(problem: ConvProblem, inputs: list) -> list:
     """The arguments of ``problem``'s module function for the benchmark's inputs (parameter values as in ``call``)."""
-    return _arguments(list(inputs), tuple(_param_values(problem)[name] for name in problem.epilogue_params))
+    return _arguments(list(inputs), tuple(param_values(problem)[name] for name in problem.epilogue_params))
 
 
 # --- Problem construction, inputs and reference for the command line and the benchmarks ---------------
@@ -108,7 +108,8 @@ def _channel_shape(problem: ConvProblem) -> tuple[int, ...]:
     return (channels,) if problem.channels_last else (channels, *([1] * problem.rank))
 
 
-def _param_values(problem: ConvProblem) -> dict:
+def param_values(problem: ConvProblem) -> dict:
+    """The epilogue parameter values the command line, the benchmarks and ``call`` use (alpha 0.5, beta 2, others 1)."""
     return {name: _PARAMETER_DEFAULTS.get(name, 1.0) for name in problem.epilogue_params}
 
 
@@ -122,7 +123,7 @@ def reference(problem: ConvProblem, inputs) -> np.ndarray:
     acc = conv.reference(problem, inputs[:2])
     if problem.epilogue is None:
         return acc
-    values = {"acc": acc, **{f"d{j}": np.asarray(d, np.float64) for j, d in enumerate(inputs[2:])}, **_param_values(problem)}
+    values = {"acc": acc, **{f"d{j}": np.asarray(d, np.float64) for j, d in enumerate(inputs[2:])}, **param_values(problem)}
     return np.broadcast_to(epilogues.evaluate(epilogues.parse_canonical(problem.epilogue), values), acc.shape)
 
 
@@ -131,6 +132,6 @@ def call(problem: ConvProblem, inputs, device=None, out=None):
     return grouped_conv_bwd_data(
         grad_out, weight, tuple(ds), groups=problem.groups, input_shape=problem.input_shape, stride=problem.stride,
         padding=problem.padding, dilation=problem.dilation, epilogue=problem.epilogue, layout=problem.layout, device=device,
-        out=out, **_param_values(problem),
+        out=out, **param_values(problem),
     )
 
