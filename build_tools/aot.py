@@ -1,6 +1,7 @@
 """Compile problem manifests ahead of time into ``artifacts/<target>/`` and record them in ``artifacts/manifest.json``.
 
     python -m build_tools.aot [--suite ck_examples] [--targets rocm:gfx942,cuda:sm_80] [--out artifacts] [--jobs N]
+                              [--flags "--iree-...,--iree-..."]   (extra flags: modules for bench --flags experiments)
 
 Modules land where the runtime looks for them (``ops.compiler.ModuleSpec.path``), so a machine with only
 ``iree-base-runtime`` runs every problem compiled here. A module already present under its key is not
@@ -26,12 +27,13 @@ from ops import catalog, compiler, targets, tuning
 DEFAULT_TARGETS = "rocm:gfx942"
 
 
-def module_spec(op: str, problem, target: targets.Target) -> compiler.ModuleSpec:
-    return tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, target)
+def module_spec(op: str, problem, target: targets.Target, extra_flags: tuple[str, ...] = ()) -> compiler.ModuleSpec:
+    return tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, target, extra_flags)
 
 
-def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str) -> dict:
-    spec = module_spec(op, problem, target)
+def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str,
+                 extra_flags: tuple[str, ...] = ()) -> dict:
+    spec = module_spec(op, problem, target, extra_flags)
     vmfb = spec.path(out, version)
     record = {
         "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype,
@@ -53,7 +55,8 @@ def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path,
         shutil.rmtree(dump, ignore_errors=True)
 
 
-def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops: list[str] | None = None) -> int:
+def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops: list[str] | None = None,
+          extra_flags: tuple[str, ...] = ()) -> int:
     version = compiler.installed_compiler_version()
     if version is None:
         print("error: iree-base-compiler is not installed", file=sys.stderr)
@@ -71,7 +74,7 @@ def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops:
     modules = {m["key"]: m for m in manifest.get("modules", [])}
     failed = 0
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_compile_one, op, name, problem, target, out, version) for op, name, problem, target in work]
+        futures = [pool.submit(_compile_one, op, name, problem, target, out, version, extra_flags) for op, name, problem, target in work]
         for done, future in enumerate(as_completed(futures), 1):
             record = future.result()
             seconds = f" ({record['compile_seconds']} s, {record['dispatches']} dispatches)" if "compile_seconds" in record else ""
@@ -97,8 +100,10 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", default=None, help="comma-separated operators (default: all)")
     parser.add_argument("--out", type=Path, default=compiler.artifacts_dir())
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--flags", default="", help="extra iree-compile flags, comma-separated (for bench --flags)")
     args = parser.parse_args(argv)
-    return build(args.suite or ["ck_examples"], args.targets.split(","), args.out, args.jobs, args.ops.split(",") if args.ops else None)
+    return build(args.suite or ["ck_examples"], args.targets.split(","), args.out, args.jobs,
+                 args.ops.split(",") if args.ops else None, tuple(f for f in args.flags.split(",") if f))
 
 
 if __name__ == "__main__":

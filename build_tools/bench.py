@@ -1,14 +1,15 @@
 """Benchmark the operators against PyTorch and against the hardware's measured limits.
 
     python -m build_tools.bench --device cuda|hip|local-task --suite ck_examples|zoo [--ops conv_bwd_data]
-                                [--repeat 50] [--flags "--iree-...,--iree-..."] [--out artifacts/bench]
+                                [--repeat 50] [--flags "--iree-...,--iree-..."] [--out artifacts/bench] [--kernels]
 
 For each problem: correctness against the float64 reference on the same run, then this project's time
 (device-resident inputs, warm-up, median of --repeat calls, input sets rotated), achieved TFLOP/s and
 GB/s, PyTorch's time for the same backward op when PyTorch is installed (cuDNN on NVIDIA, MIOpen on AMD,
 oneDNN on the CPU), and the floor: FLOPs over measured matrix throughput and bytes over measured copy
 bandwidth, both measured in this run. Writes ``<out>/<device>-<suite>.json`` (and a PNG when matplotlib
-is present) and prints a table.
+is present) and prints a table. ``--kernels`` (GPU, with PyTorch) also records each of our dispatches' device
+time per call, read from CUPTI through ``torch.profiler`` (it sees every kernel of the process, IREE's too).
 """
 
 from __future__ import annotations
@@ -186,7 +187,25 @@ def measure_ceilings(device: str, dtype: str) -> dict:
 # --- the benchmark -------------------------------------------------------------------------------------
 
 
-def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings) -> dict:
+def kernel_times(call, calls: int = 5) -> list[dict]:
+    """Device time per call of each GPU kernel ``call`` launches, from CUPTI (torch.profiler), slowest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as trace:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = {}
+    for event in trace.events():
+        if event.device_type.name == "CUDA":
+            totals[event.name] = totals.get(event.name, 0.0) + event.device_time / calls  # microseconds
+    return [{"kernel": k, "us": round(v, 2)} for k, v in sorted(totals.items(), key=lambda kv: -kv[1])]
+
+
+def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings,
+                  kernels: bool = False) -> dict:
     module = catalog.OPERATORS[op]
     host_inputs = module.random_inputs(problem, rng)
     input_sets = [[runtime.to_device(a, device) for a in host_inputs]]
@@ -213,6 +232,10 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         "floor_seconds": max(flops / ceilings["matmul_flops_per_s"], moved / ceilings["copy_bytes_per_s"]),
         "torch_seconds": None,
     }
+    if kernels and torch is not None and TORCH_DEVICE[device] == "cuda":
+        row["kernels"] = kernel_times(lambda: function(*argument_sets[0], out))
+        for k in row["kernels"][:8]:
+            print(f"    {k['us']:10.1f} us  {k['kernel'][-110:]}", flush=True)
     if torch is not None and op in TORCH_OPS:
         tdev = TORCH_DEVICE[device]
         call = TORCH_OPS[op](problem, host_inputs, tdev)
@@ -274,6 +297,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--set", action="append", default=[], metavar="key=value", help="override a parameter of every problem (e.g. batch=8)")
     parser.add_argument("--out", type=Path, default=Path("artifacts/bench"))
+    parser.add_argument("--kernels", action="store_true", help="also record each dispatch's device time (GPU, PyTorch's profiler)")
     args = parser.parse_args(argv)
 
     from ops.cli import parse_overrides
@@ -296,7 +320,8 @@ def main(argv=None) -> int:
             ceilings_by_dtype[problem.dtype] = measure_ceilings(args.device, problem.dtype)
             print(f"ceilings ({problem.dtype}): {json.dumps(ceilings_by_dtype[problem.dtype])}", flush=True)
         print(f"... {op}/{name}", file=sys.stderr, flush=True)
-        rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng, ceilings_by_dtype[problem.dtype]))
+        rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng,
+                                  ceilings_by_dtype[problem.dtype], args.kernels))
         # written after every problem, so a run cut short keeps what it measured
         (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
     plot(rows, args.out / f"{stem}.png")

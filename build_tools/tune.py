@@ -7,10 +7,12 @@
     # here: keep the fastest correct candidate per problem in mlir/tuning/<target>.json
     python -m build_tools.tune record --results results.json
 
-A candidate is one ``#iree_codegen.compilation_info`` (TileAndFuse pipeline, implicit GEMM) set on one phase's
-convolution. Its tile sizes live in the implicit-GEMM iteration space ``[n, *spatial, c, k]``: workgroup tiles
-in elements, subgroup tiles in intrinsic tiles along the innermost spatial dim (M) and c (N), reduction in
-intrinsic tiles of k. The other phases keep IREE's defaults while one phase is tuned.
+A candidate is either one ``#iree_codegen.compilation_info`` (TileAndFuse pipeline, implicit GEMM) set on one
+phase's convolution (conv_bwd_data, grouped_conv_bwd_data), or one choice of the template's form (an operator
+module's ``form_candidates``: e.g. the batch split of grouped_conv_bwd_weight). Tile sizes live in the
+implicit-GEMM iteration space ``[n, *spatial, c, k]``: workgroup tiles in elements, subgroup tiles in intrinsic
+tiles along the innermost spatial dim (M) and c (N), reduction in intrinsic tiles of k. The other phases keep
+IREE's defaults while one phase is tuned.
 """
 
 from __future__ import annotations
@@ -93,8 +95,11 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     element = dtypes.mlir_element_type(problem.dtype)
     intrinsic = INTRINSICS[(target.backend, element)]
     version = compiler.installed_compiler_version()
-    phases = len(module.phases(problem))
+    phases = len(module.phases(problem)) if hasattr(module, "phases") else 0
     candidates = [{"id": "default", "phase": None, "config": None}]
+    for form in getattr(module, "form_candidates", lambda _: [])(problem):
+        label = "-".join(f"{key}{value}" for key, value in form.items())
+        candidates.append({"id": f"form-{label}", "phase": None, "config": None, "render": form})
     for phase in range(phases):
         for i, (wg, sg, k_tiles, stages) in enumerate(candidate_space(intrinsic, limit)):
             candidates.append({
@@ -105,8 +110,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
 
     def build(candidate):
         configs = {candidate["phase"]: candidate["config"]} if candidate["config"] else None
-        mlir = module.render_mlir(problem, configs, **tuning.render_options_for(problem, target))
-        spec = compiler.ModuleSpec(problem.name, mlir, target, tuning.flags_for(problem, target))
+        spec = tuning.module_spec(problem, module.render_mlir, target, configs=configs, options=candidate.get("render"))
         path = spec.path(out / candidate["id"], version)
         try:
             if not path.is_file():
@@ -115,6 +119,10 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         except compiler.CompileError as error:
             return {**candidate, "error": str(error).splitlines()[-1][:300]}
 
+    # a form identical to the default module (the default's own choice) is not timed twice
+    default_key = tuning.module_spec(problem, module.render_mlir, target).key(version)
+    candidates = [c for c in candidates if c["id"] == "default" or not c.get("render") or
+                  tuning.module_spec(problem, module.render_mlir, target, options=c["render"]).key(version) != default_key]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         built = list(pool.map(build, candidates))
     ok = [c for c in built if "module" in c]
@@ -141,7 +149,8 @@ def time_candidates(directory: Path, device: str, out: Path, repeat: int) -> int
         vm_module = runtime.rt.VmModule.mmap(instance, str(directory / candidate["module"]))
         context = runtime.rt.SystemContext(vm_modules=[vm_module], config=runtime.rt.Config(device=hal_device))
         function = context.modules.module[spec["function"]]
-        out_array = runtime.to_device(np.full(problem.input_shape, np.nan, dtypes.numpy_dtype(problem.dtype)), device)
+        result_dtype = getattr(module, "result_dtype", lambda p: p.dtype)(problem)
+        out_array = runtime.to_device(np.full(expected.shape, np.nan, dtypes.numpy_dtype(result_dtype)), device)
         try:
             function(*inputs, out_array)
             error = verify.relative_error(out_array.to_host(), expected)
@@ -175,6 +184,26 @@ def record(results_path: Path, device_name: str | None = None, min_gain: float =
     table = json.loads(path.read_text()) if path.is_file() else {"target": str(target), "entries": []}
     phases = sorted({c["phase"] for c in timed if c["phase"] is not None})
     recorded = 0
+    forms = [c for c in timed if c.get("render")]
+    if forms:
+        best = min(forms, key=lambda c: c["seconds"])
+        if best["seconds"] <= default["seconds"] * (1 - min_gain):
+            for entry in table["entries"]:  # a newer choice replaces the older one for the same keys
+                if entry["function"] == results["function"] and "render" in entry:
+                    entry["render"] = {k: v for k, v in entry["render"].items() if k not in best["render"]}
+            table["entries"] = [  # an entry left with no choice at all goes
+                e for e in table["entries"] if e.get("render") or "compilation_info" in e or e.get("flags")
+            ]
+            table["entries"].append({
+                "function": results["function"], "render": best["render"],
+                "source": f"build_tools/tune.py on {device_name or results['device']}: {best['seconds'] * 1e3:.3f} ms "
+                          f"against the default form's {default['seconds'] * 1e3:.3f} ms; "
+                          + ", ".join(f"{c['id']} {c['seconds'] * 1e3:.3f} ms" for c in sorted(forms, key=lambda c: c["seconds"])),
+            })
+            recorded += 1
+            print(f"form: {best['id']} {best['seconds'] * 1e3:.3f} ms vs default {default['seconds'] * 1e3:.3f} ms: recorded")
+        else:
+            print(f"form: none beats the default ({default['seconds'] * 1e3:.3f} ms) by {min_gain:.0%}")
     for phase in phases:
         best = min((c for c in timed if c["phase"] == phase), key=lambda c: c["seconds"])
         if best["seconds"] > default["seconds"] * (1 - min_gain):

@@ -14,8 +14,15 @@
 // coefficient (s*o + d*f >= 0).
 //
 // Groups fold into channels as in PyTorch and CK's NHWGC: tensor.expand_shape splits G*C and G*K into
-// (G, C) and (G, K) (free reshapes), one linalg.generic over (${loop_names}) accumulates float32 into
-// !acc = (${acc_names}), and tensor.collapse_shape merges (G, K) back before the store casts to ${out_element}.
+// (G, C) and (G, K) (free reshapes).
+//
+// The batch splits into ${batch_split} chunks of ${batch_chunk} (the same free reshape, N = J*Nc): the weight
+// gradient is small and its reduction long (here ${reduction_length} terms per element), so one dispatch
+// computes J partial sums in parallel and a second adds them:
+//     partial[j, g, k, f, c] = sum_{nc, o} x_padded[j*Nc + nc, s*o + d*f, g, c] * grad_out[j*Nc + nc, o, g, k]
+//     grad_w[g*K + k, f, c]  = sum_j partial[j, g, k, f, c]
+// (J = 1: no split, no J dim and no sum.) One linalg.generic over (${loop_names}) accumulates float32 into
+// !partial = (${acc_names}); tensor.collapse_shape merges (G, K); the sum over J casts to ${out_element}.
 //
 // Problem: ${problem_name}
 
@@ -25,7 +32,8 @@
 !x_padded = ${x_padded_type}
 !x_groups = ${x_groups_type}
 !grad_out_groups = ${grad_out_groups_type}
-!acc = ${acc_type}
+!partial = ${acc_type}
+!partial_flat = ${partial_flat_type}
 !acc_flat = ${acc_flat_type}
 
 func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}) -> !grad_w {
@@ -33,20 +41,22 @@ func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.out
 ${pad_x}
   %x_groups = tensor.expand_shape ${x_source} ${x_groups_reassociation} output_shape [${x_groups_shape}] : !x_padded into !x_groups
   %grad_out_groups = tensor.expand_shape %grad_out ${grad_out_groups_reassociation} output_shape [${grad_out_groups_shape}] : !grad_out into !grad_out_groups
-  %acc_empty = tensor.empty() : !acc
-  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc) -> !acc
-  // acc[g, k, f, c] += x_padded[n, s*o + d*f, g, c] * grad_out[n, o, g, k], per axis (channels-first: the same sums)
-  %acc = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
-      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%acc_zero : !acc)${dispatch_config} {
+  %partial_empty = tensor.empty() : !partial
+  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
+  // partial[j, g, k, f, c] += x_padded[j, nc, s*o + d*f, g, c] * grad_out[j, nc, o, g, k], per axis
+  // (channels-first: the same sums)
+  %partial = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
+      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial)${dispatch_config} {
   ^bb0(%xv: ${element}, %gv: ${element}, %sum: f32):
 ${to_accumulator}
     %product = arith.mulf ${x32}, ${g32} : f32
     %new_sum = arith.addf %sum, %product : f32
     linalg.yield %new_sum : f32
-  } -> !acc
-  %acc_flat = tensor.collapse_shape %acc ${acc_flat_reassociation} : !acc into !acc_flat
+  } -> !partial
+  %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat
+${sum_chunks}
   %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}
-      ins(%acc_flat : !acc_flat) outs(%dst : !grad_w) {
+      ins(${summed} : !acc_flat) outs(%dst : !grad_w) {
   ^bb0(%a: f32, %unused: ${out_element}):
 ${store_body}
   } -> !grad_w

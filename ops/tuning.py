@@ -20,9 +20,23 @@ from .targets import Target
 
 
 @functools.lru_cache(maxsize=None)
-def entries(target_name: str) -> tuple[dict, ...]:
+def _table(target_name: str) -> dict:
     path = templates_dir() / "tuning" / f"{target_name}.json"
-    return tuple(json.loads(path.read_text())["entries"]) if path.is_file() else ()
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def entries(target_name: str) -> tuple[dict, ...]:
+    """Per-problem choices, keyed by the problem's function name."""
+    return tuple(_table(target_name).get("entries", ()))
+
+
+def rules(target_name: str) -> tuple[dict, ...]:
+    """Per-operator choices: flags for every problem of an operator (and dtype) on the target."""
+    return tuple(_table(target_name).get("rules", ()))
+
+
+def _rule_applies(rule: dict, problem) -> bool:
+    return rule["operator"] == getattr(problem, "op", None) and problem.dtype in rule.get("dtypes", [problem.dtype])
 
 
 def configs_for(problem, target: Target) -> dict[int, str]:
@@ -35,8 +49,11 @@ def configs_for(problem, target: Target) -> dict[int, str]:
 
 
 def flags_for(problem, target: Target) -> tuple[str, ...]:
-    """Compile flags that matter for ``problem`` on ``target`` (split reduction, padding fusion, ...)."""
-    return tuple(f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ()))
+    """Compile flags that matter for ``problem`` on ``target`` (split reduction, padding fusion, ...): its
+    operator's rules, then its own entries."""
+    flags = [f for r in rules(target.directory_name) if _rule_applies(r, problem) for f in r.get("flags", ())]
+    flags += [f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ())]
+    return tuple(dict.fromkeys(flags))  # each once, in order
 
 
 def render_options_for(problem, target: Target) -> dict:
@@ -48,10 +65,15 @@ def render_options_for(problem, target: Target) -> dict:
     return options
 
 
-def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = ()) -> compiler.ModuleSpec:
-    """The module that runs ``problem`` on ``target``, with its tuned configurations, form and flags, if any."""
-    configs = configs_for(problem, target)
+def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
+                configs: dict[int, str] | None = None, options: dict | None = None) -> compiler.ModuleSpec:
+    """The module that runs ``problem`` on ``target``, with its tuned configurations, form and flags, if any.
+
+    ``configs`` and ``options`` (the tuner's candidates) replace or extend the table's choices.
+    """
+    configs = {**configs_for(problem, target), **(configs or {})}
     accepted = inspect.signature(render_mlir).parameters
-    options = {k: v for k, v in {"target": target, **render_options_for(problem, target)}.items() if k in accepted}
+    chosen = {"target": target, **render_options_for(problem, target), **(options or {})}
+    options = {k: v for k, v in chosen.items() if k in accepted}
     mlir = render_mlir(problem, configs, **options) if configs else render_mlir(problem, **options)
     return compiler.ModuleSpec(problem.name, mlir, target, (*flags_for(problem, target), *extra_flags))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -34,6 +36,21 @@ def test_matches_the_direct_definition(rng, name):
     got = out.to_host()  # every element written: no NaN of the poisoned destination is left
     assert got.dtype == dtypes.numpy_dtype(op.result_dtype(problem))
     check_against_reference(problem, inputs, got, name)
+
+
+@pytest.mark.parametrize("name, chunks", [
+    ("2d_nhwc_g4_s2x1_asym", 3), ("2d_nchw_depthwise_k2_f16", 2), ("3d_ncdhw_g1_mixed_f16", 2), ("2d_nhwc_g2_bf16_out_f32", 2),
+])
+def test_batch_split_form_matches_the_direct_definition(rng, name, chunks):
+    # the GPU form (J partial sums over batch chunks, then their sum), run here on the CPU, which by default
+    # compiles the unsplit form
+    problem = PROBLEMS[name]
+    inputs = op.random_inputs(problem, rng)
+    out = poisoned(problem.weight_shape, op.result_dtype(problem))
+    split_form = functools.partial(op.render_mlir, batch_split=chunks)
+    assert f"!partial = tensor<{chunks}x" in split_form(problem)
+    runtime.run(problem, split_form, inputs, results=[(problem.weight_shape, op.result_dtype(problem))], device=DEVICE, out=out)
+    check_against_reference(problem, inputs, out.to_host(), f"{name} in {chunks} chunks")
 
 
 def test_numpy_in_gives_numpy_out_in_the_input_dtype(rng):

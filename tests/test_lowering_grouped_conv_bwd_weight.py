@@ -4,12 +4,13 @@ compiled GPU code must show (dispatch configurations, gfx942 assembly, sm_80 PTX
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
 from iree.compiler import ir
-from ops import catalog
+from ops import catalog, targets, tuning
 from ops.operators import grouped_conv_bwd_weight as op
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
@@ -62,7 +63,7 @@ def test_rendered_grouped_strided_asymmetric_padding():
     assert "!x = tensor<3x9x8x8xf32>" in mlir and "!grad_out = tensor<3x4x9x12xf32>" in mlir and "!grad_w = tensor<12x3x3x2xf32>" in mlir
     # CHECK: tensor.pad %x low[0, 1, 2, 0] high[0, 0, 1, 0]   (only the zeros the windows read: H needs none behind)
     assert "tensor.pad %x low[0, 1, 2, 0] high[0, 0, 1, 0]" in mlir
-    # CHECK: tensor.expand_shape %x_padded [[0], [1], [2], [3, 4]] output_shape [3, 10, 11, 4, 2]
+    # CHECK: tensor.expand_shape %x_padded [[0], [1], [2], [3, 4]] output_shape [3, 10, 11, 4, 2]   (no batch split)
     assert "tensor.expand_shape %x_padded [[0], [1], [2], [3, 4]] output_shape [3, 10, 11, 4, 2]" in mlir
     # CHECK: tensor.expand_shape %grad_out [[0], [1], [2], [3, 4]] output_shape [3, 4, 9, 4, 3]
     assert "tensor.expand_shape %grad_out [[0], [1], [2], [3, 4]] output_shape [3, 4, 9, 4, 3]" in mlir
@@ -76,10 +77,11 @@ def test_rendered_grouped_strided_asymmetric_padding():
         f"affine_map<{domain} -> (d0, d1, d2, d3, d4)>"
     )
     assert iterators == ", ".join(['"parallel"'] * 5 + ['"reduction"'] * 3)
-    # CHECK: linalg.fill ins(%zero : f32) ... -> !acc = tensor<4x3x3x3x2xf32>
-    assert "!acc = tensor<4x3x3x3x2xf32>" in mlir and "linalg.fill ins(%zero : f32) outs(%acc_empty : !acc)" in mlir
-    # CHECK: tensor.collapse_shape %acc [[0, 1], [2], [3], [4]] : !acc into !acc_flat
-    assert "tensor.collapse_shape %acc [[0, 1], [2], [3], [4]] : !acc into !acc_flat" in mlir
+    # CHECK: linalg.fill ins(%zero : f32) ... -> !partial = tensor<4x3x3x3x2xf32>
+    assert "!partial = tensor<4x3x3x3x2xf32>" in mlir and "linalg.fill ins(%zero : f32) outs(%partial_empty : !partial)" in mlir
+    # CHECK: tensor.collapse_shape %partial [[0, 1], [2], [3], [4]] : !partial into !partial_flat   (and no sum over chunks)
+    assert "tensor.collapse_shape %partial [[0, 1], [2], [3], [4]] : !partial into !partial_flat" in mlir
+    assert "ins(%partial_flat : !acc_flat) outs(%dst : !grad_w)" in mlir and "%acc_zero" not in mlir
     # CHECK-NOT: a negative coefficient in any indexing map (llvm-cpu cannot tile those)
     for maps in re.findall(r"indexing_maps = \[(.*?)\]", mlir):
         assert not re.search(r"-\s*d\d|d\d\s*\*\s*-", maps)
@@ -95,19 +97,60 @@ def test_rendered_channels_first_16_bit_with_float32_result():
     assert "tensor.pad" not in mlir
     # CHECK: tensor.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [2, 1, 16, 7, 7]   (N, G, C, H, W)
     assert "tensor.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [2, 1, 16, 7, 7]" in mlir
-    # CHECK: x[n, g, c, 2*o0 + f0, 2*o1 + f1] with the accumulator in PyTorch's (G, K, C, F0, F1) order
-    assert "-> (d5, d0, d2, d6 * 2 + d3, d7 * 2 + d4)>" in mlir and "!acc = tensor<1x32x16x3x3xf32>" in mlir
+    # CHECK: x[n, g, c, 2*o0 + f0, 2*o1 + f1] with the partial sums in PyTorch's (G, K, C, F0, F1) order
+    assert "-> (d5, d0, d2, d6 * 2 + d3, d7 * 2 + d4)>" in mlir and "!partial = tensor<1x32x16x3x3xf32>" in mlir
     # CHECK: arith.extf %xv : f16 to f32 ... and a store without truncation into !grad_w = tensor<32x16x3x3xf32>
     assert "arith.extf %xv : f16 to f32" in mlir and "arith.truncf" not in mlir
     assert "!grad_w = tensor<32x16x3x3xf32>" in mlir
 
 
+def test_rendered_batch_split():
+    # the batch of 4 reduced in J=2 chunks of 2: partial sums in parallel, then their sum over j
+    problem = dataclasses.replace(PROBLEMS["2d_nhwc_depthwise_k1_s2"], batch=4)
+    mlir = op.render_mlir(problem, batch_split=2)
+    with ir.Context():
+        ir.Module.parse(mlir)
+    # CHECK: tensor.expand_shape %x_padded [[0, 1], [2], [3], [4, 5]] output_shape [2, 2, 9, 9, 6, 1]
+    assert "tensor.expand_shape %x_padded [[0, 1], [2], [3], [4, 5]] output_shape [2, 2, 9, 9, 6, 1]" in mlir
+    # CHECK: !partial = tensor<2x6x1x3x3x1xf32>, !partial_flat = tensor<2x6x3x3x1xf32>
+    assert "!partial = tensor<2x6x1x3x3x1xf32>" in mlir and "!partial_flat = tensor<2x6x3x3x1xf32>" in mlir
+    # CHECK: the sum over the chunks: j (the last dim) reduced into the weight-shaped float32 accumulator
+    assert ('affine_map<(d0, d1, d2, d3, d4) -> (d4, d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], '
+            'iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]') in mlir
+    # CHECK: a split that does not divide the batch is refused before anything is compiled
+    with pytest.raises(ValueError, match="batch_split must divide the batch 4, but got 3"):
+        op.render_mlir(problem, batch_split=3)
+
+
+def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
+    from ops import targets
+
+    depthwise = op.problem_from_params(**CASES_FOR_SPLIT["depthwise"])  # weight 96*9: the whole batch in chunks
+    video = op.problem_from_params(**CASES_FOR_SPLIT["video"])  # weight 128*27*64 = 221184: J*weight >= 2^22 at J=32
+    cuda, cpu = targets.parse_target("cuda:sm_80"), targets.parse_target("llvm-cpu")
+    assert op.default_batch_split(depthwise, cuda) == 32
+    assert op.default_batch_split(video, cuda) == 32  # 16 chunks give 3.5 M partial sums, 32 give 7 M
+    assert op.default_batch_split(depthwise, cpu) == op.default_batch_split(video, cpu) == 1
+    assert op.default_batch_split(depthwise) == 1  # no target: the unsplit form
+
+
+CASES_FOR_SPLIT = {
+    "depthwise": dict(batch=32, groups=96, in_channels=1, out_channels=1, input_spatial=(112, 112), filter_spatial=(3, 3),
+                      stride=2, padding=1, dtype="float16"),
+    "video": dict(batch=32, groups=1, in_channels=64, out_channels=128, input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3),
+                  padding=1, layout="NDHWC", dtype="float16"),
+}
+
+
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_rocm_gfx942(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    lowered = compile_and_dump(problem.name, op.render_mlir(problem), "rocm:gfx942", tmp_path)
+    spec = tuning.module_spec(problem, op.render_mlir, targets.parse_target("rocm:gfx942"))  # as it ships
+    lowered = compile_and_dump(problem.name, spec.mlir, "rocm:gfx942", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
-    # the whole reduction is one convolution dispatch (IREE names it conv_...: it recognized the generic)
+    # the partial sums are one convolution dispatch (IREE names it conv_...: it recognized the generic); the sum
+    # over the batch chunks, when split, a reduction dispatch of its own
+    assert len(lowered.dispatches) <= 3, [d.name for d in lowered.dispatches]
     assert len(convs) == 1, [d.name for d in lowered.dispatches]
     # no kernel spills to scratch memory
     assert lowered.scratch_bytes and all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
@@ -120,7 +163,8 @@ def test_rocm_gfx942(tmp_path, name):
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_cuda_sm80(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    lowered = compile_and_dump(problem.name, op.render_mlir(problem), "cuda:sm_80", tmp_path)
+    spec = tuning.module_spec(problem, op.render_mlir, targets.parse_target("cuda:sm_80"))  # as it ships
+    lowered = compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     assert len(convs) == 1, [d.name for d in lowered.dispatches]
     if expects_mma(name, "cuda:sm_80"):
@@ -140,8 +184,8 @@ def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
         "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = true>}>>"
     )
     mlir = op.render_mlir(problem, {0: info})
-    # CHECK: ins(%x_groups, %grad_out_groups : ...) outs(%acc_zero : !acc) attrs = {compilation_info = ...}
-    assert f"outs(%acc_zero : !acc) attrs = {{compilation_info = {info}}} {{" in mlir
+    # CHECK: ins(%x_groups, %grad_out_groups : ...) outs(%partial_zero : !partial) attrs = {compilation_info = ...}
+    assert f"outs(%partial_zero : !partial) attrs = {{compilation_info = {info}}} {{" in mlir
     assert op.render_mlir(problem, {}) == op.render_mlir(problem)
     lowered = compile_and_dump(problem.name, mlir, "rocm:gfx942", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))

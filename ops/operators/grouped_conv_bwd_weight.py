@@ -11,6 +11,7 @@ the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -94,38 +95,82 @@ def _reassociation(groups: list[list[int]]) -> str:
     return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
 
 
-def _split_channels(rank: int, channels_last: bool) -> str:
-    """Reassociation splitting the channel dim of an (N, *spatial, G*C) or (N, G*C, *spatial) array in two."""
+def _split_batch_and_channels(rank: int, channels_last: bool, split: bool) -> str:
+    """Reassociation splitting an (N, *spatial, G*C) or (N, G*C, *spatial) array into (J, Nc, ..., G, C, ...),
+    or, unsplit, into (N, ..., G, C, ...)."""
+    batch = [[0, 1]] if split else [[0]]
+    first = len(batch[0])
     if channels_last:
-        return _reassociation([*([i] for i in range(rank + 1)), [rank + 1, rank + 2]])
-    return _reassociation([[0], [1, 2], *([i] for i in range(3, rank + 3))])
+        return _reassociation([*batch, *([i] for i in range(first, first + rank)), [first + rank, first + rank + 1]])
+    return _reassociation([*batch, [first, first + 1], *([i] for i in range(first + 2, first + rank + 2))])
 
 
-def loop_names(problem: ConvProblem) -> list[str]:
-    """The convolution's iteration dims: the accumulator's (parallel), then the batch and output positions (reduced)."""
+# Partial sums enough to fill a GPU. Measured on the H100 (docs/PERFORMANCE.md): the 3D video layers ran
+# fastest with 4-5 M float32 accumulators (J = 8), depthwise layers with the most chunks the batch allows.
+# A rough rule; the tuning tables hold the measured choice per problem where it differs.
+GPU_PARALLEL_ACCUMULATORS = 1 << 22
+
+
+def batch_split_choices(problem: ConvProblem) -> list[int]:
+    """The chunk counts J the batch can split into (J divides N), smallest first."""
+    return [j for j in range(1, problem.batch + 1) if problem.batch % j == 0]
+
+
+def form_candidates(problem: ConvProblem) -> list[dict]:
+    """The template forms build_tools/tune.py times for a problem: every batch split."""
+    return [{"batch_split": j} for j in batch_split_choices(problem)]
+
+
+def default_batch_split(problem: ConvProblem, target=None) -> int:
+    """J without a tuned choice: on a GPU, the fewest chunks giving ~2^22 partial sums; on the CPU, 1.
+
+    Two cores have all the parallel work they need in the weight gradient itself, and a split costs a
+    buffer of J weight-sized float32 partials there for nothing.
+    """
+    if target is None or target.backend == "llvm-cpu":
+        return 1
+    weight = math.prod(problem.weight_shape)
+    return next((j for j in batch_split_choices(problem) if j * weight >= GPU_PARALLEL_ACCUMULATORS), problem.batch)
+
+
+def loop_names(problem: ConvProblem, split: bool = False) -> list[str]:
+    """The convolution's iteration dims: the partial sums' (parallel: the chunk j when split, then the weight's),
+    then the batch (within a chunk) and the output positions (reduced)."""
     rank = problem.rank
     filters = [f"f{a}" for a in range(rank)]
-    parallel = ["g", "k", *filters, "c"] if problem.channels_last else ["g", "k", "c", *filters]
+    chunk = ["j"] if split else []
+    parallel = [*chunk, "g", "k", *filters, "c"] if problem.channels_last else [*chunk, "g", "k", "c", *filters]
     return [*parallel, "n", *(f"o{a}" for a in range(rank))]
 
 
-def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> str:
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None,
+                batch_split: int | None = None) -> str:
     """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst).
 
     ``configs`` may map 0 (the one convolution, as phase 0 of ops/tuning.py's tables) to an IREE
     ``#iree_codegen.compilation_info`` pinned on the convolution; without one IREE picks the configuration.
+    ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum); by
+    default ``default_batch_split(problem, target)``; a tuned choice comes from ops/tuning.py's tables.
     """
     config = (configs or {}).get(0)
+    chunks = default_batch_split(problem, target) if batch_split is None else batch_split
+    check(
+        isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
+        f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",
+    )
     rank, groups, c, k = problem.rank, problem.groups, problem.in_channels, problem.out_channels
     element = dtypes.mlir_element_type(problem.dtype)
     out_element = dtypes.mlir_element_type(result_dtype(problem))
     channels_last_layout = problem.channels_last
 
-    names = loop_names(problem)
+    split = chunks > 1
+    names = loop_names(problem, split)
     d = {name: f"d{i}" for i, name in enumerate(names)}
     domain = [d[name] for name in names]
-    acc_dims = names[: rank + 3]
-    sizes = {"g": groups, "k": k, "c": c, "n": problem.batch}
+    chunk_dim = [d["j"]] if split else []
+    chunk_shape = [chunks] if split else []
+    acc_dims = names[: rank + 3 + split]
+    sizes = {"j": chunks, "g": groups, "k": k, "c": c, "n": problem.batch // chunks}
     sizes.update({f"f{a}": problem.filter_spatial[a] for a in range(rank)})
     sizes.update({f"o{a}": problem.output_spatial[a] for a in range(rank)})
 
@@ -144,17 +189,17 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> 
     padded_spatial = [s + lo + hi for s, (lo, hi) in zip(problem.input_spatial, pads)]
     x_padded_shape = join_activation(problem.batch, tuple(padded_spatial), groups * c, channels_last_layout)
     if channels_last_layout:
-        x_groups_shape = [problem.batch, *padded_spatial, groups, c]
-        grad_out_groups_shape = [problem.batch, *problem.output_spatial, groups, k]
-        x_map = [d["n"], *windows, d["g"], d["c"]]
-        grad_out_map = [d["n"], *outputs, d["g"], d["k"]]
+        x_groups_shape = [*chunk_shape, sizes["n"], *padded_spatial, groups, c]
+        grad_out_groups_shape = [*chunk_shape, sizes["n"], *problem.output_spatial, groups, k]
+        x_map = [*chunk_dim, d["n"], *windows, d["g"], d["c"]]
+        grad_out_map = [*chunk_dim, d["n"], *outputs, d["g"], d["k"]]
         pad_low = [0, *(lo for lo, _ in pads), 0]
         pad_high = [0, *(hi for _, hi in pads), 0]
     else:
-        x_groups_shape = [problem.batch, groups, c, *padded_spatial]
-        grad_out_groups_shape = [problem.batch, groups, k, *problem.output_spatial]
-        x_map = [d["n"], d["g"], d["c"], *windows]
-        grad_out_map = [d["n"], d["g"], d["k"], *outputs]
+        x_groups_shape = [*chunk_shape, sizes["n"], groups, c, *padded_spatial]
+        grad_out_groups_shape = [*chunk_shape, sizes["n"], groups, k, *problem.output_spatial]
+        x_map = [*chunk_dim, d["n"], d["g"], d["c"], *windows]
+        grad_out_map = [*chunk_dim, d["n"], d["g"], d["k"], *outputs]
         pad_low = [0, 0, *(lo for lo, _ in pads)]
         pad_high = [0, 0, *(hi for _, hi in pads)]
 
@@ -184,6 +229,13 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> 
     store_body = f"    %v = {cast}\n    linalg.yield %v : {out_element}" if cast else f"    linalg.yield %a : {out_element}"
 
     store_domain = render.dims("d", rank + 2)
+    chunks_domain = render.dims("d", rank + 3)  # the weight's dims, then the chunk j
+    sum_chunks = render.render(
+        "grouped_conv_bwd_weight_chunk_sum", batch_split=chunks,
+        chunks_map=render.affine_map(chunks_domain, [chunks_domain[-1], *store_domain]),
+        chunks_out_map=render.affine_map(chunks_domain, store_domain),
+        chunks_iterators=render.iterators(["parallel"] * (rank + 2) + ["reduction"]),
+    ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
     return render.render(
         "grouped_conv_bwd_weight",
         rank=rank,
@@ -201,22 +253,30 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None) -> 
         x_groups_type=render.tensor(x_groups_shape, element),
         grad_out_groups_type=render.tensor(grad_out_groups_shape, element),
         acc_type=render.tensor([sizes[name] for name in acc_dims], dtypes.ACCUMULATOR),
+        partial_flat_type=render.tensor((*chunk_shape, *problem.weight_shape), dtypes.ACCUMULATOR),
         acc_flat_type=render.tensor(problem.weight_shape, dtypes.ACCUMULATOR),
+        batch_split=chunks,
+        batch_chunk=sizes["n"],
+        reduction_length=problem.batch * math.prod(problem.output_spatial),
         pad_x=pad_x,
         x_source=x_source,
-        x_groups_reassociation=_split_channels(rank, channels_last_layout),
+        x_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
         x_groups_shape=render.index_list(x_groups_shape),
-        grad_out_groups_reassociation=_split_channels(rank, channels_last_layout),
+        grad_out_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
         grad_out_groups_shape=render.index_list(grad_out_groups_shape),
         x_map=render.affine_map(domain, x_map),
         grad_out_map=render.affine_map(domain, grad_out_map),
         acc_map=render.affine_map(domain, [d[name] for name in acc_dims]),
-        conv_iterators=render.iterators(["parallel"] * (rank + 3) + ["reduction"] * (rank + 1)),
+        conv_iterators=render.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=to_accumulator,
         x32=x32,
         g32=g32,
-        acc_flat_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
+        acc_flat_reassociation=_reassociation(
+            [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
+        ),
+        sum_chunks=sum_chunks,
+        summed="%acc" if split else "%partial_flat",
         store_map=render.affine_map(store_domain, store_domain),
         store_iterators=render.iterators(["parallel"] * (rank + 2)),
         store_body=store_body,
