@@ -27,8 +27,8 @@ def test_build_records_modules_skips_current_ones_and_reports_failures(tmp_path,
 
     real_spec = aot.module_spec
 
-    def one_broken(op, problem, target):
-        spec = real_spec(op, problem, target)
+    def one_broken(op, problem, target, extra_flags=()):
+        spec = real_spec(op, problem, target, extra_flags)
         if problem.input_spatial == (112, 112):
             return compiler.ModuleSpec(spec.name, spec.mlir.replace("linalg.yield", "linalg.not_an_op", 1), spec.target)
         return spec
