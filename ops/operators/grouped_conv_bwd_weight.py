@@ -5,7 +5,8 @@
 the channels as in PyTorch and CK's NHWGC: x holds ``G*C`` channels, grad_out ``G*K``, the weight is
 ``(G*K, *filter, C)`` channels-last or ``(G*K, C, *filter)`` channels-first. The MLIR form is
 ``mlir/grouped_conv_bwd_weight.mlir``: one convolution-form ``linalg.generic`` that reduces over the batch and
-the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from the weight's side).
+the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from the weight's side), on GPUs in
+J batch chunks of partial sums that a second, small dispatch adds (``default_batch_split``).
 """
 
 from __future__ import annotations
