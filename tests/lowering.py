@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops import compiler, targets
+from ops import compiler, targets, tuning
 
 
 @dataclass
@@ -46,6 +46,12 @@ def compile_and_dump(name: str, mlir: str, target: str, workdir: Path) -> Lowere
             scratch[symbol] = int(re.search(r"\.amdhsa_private_segment_fixed_size (\d+)", body).group(1))
     ptx = "\n".join(p.read_text() for p in dump.glob("*.ptx"))
     return Lowered(dispatches, kernels, scratch, ptx)
+
+
+def compile_as_shipped(problem, render_mlir, target: str, workdir: Path) -> Lowered:
+    """``compile_and_dump`` of the module the runtime and the ahead-of-time build use: the tuning tables' choices."""
+    spec = tuning.module_spec(problem, render_mlir, targets.parse_target(target))
+    return compile_and_dump(problem.name, spec.mlir, target, workdir)
 
 
 def kernel_for(lowered: Lowered, dispatch: Dispatch) -> str:

@@ -7,11 +7,10 @@ from math import prod
 
 import pytest
 
-from ops import targets, tuning
 from ops.operators import grouped_conv_bwd_data as op
 
 from grouped_bwd_data_cases import CASES
-from lowering import compile_and_dump, kernel_for
+from lowering import compile_as_shipped, kernel_for
 
 CK_PROBLEMS = {
     # CK 38's default: 2D, G=32, N=4, K=C=192 per group, 28x28, 3x3, stride 1, pad 1, with and without bias-ReLU
@@ -24,8 +23,7 @@ EPILOGUES = {"ck_2d": ("add_relu", ("channel",)), "ck_3d": ("bilinear", ("full",
 
 
 def lowered(problem, target, tmp_path):
-    spec = tuning.module_spec(problem, op.render_mlir, targets.parse_target(target))
-    return compile_and_dump(problem.name, spec.mlir, target, tmp_path)
+    return compile_as_shipped(problem, op.render_mlir, target, tmp_path)
 
 
 def test_rendered_epilogue_sits_in_the_phase_store():

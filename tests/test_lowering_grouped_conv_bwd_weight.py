@@ -10,11 +10,11 @@ import re
 import pytest
 
 from iree.compiler import ir
-from ops import catalog, targets, tuning
+from ops import catalog, targets
 from ops.operators import grouped_conv_bwd_weight as op
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
-from lowering import compile_and_dump, kernel_for
+from lowering import compile_and_dump, compile_as_shipped, kernel_for
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 
@@ -123,8 +123,6 @@ def test_rendered_batch_split():
 
 
 def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
-    from ops import targets
-
     depthwise = op.problem_from_params(**CASES_FOR_SPLIT["depthwise"])  # weight 96*9: the whole batch in chunks
     video = op.problem_from_params(**CASES_FOR_SPLIT["video"])  # weight 128*27*64 = 221184: J*weight >= 2^22 at J=32
     cuda, cpu = targets.parse_target("cuda:sm_80"), targets.parse_target("llvm-cpu")
@@ -145,8 +143,7 @@ CASES_FOR_SPLIT = {
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_rocm_gfx942(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    spec = tuning.module_spec(problem, op.render_mlir, targets.parse_target("rocm:gfx942"))  # as it ships
-    lowered = compile_and_dump(problem.name, spec.mlir, "rocm:gfx942", tmp_path)
+    lowered = compile_as_shipped(problem, op.render_mlir, "rocm:gfx942", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     # the partial sums are one convolution dispatch (IREE names it conv_...: it recognized the generic); the sum
     # over the batch chunks, when split, a reduction dispatch of its own
@@ -163,8 +160,7 @@ def test_rocm_gfx942(tmp_path, name):
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_cuda_sm80(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    spec = tuning.module_spec(problem, op.render_mlir, targets.parse_target("cuda:sm_80"))  # as it ships
-    lowered = compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path)
+    lowered = compile_as_shipped(problem, op.render_mlir, "cuda:sm_80", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     assert len(convs) == 1, [d.name for d in lowered.dispatches]
     if expects_mma(name, "cuda:sm_80"):
