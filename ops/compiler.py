@@ -24,6 +24,7 @@ from .targets import Target
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _lock = threading.Lock()
+_path_locks: dict[Path, threading.Lock] = {}  # one per module path: different modules compile in parallel
 stats = {"compiles": 0}
 
 
@@ -145,8 +146,10 @@ def find_or_compile(spec: ModuleSpec) -> Path:
             "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.0) "
             f"or compile the problem ahead of time: python -m build_tools.aot --targets {spec.target}"
         )
+    vmfb = spec.path(cache_dir(), version)
     with _lock:
-        vmfb = spec.path(cache_dir(), version)
+        path_lock = _path_locks.setdefault(vmfb, threading.Lock())
+    with path_lock:
         if not vmfb.is_file():
             compile_module(spec, vmfb)
     return vmfb

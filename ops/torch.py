@@ -1,0 +1,779 @@
+"""The backward operators inside ``torch.autograd``: functions, ``torch.nn`` twins, ``convert`` and ``precompile``.
+
+    import ops.torch as otorch                 # needs PyTorch: pip install -e ".[torch]"
+    y = otorch.conv2d(x, weight, bias, stride=2, padding=1, groups=4, input_activation="relu")
+    model = otorch.convert(model)              # nn.Conv*d, nn.MaxPool2d, nn.AvgPool3d -> these twins
+
+Forward passes of convolution and average pooling are PyTorch's own; max-pool's forward is ours (it makes the
+indices its backward reads). Every backward is ours: ``grad_input`` by ``conv_bwd_data`` (one group) or
+``grouped_conv_bwd_data`` (several, or a fused ReLU), ``grad_weight`` by ``grouped_conv_bwd_weight``,
+``grad_bias`` as the sum of ``grad_output``, pooling by ``maxpool2d_bwd`` / ``avgpool3d_bwd``. Only the
+gradients autograd asks for are computed.
+
+How a call runs: each kernel is a ``torch.library.custom_op`` in the ``iree_ck`` namespace (so
+``torch.compile(fullgraph=True)`` traces it), with a fake implementation for shapes and ``register_autograd``
+for its gradient. Its body builds a *plan* — the tensors in the layout the kernel takes, the destinations, the
+frozen problem — shared by the real and the fake implementation, then hands the plan's tensors to IREE through
+DLPack: ``HalDevice.from_dlpack_capsule`` wraps the same memory (no copy), and results are written in place
+into tensors PyTorch allocated. ``contiguous_format`` maps to the channels-first layouts (NCW/NCHW/NCDHW),
+``channels_last``/``channels_last_3d`` to NHWC/NDHWC as a permuted view (no copy); other strides get one
+``contiguous()``.
+
+Stream order on GPUs: before IREE reads its inputs, the call waits for PyTorch's current stream
+(``torch.cuda.current_stream().synchronize()``), so every kernel PyTorch queued that writes them has finished.
+IREE's exported functions are synchronous (IREE's default execution model waits on the invocation's fence
+before returning), so when the call returns the results are complete and PyTorch may read them on any stream.
+"""
+
+import concurrent.futures
+import contextlib
+import copy
+import functools
+import math
+import os
+import sys
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Callable, List, NamedTuple, Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from . import compiler, dtypes, geometry, runtime, targets, tuning
+from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d
+from .validation import check, check_type, padding_pairs, positive_int_tuple
+
+__all__ = [
+    "conv1d", "conv2d", "conv3d", "max_pool2d", "avg_pool3d",
+    "Conv1d", "Conv2d", "Conv3d", "MaxPool2d", "AvgPool3d",
+    "convert", "precompile",
+]
+
+_TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
+                 torch.int64: "int64", torch.int32: "int32"}
+_KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_ACTIVATIONS = (None, "relu")
+# ReLU's backward as PyTorch computes it (threshold_backward on the ReLU's output: 0 where out <= 0, else the
+# gradient), fused into grouped_conv_bwd_data's epilogue with d0 = the ReLU's output. A NaN activation passes
+# the gradient through, as in PyTorch (the named "relu_grad", ``where(d0 > 0, acc, 0)``, would zero it).
+_RELU_BACKWARD = "where(d0 <= 0, 0, acc)"
+
+
+# --- Layouts, devices and the crossing into IREE ---------------------------------------------------------
+
+
+class _Array(NamedTuple):
+    """What an operator's normalization reads of an array: its shape and dtype (of a tensor in IREE's layout)."""
+
+    shape: tuple
+    dtype: np.dtype
+
+
+def _memory_format(rank: int):
+    return {2: torch.channels_last, 3: torch.channels_last_3d}.get(rank)
+
+
+def _is_channels_last(t: Tensor) -> bool:
+    """Whether ``t`` (N, C, *spatial) is stored channels-last (and not also plainly contiguous)."""
+    memory_format = _memory_format(t.dim() - 2)
+    return memory_format is not None and not t.is_contiguous() and t.is_contiguous(memory_format=memory_format)
+
+
+def _conform(t: Tensor, channels_last: bool) -> Tensor:
+    """``t`` in the layout the kernel reads: unchanged when it already is, else one ``contiguous()``."""
+    if channels_last:
+        return t.contiguous(memory_format=_memory_format(t.dim() - 2))
+    return t.contiguous()
+
+
+def _kernel_view(t: Tensor, channels_last: bool) -> Tensor:
+    """The (N, *spatial, C) view of a channels-last tensor (no copy); a channels-first tensor as it is."""
+    return t.permute(0, *range(2, t.dim()), 1) if channels_last else t
+
+
+def _empty(shape, like: Tensor, channels_last: bool, dtype=None) -> Tensor:
+    memory_format = _memory_format(len(shape) - 2) if channels_last else torch.contiguous_format
+    return torch.empty(tuple(shape), dtype=dtype or like.dtype, device=like.device, memory_format=memory_format)
+
+
+def _layout(rank: int, channels_last: bool) -> str:
+    return {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}[rank][channels_last]
+
+
+def _array(view: Tensor) -> _Array:
+    return _Array(tuple(view.shape), dtypes.numpy_dtype(_TORCH_DTYPES[view.dtype]))
+
+
+def driver_for(device: torch.device) -> str:
+    """The IREE driver that runs kernels on tensors of ``device``."""
+    if device.type == "cpu":
+        return targets.DEFAULT_DEVICE
+    if device.type == "cuda":
+        check(
+            device.index in (None, 0, torch.cuda.current_device()),
+            f"ops.torch: tensors on {device} are not supported; IREE runs on the current CUDA device "
+            f"(cuda:{torch.cuda.current_device()}): use torch.cuda.set_device",
+        )
+        return "hip" if torch.version.hip else "cuda"
+    raise ValueError(f"ops.torch: tensors on {device.type!r} are not supported (cpu and cuda are)")
+
+
+@dataclass
+class _Plan:
+    """One kernel call: the frozen problem, the tensors it reads and writes (in its layout), what to return."""
+
+    problem: Callable  # () -> the frozen problem: built only where a kernel runs or precompile records it
+    render: Callable
+    inputs: list  # contiguous tensors in the kernel's layout, in the module function's argument order
+    writes: list  # contiguous views of the destinations
+    returns: tuple  # the tensors handed back to PyTorch (the destinations, in PyTorch's shapes)
+    params: tuple = ()  # epilogue parameter values
+
+
+_recording: list | None = None  # precompile(): plans' (problem, render, driver) are noted, nothing runs
+_recording_driver: str | None = None
+_recording_lock = threading.Lock()
+
+
+def _note(plan: _Plan) -> None:
+    if _recording is not None:
+        _recording.append((plan.problem(), plan.render, _recording_driver))
+
+
+def _wrap(hal_device, t: Tensor):
+    import iree.runtime as rt
+
+    return rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
+
+
+def _launch(plan: _Plan):
+    """Run the plan's kernel on the plan's own memory (DLPack, no copy); returns the plan's results."""
+    if any(t.numel() == 0 for t in plan.inputs) or any(t.numel() == 0 for t in plan.writes):
+        for t in plan.writes:  # an empty batch or channel count: the gradient of nothing is zero (or empty)
+            t.zero_()
+        return plan.returns[0] if len(plan.returns) == 1 else plan.returns
+    driver = driver_for(plan.inputs[0].device)
+    hal_device = runtime.get_device(driver)
+    arguments = [_wrap(hal_device, t) for t in plan.inputs]
+    if plan.params:
+        arguments.append(np.asarray(plan.params, dtype=np.float32))
+    destinations = tuple(_wrap(hal_device, t) for t in plan.writes)
+    if plan.inputs[0].device.type == "cuda":
+        torch.cuda.current_stream().synchronize()  # PyTorch's writes of the inputs are done (see the header)
+    runtime.run(plan.problem(), plan.render, arguments,
+                results=[(tuple(t.shape), _TORCH_DTYPES[t.dtype]) for t in plan.writes],
+                device=driver, out=destinations)
+    return plan.returns[0] if len(plan.returns) == 1 else plan.returns
+
+
+def _fake(plan: _Plan):
+    _note(plan)
+    return plan.returns[0] if len(plan.returns) == 1 else plan.returns
+
+
+def _custom_op(name: str, plan: Callable):
+    """Register ``iree_ck::name`` whose real implementation launches ``plan``'s kernel and whose fake one
+    returns ``plan``'s destinations (and notes the problem for ``precompile``)."""
+    def real(*args):
+        return _launch(plan(*args))
+
+    def fake(*args):
+        return _fake(plan(*args))
+
+    real.__signature__ = fake.__signature__ = _signature(plan)
+    real.__annotations__ = fake.__annotations__ = dict(plan.__annotations__)
+    op = torch.library.custom_op(f"iree_ck::{name}", real, mutates_args=())
+    op.register_fake(fake)
+    return op
+
+
+def _signature(function):
+    import inspect
+
+    return inspect.signature(function, eval_str=True)
+
+
+# --- Plans: each kernel's layout, problem and destinations ---------------------------------------------
+
+
+def _flat_pairs(pairs) -> list[int]:
+    return [v for pair in pairs for v in pair]
+
+
+def _pairs(flat: List[int]) -> tuple:
+    return tuple((flat[2 * a], flat[2 * a + 1]) for a in range(len(flat) // 2))
+
+
+@functools.lru_cache(maxsize=4096)
+def _input_grad_problem(grad_out: _Array, weight: _Array, mask: Optional[_Array], input_shape, stride, padding,
+                        dilation, groups: int, layout: str):
+    if mask is None and groups == 1:
+        return conv_bwd_data.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding,
+                                       dilation=dilation, layout=layout)
+    problem, _ = grouped_conv_bwd_data.normalize(
+        grad_out, weight, (mask,) if mask is not None else (), groups=groups, input_shape=input_shape,
+        stride=stride, padding=padding, dilation=dilation, epilogue=_RELU_BACKWARD if mask is not None else None,
+        layout=layout, params={},
+    )
+    return problem
+
+
+def _plan_conv_backward_input(grad_output: Tensor, weight: Tensor, relu_output: Optional[Tensor],
+                              input_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
+                              groups: int) -> Tensor:
+    cl = _is_channels_last(grad_output)
+    rank = grad_output.dim() - 2
+    grad_output, weight = _conform(grad_output, cl), _conform(weight, cl)
+    grad_input = _empty(input_size, grad_output, cl)
+    views = [_kernel_view(grad_output, cl), _kernel_view(weight, cl)]
+    if relu_output is not None:
+        views.append(_kernel_view(_conform(relu_output, cl), cl))
+    out_view = _kernel_view(grad_input, cl)
+    problem = functools.partial(
+        _input_grad_problem, *(_array(v) for v in views[:2]), _array(views[2]) if relu_output is not None else None,
+        tuple(out_view.shape), tuple(stride), _pairs(padding), tuple(dilation), groups, _layout(rank, cl),
+    )
+    return _Plan(problem, conv_bwd_data.render_mlir, views, [out_view], (grad_input,))
+
+
+@functools.lru_cache(maxsize=4096)
+def _weight_grad_problem(x: _Array, grad_out: _Array, kernel_size, stride, padding, dilation, groups: int, layout: str):
+    return grouped_conv_bwd_weight.normalize(x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride,
+                                             padding=padding, dilation=dilation, layout=layout)
+
+
+def _plan_conv_backward_weight(input: Tensor, grad_output: Tensor, weight_size: List[int], stride: List[int],
+                               padding: List[int], dilation: List[int], groups: int) -> Tensor:
+    cl = _is_channels_last(grad_output)
+    rank = grad_output.dim() - 2
+    input, grad_output = _conform(input, cl), _conform(grad_output, cl)
+    grad_weight = _empty(weight_size, input, cl)
+    views = [_kernel_view(input, cl), _kernel_view(grad_output, cl)]
+    problem = functools.partial(_weight_grad_problem, *(_array(v) for v in views), tuple(weight_size[2:]), tuple(stride), _pairs(padding),
+                                   tuple(dilation), groups, _layout(rank, cl))
+    return _Plan(problem, grouped_conv_bwd_weight.render_mlir, views, [_kernel_view(grad_weight, cl)], (grad_weight,))
+
+
+@functools.lru_cache(maxsize=4096)
+def _max_pool_problem(x: _Array, kernel_size, stride, padding, dilation, ceil_mode: bool, layout: str):
+    return maxpool2d.normalize_fwd(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                                   ceil_mode=ceil_mode, layout=layout)
+
+
+def _plan_max_pool2d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
+                     dilation: List[int], ceil_mode: bool) -> Tuple[Tensor, Tensor]:
+    cl = _is_channels_last(input)
+    input = _conform(input, cl)
+    view = _kernel_view(input, cl)
+    problem = functools.partial(_max_pool_problem, _array(view), tuple(kernel_size), tuple(stride), tuple(padding),
+                                tuple(dilation), ceil_mode, _layout(2, cl))
+    size = [*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], dilation[a],
+                                                           padding[a], padding[a], ceil_mode) for a in range(2))]
+    y = _empty(size, input, cl)
+    indices = _empty(size, input, cl, dtype=torch.int64)
+    return _Plan(problem, maxpool2d.render_mlir, [view], [_kernel_view(y, cl), _kernel_view(indices, cl)], (y, indices))
+
+
+@functools.lru_cache(maxsize=4096)
+def _max_pool_backward_problem(grad_out: _Array, indices: _Array, input_shape, kernel_size, stride, padding, dilation,
+                               ceil_mode: bool, layout: str):
+    return maxpool2d.normalize_bwd(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride,
+                                   padding=padding, dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=None,
+                                   layout=layout)
+
+
+def _plan_max_pool2d_backward(grad_output: Tensor, indices: Tensor, input_size: List[int], kernel_size: List[int],
+                              stride: List[int], padding: List[int], dilation: List[int], ceil_mode: bool) -> Tensor:
+    cl = _is_channels_last(grad_output)
+    grad_output, indices = _conform(grad_output, cl), _conform(indices, cl)
+    grad_input = _empty(input_size, grad_output, cl)
+    views = [_kernel_view(grad_output, cl), _kernel_view(indices, cl)]
+    out_view = _kernel_view(grad_input, cl)
+    problem = functools.partial(_max_pool_backward_problem, *(_array(v) for v in views), tuple(out_view.shape), tuple(kernel_size),
+                                         tuple(stride), tuple(padding), tuple(dilation), ceil_mode, _layout(2, cl))
+    return _Plan(problem, maxpool2d.render_mlir, views, [out_view], (grad_input,))
+
+
+@functools.lru_cache(maxsize=4096)
+def _avg_pool_backward_problem(grad_out: _Array, input_shape, kernel_size, stride, padding, ceil_mode: bool,
+                               count_include_pad: bool, divisor_override, layout: str):
+    return avgpool3d.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride,
+                               padding=padding, dilation=1, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                               divisor_override=divisor_override, layout=layout)
+
+
+def _plan_avg_pool3d_backward(grad_output: Tensor, input_size: List[int], kernel_size: List[int], stride: List[int],
+                              padding: List[int], ceil_mode: bool, count_include_pad: bool,
+                              divisor_override: Optional[int]) -> Tensor:
+    cl = _is_channels_last(grad_output)
+    grad_output = _conform(grad_output, cl)
+    grad_input = _empty(input_size, grad_output, cl)
+    view, out_view = _kernel_view(grad_output, cl), _kernel_view(grad_input, cl)
+    problem = functools.partial(_avg_pool_backward_problem, _array(view), tuple(out_view.shape), tuple(kernel_size), tuple(stride),
+                                         tuple(padding), ceil_mode, count_include_pad, divisor_override, _layout(3, cl))
+    return _Plan(problem, avgpool3d.render_mlir, [view], [out_view], (grad_input,))
+
+
+# --- The registered operators ----------------------------------------------------------------------------
+
+_conv_backward_input = _custom_op("conv_backward_input", _plan_conv_backward_input)
+_conv_backward_weight = _custom_op("conv_backward_weight", _plan_conv_backward_weight)
+_max_pool2d_op = _custom_op("max_pool2d", _plan_max_pool2d)
+_max_pool2d_backward = _custom_op("max_pool2d_backward", _plan_max_pool2d_backward)
+_avg_pool3d_backward = _custom_op("avg_pool3d_backward", _plan_avg_pool3d_backward)
+
+
+def _torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
+    """PyTorch's own forward convolution, with (low, high) padding pairs."""
+    pairs = _pairs(padding)
+    conv = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
+    if all(lo == hi for lo, hi in pairs):
+        return conv(input, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
+    # F.pad takes the last dim first
+    return conv(F.pad(input, [v for lo, hi in reversed(pairs) for v in (lo, hi)]), weight, bias, stride, 0, dilation, groups)
+
+
+@torch.library.custom_op("iree_ck::conv", mutates_args=())
+def _conv_op(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+             dilation: List[int], groups: int) -> Tensor:
+    return _torch_conv(input, weight, bias, stride, padding, dilation, groups)
+
+
+@torch.library.custom_op("iree_ck::relu_conv", mutates_args=())
+def _relu_conv_op(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+                  dilation: List[int], groups: int) -> Tuple[Tensor, Tensor]:
+    """conv(relu(input)); also returns relu(input), which the backward reads (as PyTorch's ReLU and conv save it)."""
+    activation = torch.relu(input)
+    return _torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
+
+
+_conv_op.register_fake(_torch_conv)
+
+
+@_relu_conv_op.register_fake
+def _(input, weight, bias, stride, padding, dilation, groups):
+    activation = torch.empty_like(input)
+    return _torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
+
+
+def _conv_setup(ctx, inputs, output):
+    input, weight, bias, stride, padding, dilation, groups = inputs
+    conv_input = output[1] if isinstance(output, tuple) else input  # relu(input) for relu_conv
+    ctx.save_for_backward(conv_input, weight)
+    ctx.fused_relu = isinstance(output, tuple)
+    ctx.has_bias = bias is not None
+    ctx.params = (stride, padding, dilation, groups)
+    if ctx.fused_relu:
+        ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)
+
+
+def _conv_backward(ctx, grad_output, *unused):
+    conv_input, weight = ctx.saved_tensors
+    stride, padding, dilation, groups = ctx.params
+    grad_input = grad_weight = grad_bias = None
+    if ctx.needs_input_grad[0]:
+        grad_input = _conv_backward_input(grad_output, weight, conv_input if ctx.fused_relu else None,
+                                          list(conv_input.shape), stride, padding, dilation, groups)
+    if ctx.needs_input_grad[1]:
+        grad_weight = _conv_backward_weight(conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups)
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
+    return grad_input, grad_weight, grad_bias, None, None, None, None
+
+
+_conv_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+_relu_conv_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+
+
+def _max_pool_setup(ctx, inputs, output):
+    input, kernel_size, stride, padding, dilation, ceil_mode = inputs
+    ctx.save_for_backward(output[1])
+    ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)
+    ctx.params = (list(input.shape), kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _max_pool_backward(ctx, grad_output, _grad_indices):
+    (indices,) = ctx.saved_tensors
+    if grad_output is None or not ctx.needs_input_grad[0]:
+        return None, None, None, None, None, None
+    return _max_pool2d_backward(grad_output, indices, *ctx.params), None, None, None, None, None
+
+
+_max_pool2d_op.register_autograd(_max_pool_backward, setup_context=_max_pool_setup)
+
+
+@torch.library.custom_op("iree_ck::avg_pool3d", mutates_args=())
+def _avg_pool3d_op(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+                   count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
+    return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+@_avg_pool3d_op.register_fake
+def _(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def _avg_pool_setup(ctx, inputs, output):
+    input, *params = inputs
+    ctx.params = (list(input.shape), *params)
+
+
+def _avg_pool_backward(ctx, grad_output):
+    grad_input = _avg_pool3d_backward(grad_output, *ctx.params) if ctx.needs_input_grad[0] else None
+    return grad_input, None, None, None, None, None, None
+
+
+_avg_pool3d_op.register_autograd(_avg_pool_backward, setup_context=_avg_pool_setup)
+
+
+# --- The functions (torch.nn.functional's arguments) ------------------------------------------------------
+
+_float64_warned: set[str] = set()
+
+
+def _falls_back(name: str, *tensors: Optional[Tensor]) -> bool:
+    """Whether a call runs PyTorch's own operator: float64 (the kernels have none; warned once per function)."""
+    if any(t is not None and t.dtype == torch.float64 for t in tensors):
+        if name not in _float64_warned:
+            _float64_warned.add(name)
+            warnings.warn(f"ops.torch.{name}: float64 has no kernel here; PyTorch's own {name} (and its backward) "
+                          "runs instead", stacklevel=3)
+        return True
+    return False
+
+
+def _check_tensor(name: str, parameter: str, value, optional: bool = False) -> None:
+    check_type(isinstance(value, Tensor) or (optional and value is None),
+               f"{name}: {parameter} must be a torch.Tensor{' or None' if optional else ''}, but got {type(value).__name__}")
+    if isinstance(value, Tensor):
+        check_type(value.dtype in (*_KERNEL_DTYPES, torch.float64),
+                   f"{name}: {parameter} has dtype {value.dtype}, but only float32, float16, bfloat16 (and float64, "
+                   "through PyTorch's own operator) are supported")
+
+
+def _autocast(*tensors: Optional[Tensor]) -> list:
+    """The tensors in autocast's dtype where autocast is on for their device (as PyTorch's convolution does)."""
+    device_type = tensors[0].device.type
+    if device_type not in ("cpu", "cuda") or not torch.is_autocast_enabled(device_type):
+        return list(tensors)
+    dtype = torch.get_autocast_dtype(device_type)
+    return [t.to(dtype) if t is not None and t.is_floating_point() else t for t in tensors]
+
+
+def _conv_padding(name: str, padding, kernel: tuple, stride: tuple, dilation: tuple) -> tuple:
+    rank = len(kernel)
+    if isinstance(padding, str):
+        check(padding in ("same", "valid"), f"{name}: padding must be an int, a tuple, 'same' or 'valid', but got {padding!r}")
+        if padding == "valid":
+            return ((0, 0),) * rank
+        check(all(s == 1 for s in stride), f"{name}: padding='same' is not supported for strided convolutions "
+                                           f"(PyTorch's rule), but stride is {stride!r}")
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in totals)  # PyTorch puts the odd extra on the high side
+    pairs = padding_pairs(name, padding, rank)
+    check(all(lo >= 0 and hi >= 0 for lo, hi in pairs), f"{name}: padding must be non-negative, but got {pairs!r}")
+    return pairs
+
+
+def _conv(rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation) -> Tensor:
+    name = f"conv{rank}d"
+    _check_tensor(name, "input", input)
+    _check_tensor(name, "weight", weight)
+    _check_tensor(name, "bias", bias, optional=True)
+    check(input_activation in _ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
+    check(input.dim() in (rank + 1, rank + 2),
+          f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {tuple(input.shape)}")
+    check(weight.dim() == rank + 2,
+          f"{name}: weight must be {rank + 2}-D (out_channels, in_channels/groups, *kernel), but has shape {tuple(weight.shape)}")
+    check_type(isinstance(groups, int) and not isinstance(groups, bool), f"{name}: groups must be an int, but got {groups!r}")
+    check(groups >= 1, f"{name}: groups must be positive, but got {groups}")
+    stride = positive_int_tuple(name, "stride", stride, rank)
+    dilation = positive_int_tuple(name, "dilation", dilation, rank)
+    kernel = tuple(weight.shape[2:])
+    pairs = _conv_padding(name, padding, kernel, stride, dilation)
+    unbatched = input.dim() == rank + 1
+    channels, spatial = (input.shape[0], input.shape[1:]) if unbatched else (input.shape[1], input.shape[2:])
+    check(channels == weight.shape[1] * groups,
+          f"{name}: input has {channels} channels, but weight {tuple(weight.shape)} with groups={groups} expects "
+          f"{weight.shape[1] * groups} (in_channels/groups = {weight.shape[1]})")
+    check(weight.shape[0] % groups == 0,
+          f"{name}: groups={groups} must divide weight's out_channels, but {groups} does not divide {weight.shape[0]}")
+    if bias is not None:
+        check(tuple(bias.shape) == (weight.shape[0],),
+              f"{name}: bias must have shape ({weight.shape[0]},), one value per output channel, but has {tuple(bias.shape)}")
+    sizes = tuple(geometry.conv_output_size(i, k, s, d, *p) for i, k, s, d, p in zip(spatial, kernel, stride, dilation, pairs))
+    check(all(o >= 1 for o in sizes),
+          f"{name}: the kernel {kernel} (dilation {dilation}) does not fit the padded input {tuple(spatial)} with "
+          f"padding {pairs}: the output size would be {sizes}")
+    for parameter, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            check(t.device == input.device, f"{name}: {parameter} is on {t.device}, but input is on {input.device}")
+    input, weight, bias = _autocast(input, weight, bias)
+    for parameter, t in (("weight", weight), ("bias", bias)):
+        check_type(t is None or t.dtype == input.dtype,
+                   f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
+    if _falls_back(name, input, weight, bias):
+        if input_activation == "relu":
+            input = torch.relu(input)
+        return _torch_conv(input, weight, bias, list(stride), _flat_pairs(pairs), list(dilation), groups)
+    x = input.unsqueeze(0) if unbatched else input
+    arguments = (x, weight, bias, list(stride), _flat_pairs(pairs), list(dilation), groups)
+    y = _relu_conv_op(*arguments)[0] if input_activation == "relu" else _conv_op(*arguments)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
+    """``torch.nn.functional.conv1d`` whose backward runs this library's kernels; ``input_activation="relu"``
+    computes ``conv1d(relu(input))`` with the ReLU's backward fused into the input-gradient kernel."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups, input_activation)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
+    """``torch.nn.functional.conv2d`` whose backward runs this library's kernels (see :func:`conv1d`)."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, input_activation)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
+    """``torch.nn.functional.conv3d`` whose backward runs this library's kernels (see :func:`conv1d`)."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, input_activation)
+
+
+def _pool_input(name: str, input, rank: int):
+    _check_tensor(name, "input", input)
+    check(input.dim() in (rank + 1, rank + 2),
+          f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {tuple(input.shape)}")
+    return input.dim() == rank + 1
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
+    name = "max_pool2d"
+    unbatched = _pool_input(name, input, 2)
+    kernel = positive_int_tuple(name, "kernel_size", kernel_size, 2)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        positive_int_tuple(name, "stride", stride, 2)
+    pads = positive_int_tuple(name, "padding", padding, 2) if padding != 0 else (0, 0)
+    dilation = positive_int_tuple(name, "dilation", dilation, 2)
+    check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
+    if _falls_back(name, input):
+        return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
+    x = input.unsqueeze(0) if unbatched else input
+    if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
+        maxpool2d.normalize_fwd(_Array(tuple(x.shape), np.dtype(np.float32)), kernel_size=kernel, stride=stride,
+                                padding=pads, dilation=dilation, ceil_mode=ceil_mode, layout="NCHW")
+    y, indices = _max_pool2d_op(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
+    if unbatched:
+        y, indices = y.squeeze(0), indices.squeeze(0)
+    return (y, indices) if return_indices else y
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward."""
+    name = "avg_pool3d"
+    unbatched = _pool_input(name, input, 3)
+    kernel = positive_int_tuple(name, "kernel_size", kernel_size, 3)
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
+        positive_int_tuple(name, "stride", stride, 3)
+    pads = positive_int_tuple(name, "padding", padding, 3) if padding != 0 else (0, 0, 0)
+    check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
+    check_type(isinstance(count_include_pad, bool), f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
+    if _falls_back(name, input):
+        return F.avg_pool3d(input, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override)
+    x = input.unsqueeze(0) if unbatched else input
+    if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
+        avgpool3d.problem_from_params(batch=x.shape[0], channels=x.shape[1], input_spatial=tuple(x.shape[2:]),
+                                      kernel_size=kernel, stride=stride, padding=pads, ceil_mode=ceil_mode,
+                                      count_include_pad=count_include_pad, divisor_override=divisor_override,
+                                      layout="NCDHW", dtype="float32")
+    y = _avg_pool3d_op(x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
+    return y.squeeze(0) if unbatched else y
+
+
+# --- torch.nn twins ---------------------------------------------------------------------------------------
+
+
+class _ConvForward:
+    """``_conv_forward`` of the convolution twins: PyTorch's module arguments, this library's backward."""
+
+    input_activation = None  # "relu": the layer computes conv(relu(x)), the ReLU's backward fused
+
+    def _conv_forward(self, input, weight, bias):
+        padding = self.padding
+        if self.padding_mode != "zeros":  # as PyTorch does: pad first (PyTorch's F.pad), then no padding
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            padding = 0
+        return _conv(self._rank, input, weight, bias, self.stride, padding, self.dilation, self.groups,
+                     self.input_activation)
+
+    def extra_repr(self):
+        text = super().extra_repr()
+        return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
+
+
+def _init_conv(module, input_activation):
+    check(input_activation in _ACTIVATIONS,
+          f"{type(module).__name__}: input_activation must be None or 'relu', but got {input_activation!r}")
+    module.input_activation = input_activation
+
+
+class Conv1d(_ConvForward, nn.Conv1d):
+    """``torch.nn.Conv1d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    _rank = 1
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        _init_conv(self, input_activation)
+
+
+class Conv2d(_ConvForward, nn.Conv2d):
+    """``torch.nn.Conv2d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    _rank = 2
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        _init_conv(self, input_activation)
+
+
+class Conv3d(_ConvForward, nn.Conv3d):
+    """``torch.nn.Conv3d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    _rank = 3
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        _init_conv(self, input_activation)
+
+
+class MaxPool2d(nn.MaxPool2d):
+    """``torch.nn.MaxPool2d`` whose forward and backward are this library's."""
+
+    def forward(self, input):
+        return max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                          self.return_indices)
+
+
+class AvgPool3d(nn.AvgPool3d):
+    """``torch.nn.AvgPool3d`` whose backward is this library's."""
+
+    def forward(self, input):
+        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                          self.divisor_override)
+
+
+_TWINS = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d, nn.MaxPool2d: MaxPool2d, nn.AvgPool3d: AvgPool3d}
+# layers of the families this library covers that it cannot take: named in convert's warning
+_FAMILIES = (nn.modules.conv._ConvNd, nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd)
+
+
+def _why_not(module: nn.Module) -> str | None:
+    """Why ``module`` stays PyTorch's, or None if its twin can take it."""
+    if type(module) not in _TWINS:
+        return f"{type(module).__name__} has no kernel here"
+    dtypes_ = {p.dtype for p in module.parameters(recurse=False)}
+    if dtypes_ - set(_KERNEL_DTYPES):
+        return f"{', '.join(sorted(str(d) for d in dtypes_ - set(_KERNEL_DTYPES)))} parameters"
+    return None
+
+
+def convert(model: nn.Module) -> nn.Module:
+    """Swap every supported layer of ``model`` for its twin, in place, and return ``model``.
+
+    ``nn.Conv1d/2d/3d``, ``nn.MaxPool2d`` and ``nn.AvgPool3d`` (exactly those classes, not subclasses, which
+    may change ``forward``) become this module's twins: the same object, parameters and ``state_dict`` (an
+    optimizer made before keeps working). Inside ``nn.Sequential``, a ``ReLU`` directly followed by a
+    convolution becomes ``nn.Identity`` and the convolution takes ``input_activation="relu"``, except an
+    in-place ``ReLU`` that opens the Sequential (its input may have other readers, which in-place would have
+    changed). Layers of these families it cannot take (another class, float64 parameters) stay PyTorch's, and
+    one warning lists them.
+    """
+    check_type(isinstance(model, nn.Module), f"convert: model must be a torch.nn.Module, but got {type(model).__name__}")
+    left = []
+    for name, module in model.named_modules():
+        if isinstance(module, _FAMILIES) and not isinstance(module, tuple(_TWINS.values())):
+            reason = _why_not(module)
+            if reason is None:
+                module.__class__ = _TWINS[type(module)]
+            else:
+                left.append(f"{name or '(the model)'} ({reason})")
+    for module in model.modules():
+        if isinstance(module, nn.Sequential):
+            _fuse_relus(module)
+    if left:
+        warnings.warn(f"ops.torch.convert: these layers stay PyTorch's: {'; '.join(left)}", stacklevel=2)
+    return model
+
+
+def _fuse_relus(sequential: nn.Sequential) -> None:
+    names = list(sequential._modules)
+    for position, (name, following) in enumerate(zip(names, names[1:])):
+        relu, conv = sequential._modules[name], sequential._modules[following]
+        if (type(relu) is nn.ReLU and isinstance(conv, _ConvForward) and conv.input_activation is None
+                and not (position == 0 and relu.inplace)):
+            conv.input_activation = "relu"
+            sequential._modules[name] = nn.Identity()
+
+
+# --- precompile -------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _recording_plans(driver: str):
+    global _recording, _recording_driver
+    with _recording_lock:
+        _recording, _recording_driver = [], driver
+        try:
+            yield _recording
+        finally:
+            _recording, _recording_driver = None, None
+
+
+def precompile(model: nn.Module, example_input, *, device: str | None = None, workers: int | None = None,
+               progress: bool = True) -> list:
+    """Compile every module one training step of ``model`` on ``example_input`` needs, in parallel.
+
+    The step runs on a copy of the model on the meta device (nothing is computed, the model is untouched):
+    its forward and a backward from every output, so each kernel the step calls is found with its shapes,
+    dtypes and layouts. ``example_input``: a tensor or a tuple of them, real or meta. ``device``: the IREE
+    driver to compile for (``local-task``, ``cuda``, ``hip``), by default that of ``example_input``'s device,
+    so modules for a GPU can be built on a machine without one. Returns the modules' paths; modules already
+    in ``artifacts/`` or the cache are not compiled again.
+    """
+    inputs = example_input if isinstance(example_input, tuple) else (example_input,)
+    for i, t in enumerate(inputs):
+        _check_tensor("precompile", f"example_input[{i}]", t)
+    if device is None:
+        device = targets.DEFAULT_DEVICE if inputs[0].device.type == "meta" else driver_for(inputs[0].device)
+    target = targets.target_for_device(device)
+    meta_model = copy.deepcopy(model).to("meta")
+    meta_inputs = tuple(t.detach().to("meta") for t in inputs)
+    with _recording_plans(device) as plans:
+        outputs = meta_model(*meta_inputs)
+        outputs = [o for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])
+                   if isinstance(o, Tensor) and o.requires_grad]
+        if outputs:
+            torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
+    specs = list({spec.name + spec.key(None): spec for spec in (
+        tuning.module_spec(problem, render, target) for problem, render, _ in plans)}.values())
+    done = []
+
+    def build(spec):
+        path = compiler.find_or_compile(spec)
+        done.append(spec.name)
+        if progress:
+            bar = "#" * (20 * len(done) // len(specs))
+            print(f"\rprecompile [{bar:<20}] {len(done)}/{len(specs)} modules for {target}", end="", file=sys.stderr,
+                  flush=True)
+        return path
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        paths = list(pool.map(build, specs))
+    if progress and specs:
+        print(file=sys.stderr)
+    return paths
