@@ -29,7 +29,6 @@ import concurrent.futures
 import contextlib
 import copy
 import functools
-import math
 import os
 import sys
 import threading
@@ -44,7 +43,7 @@ from torch import Tensor, nn
 
 from . import compiler, dtypes, geometry, runtime, targets, tuning
 from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d
-from .validation import check, check_type, padding_pairs, positive_int_tuple
+from .validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "max_pool2d", "avg_pool3d",
@@ -150,7 +149,12 @@ def _wrap(hal_device, t: Tensor):
 
 
 def _launch(plan: _Plan):
-    """Run the plan's kernel on the plan's own memory (DLPack, no copy); returns the plan's results."""
+    """Run the plan's kernel on the plan's own memory (DLPack, no copy); returns the plan's results.
+
+    While ``precompile`` records, the kernel does not run: its problem is noted and its destinations return
+    as they are (uninitialized)."""
+    if _recording is not None:
+        return _fake(plan)
     if any(t.numel() == 0 for t in plan.inputs) or any(t.numel() == 0 for t in plan.writes):
         for t in plan.writes:  # an empty batch or channel count: the gradient of nothing is zero (or empty)
             t.zero_()
@@ -331,9 +335,14 @@ def _torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, p
     pairs = _pairs(padding)
     conv = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
     if all(lo == hi for lo, hi in pairs):
-        return conv(input, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
-    # F.pad takes the last dim first
-    return conv(F.pad(input, [v for lo, hi in reversed(pairs) for v in (lo, hi)]), weight, bias, stride, 0, dilation, groups)
+        output = conv(input, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
+    else:  # F.pad takes the last dim first
+        output = conv(F.pad(input, [v for lo, hi in reversed(pairs) for v in (lo, hi)]), weight, bias, stride, 0,
+                      dilation, groups)
+    if _is_channels_last(input) or _is_channels_last(weight):
+        # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
+        output = output.contiguous(memory_format=_memory_format(output.dim() - 2))
+    return output
 
 
 @torch.library.custom_op("iree_ck::conv", mutates_args=())
@@ -550,6 +559,12 @@ def _pool_input(name: str, input, rank: int):
     return input.dim() == rank + 1
 
 
+def _pool_padding(name: str, padding, rank: int) -> tuple:
+    pads = int_tuple(name, "padding", padding, rank)
+    check(all(p >= 0 for p in pads), f"{name}: padding must be non-negative, but got {pads!r}")
+    return pads
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
     name = "max_pool2d"
@@ -557,7 +572,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     kernel = positive_int_tuple(name, "kernel_size", kernel_size, 2)
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
         positive_int_tuple(name, "stride", stride, 2)
-    pads = positive_int_tuple(name, "padding", padding, 2) if padding != 0 else (0, 0)
+    pads = _pool_padding(name, padding, 2)
     dilation = positive_int_tuple(name, "dilation", dilation, 2)
     check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
     if _falls_back(name, input):
@@ -579,7 +594,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     kernel = positive_int_tuple(name, "kernel_size", kernel_size, 3)
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
         positive_int_tuple(name, "stride", stride, 3)
-    pads = positive_int_tuple(name, "padding", padding, 3) if padding != 0 else (0, 0, 0)
+    pads = _pool_padding(name, padding, 3)
     check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
     check_type(isinstance(count_include_pad, bool), f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
     if _falls_back(name, input):
@@ -738,9 +753,9 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
                progress: bool = True) -> list:
     """Compile every module one training step of ``model`` on ``example_input`` needs, in parallel.
 
-    The step runs on a copy of the model on the meta device (nothing is computed, the model is untouched):
-    its forward and a backward from every output, so each kernel the step calls is found with its shapes,
-    dtypes and layouts. ``example_input``: a tensor or a tuple of them, real or meta. ``device``: the IREE
+    The step (its forward and a backward from every output) runs on a copy of the model, so the model is
+    untouched, and finds each kernel the step calls with its shapes, dtypes and layouts; no kernel runs. Not
+    to be called while another thread trains in this process: their kernels would be recorded, not run. ``example_input``: a tensor or a tuple of them, real or meta. ``device``: the IREE
     driver to compile for (``local-task``, ``cuda``, ``hip``), by default that of ``example_input``'s device,
     so modules for a GPU can be built on a machine without one. Returns the modules' paths; modules already
     in ``artifacts/`` or the cache are not compiled again.
@@ -748,13 +763,18 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     inputs = example_input if isinstance(example_input, tuple) else (example_input,)
     for i, t in enumerate(inputs):
         _check_tensor("precompile", f"example_input[{i}]", t)
-    if device is None:
-        device = targets.DEFAULT_DEVICE if inputs[0].device.type == "meta" else driver_for(inputs[0].device)
+    home = inputs[0].device
+    own_driver = None if home.type == "meta" else driver_for(home)
+    device = device or own_driver or targets.DEFAULT_DEVICE
     target = targets.target_for_device(device)
-    meta_model = copy.deepcopy(model).to("meta")
-    meta_inputs = tuple(t.detach().to("meta") for t in inputs)
+    # The step runs where the inputs are: PyTorch's layers compute, this library's kernels only note their
+    # problems, so every layout is the one training sees (modules for a GPU can be built from CPU inputs). On
+    # meta inputs nothing computes, and layouts follow PyTorch's meta kernels, which do not keep channels_last
+    # through every backward: give real inputs for channels-last models.
+    step_model = copy.deepcopy(model)
+    step_inputs = tuple(t.detach() for t in inputs)
     with _recording_plans(device) as plans:
-        outputs = meta_model(*meta_inputs)
+        outputs = step_model(*step_inputs)
         outputs = [o for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])
                    if isinstance(o, Tensor) and o.requires_grad]
         if outputs:
