@@ -368,6 +368,27 @@ def _(input, weight, bias, stride, padding, dilation, groups):
     return _torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
 
 
+_bfloat16_cuda_warned = []
+
+
+def _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilation, groups):
+    """PyTorch's own weight gradient. Used for bfloat16 on CUDA: on the H100, IREE's sm_80 backward-weight
+    modules gave wrong bfloat16 weight gradients for 1x1 convolutions (normwise error ~1 against float64, while
+    float32 and the CPU's bfloat16 are right), so those gradients are not taken from them until that is fixed."""
+    if not _bfloat16_cuda_warned:
+        _bfloat16_cuda_warned.append(True)
+        warnings.warn("ops.torch: bfloat16 weight gradients on CUDA run PyTorch's own kernel (this library's sm_80 "
+                      "module gave wrong 1x1 weight gradients on the H100)", stacklevel=2)
+    pairs = _pairs(padding)
+    rank = len(pairs)
+    if any(lo != hi for lo, hi in pairs):
+        conv_input = F.pad(conv_input, [v for lo, hi in reversed(pairs) for v in (lo, hi)])
+        pairs = ((0, 0),) * rank
+    return torch.ops.aten.convolution_backward(
+        grad_output, conv_input, weight, None, list(stride), [lo for lo, _ in pairs], list(dilation), False,
+        [0] * rank, groups, [False, True, False])[1]
+
+
 def _conv_setup(ctx, inputs, output):
     input, weight, bias, stride, padding, dilation, groups = inputs
     conv_input = output[1] if isinstance(output, tuple) else input  # relu(input) for relu_conv
@@ -388,7 +409,11 @@ def _conv_backward(ctx, grad_output, *unused):
         grad_input = _conv_backward_input(grad_output, weight, conv_input if ctx.fused_relu else None,
                                           list(conv_input.shape), stride, padding, dilation, groups)
     if ctx.needs_input_grad[1]:
-        grad_weight = _conv_backward_weight(conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups)
+        if grad_output.dtype == torch.bfloat16 and grad_output.device.type == "cuda":
+            grad_weight = _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilation, groups)
+        else:
+            grad_weight = _conv_backward_weight(conv_input, grad_output, list(weight.shape), stride, padding,
+                                                dilation, groups)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
     return grad_input, grad_weight, grad_bias, None, None, None, None

@@ -472,3 +472,14 @@ def test_bad_input_names_the_parameter(call, error, message, nothing_compiles):
     w = torch.randn(6, 2, 3, 3, requires_grad=True)
     with pytest.raises(error, match=message):
         call(x, w)
+
+
+def test_pytorch_weight_gradient_used_for_bfloat16_on_cuda_matches_ours(seeded):
+    """The fallback (bfloat16 weight gradients on CUDA) against this library's kernel, asymmetric padding too."""
+    x, g, w = torch.randn(2, 4, 9, 9), torch.randn(2, 6, 5, 3), torch.randn(6, 2, 3, 3)
+    arguments = ([2, 2], [1, 1, 0, 0], [1, 2], 2)
+    with pytest.warns(UserWarning, match="bfloat16 weight gradients on CUDA"):
+        otorch._bfloat16_cuda_warned.clear()
+        theirs = otorch._torch_weight_grad(x, g, w, *arguments)
+    ours = torch.ops.iree_ck.conv_backward_weight(x, g, list(w.shape), *arguments)
+    assert relative_error(ours, theirs) <= 1e-5
