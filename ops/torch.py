@@ -577,29 +577,25 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     return _conv(3, input, weight, bias, stride, padding, dilation, groups, input_activation)
 
 
-def _pool_input(name: str, input, rank: int):
+def _pool_arguments(name: str, input, rank: int, kernel_size, stride, padding, ceil_mode):
+    """(unbatched?, kernel, stride, padding) as tuples, PyTorch's defaults (stride: the kernel), checked."""
     _check_tensor(name, "input", input)
     check(input.dim() in (rank + 1, rank + 2),
           f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {tuple(input.shape)}")
-    return input.dim() == rank + 1
-
-
-def _pool_padding(name: str, padding, rank: int) -> tuple:
+    kernel = positive_int_tuple(name, "kernel_size", kernel_size, rank)
+    no_stride = stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
+    stride = kernel if no_stride else positive_int_tuple(name, "stride", stride, rank)
     pads = int_tuple(name, "padding", padding, rank)
     check(all(p >= 0 for p in pads), f"{name}: padding must be non-negative, but got {pads!r}")
-    return pads
+    check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
+    return input.dim() == rank + 1, kernel, stride, pads
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
     name = "max_pool2d"
-    unbatched = _pool_input(name, input, 2)
-    kernel = positive_int_tuple(name, "kernel_size", kernel_size, 2)
-    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
-        positive_int_tuple(name, "stride", stride, 2)
-    pads = _pool_padding(name, padding, 2)
+    unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
     dilation = positive_int_tuple(name, "dilation", dilation, 2)
-    check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
     if _falls_back(name, input):
         return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
     x = input.unsqueeze(0) if unbatched else input
@@ -615,12 +611,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward."""
     name = "avg_pool3d"
-    unbatched = _pool_input(name, input, 3)
-    kernel = positive_int_tuple(name, "kernel_size", kernel_size, 3)
-    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else \
-        positive_int_tuple(name, "stride", stride, 3)
-    pads = _pool_padding(name, padding, 3)
-    check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
+    unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
     check_type(isinstance(count_include_pad, bool), f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
     if _falls_back(name, input):
         return F.avg_pool3d(input, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override)
@@ -796,7 +787,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     # problems, so every layout is the one training sees (modules for a GPU can be built from CPU inputs). On
     # meta inputs nothing computes, and layouts follow PyTorch's meta kernels, which do not keep channels_last
     # through every backward: give real inputs for channels-last models.
-    step_model = copy.deepcopy(model)
+    step_model = copy.deepcopy(model).to("meta") if home.type == "meta" else copy.deepcopy(model)
     step_inputs = tuple(t.detach() for t in inputs)
     with _recording_plans(device) as plans:
         outputs = step_model(*step_inputs)
