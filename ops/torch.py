@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import copy
 import functools
+import inspect
 import os
 import sys
 import threading
@@ -195,8 +196,6 @@ def _custom_op(name: str, plan: Callable):
 
 
 def _signature(function):
-    import inspect
-
     return inspect.signature(function, eval_str=True)
 
 
@@ -551,13 +550,12 @@ def _conv(rank: int, input, weight, bias, stride, padding, dilation, groups, inp
     for parameter, t in (("weight", weight), ("bias", bias)):
         check_type(t is None or t.dtype == input.dtype,
                    f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
-    if _falls_back(name, input, weight, bias):
-        if input_activation == "relu":
-            input = torch.relu(input)
-        return _torch_conv(input, weight, bias, list(stride), _flat_pairs(pairs), list(dilation), groups)
     x = input.unsqueeze(0) if unbatched else input
     arguments = (x, weight, bias, list(stride), _flat_pairs(pairs), list(dilation), groups)
-    y = _relu_conv_op(*arguments)[0] if input_activation == "relu" else _conv_op(*arguments)
+    if _falls_back(name, input, weight, bias):
+        y = _torch_conv(torch.relu(x) if input_activation == "relu" else x, *arguments[1:])
+    else:
+        y = _relu_conv_op(*arguments)[0] if input_activation == "relu" else _conv_op(*arguments)
     return y.squeeze(0) if unbatched else y
 
 

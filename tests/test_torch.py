@@ -435,6 +435,7 @@ def test_float64_falls_back_to_pytorch_with_one_warning(seeded):
         warnings.simplefilter("error")
         otorch.conv2d(x, w)  # warned once
     assert torch.equal(y, F.conv2d(torch.relu(x), w))
+    assert torch.equal(otorch.conv2d(x[0], w), F.conv2d(x[0], w))  # unbatched too
 
 def test_empty_batch_gives_empty_gradients():
     x = torch.randn(0, 4, 6, 6, requires_grad=True)
