@@ -77,6 +77,11 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
+def _memory_format(name: str, channels_last: bool):
+    """channels_last for the 2D model when asked (the 3D model stays contiguous)."""
+    return torch.channels_last if channels_last and len(MODELS[name][1]) == 3 else torch.contiguous_format
+
+
 def _synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -87,7 +92,7 @@ def train(name: str, device: torch.device, steps: int, batch: int, dtype: torch.
     build, sample_shape = MODELS[name]
     torch.manual_seed(seed)
     reference = build().to(device=device, dtype=dtype)
-    memory_format = torch.channels_last if channels_last and len(sample_shape) == 3 else torch.contiguous_format
+    memory_format = _memory_format(name, channels_last)
     reference = reference.to(memory_format=memory_format)
     ours = otorch.convert(copy.deepcopy(reference))
     generator = torch.Generator(device="cpu").manual_seed(seed + 1)
@@ -96,14 +101,14 @@ def train(name: str, device: torch.device, steps: int, batch: int, dtype: torch.
          torch.randint(0, 10, (batch,), generator=generator).to(device))
         for _ in range(min(steps, 4))
     ]
+    loss_fn = nn.CrossEntropyLoss()
     # step 1's gradients in float64 (PyTorch's own), against which both float runs are measured
     exact = copy.deepcopy(reference).double()
-    nn.CrossEntropyLoss()(exact(data[0][0].double()), data[0][1]).backward()
+    loss_fn(exact(data[0][0].double()), data[0][1]).backward()
     exact_grads = {n: p.grad for n, p in exact.named_parameters()}
     started = time.perf_counter()
     otorch.precompile(ours, data[0][0])
     precompile_s = time.perf_counter() - started
-    loss_fn = nn.CrossEntropyLoss()
     runs = {}
     for label, model in (("pytorch", reference), ("ours", ours)):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
@@ -173,11 +178,10 @@ def main(argv=None) -> int:
     if args.compile_only:
         for name in names:
             build, sample_shape = MODELS[name]
-            model = otorch.convert(build().to(dtype=dtype))
-            memory_format = torch.channels_last if args.channels_last and len(sample_shape) == 3 else torch.contiguous_format
-            example = torch.randn(args.batch or BATCH[args.device][name], *sample_shape).to(dtype)
-            model = model.to(memory_format=memory_format)
-            example = example.to(memory_format=memory_format)
+            memory_format = _memory_format(name, args.channels_last)
+            model = otorch.convert(build().to(dtype=dtype, memory_format=memory_format))
+            example = torch.randn(args.batch or BATCH[args.device][name], *sample_shape).to(dtype=dtype,
+                                                                                            memory_format=memory_format)
             paths = otorch.precompile(model, example, device="local-task" if args.device == "cpu" else args.device)
             print(f"{name}: {len(paths)} modules")
         return 0

@@ -130,17 +130,18 @@ class _Plan:
     inputs: list  # contiguous tensors in the kernel's layout, in the module function's argument order
     writes: list  # contiguous views of the destinations
     returns: tuple  # the tensors handed back to PyTorch (the destinations, in PyTorch's shapes)
-    params: tuple = ()  # epilogue parameter values
+
+    def result(self):
+        return self.returns[0] if len(self.returns) == 1 else self.returns
 
 
-_recording: list | None = None  # precompile(): plans' (problem, render, driver) are noted, nothing runs
-_recording_driver: str | None = None
+_recording: list | None = None  # precompile(): plans' (problem, render) are noted, nothing runs
 _recording_lock = threading.Lock()
 
 
 def _note(plan: _Plan) -> None:
     if _recording is not None:
-        _recording.append((plan.problem(), plan.render, _recording_driver))
+        _recording.append((plan.problem(), plan.render))
 
 
 def _wrap(hal_device, t: Tensor):
@@ -159,24 +160,22 @@ def _launch(plan: _Plan):
     if any(t.numel() == 0 for t in plan.inputs) or any(t.numel() == 0 for t in plan.writes):
         for t in plan.writes:  # an empty batch or channel count: the gradient of nothing is zero (or empty)
             t.zero_()
-        return plan.returns[0] if len(plan.returns) == 1 else plan.returns
+        return plan.result()
     driver = driver_for(plan.inputs[0].device)
     hal_device = runtime.get_device(driver)
     arguments = [_wrap(hal_device, t) for t in plan.inputs]
-    if plan.params:
-        arguments.append(np.asarray(plan.params, dtype=np.float32))
     destinations = tuple(_wrap(hal_device, t) for t in plan.writes)
     if plan.inputs[0].device.type == "cuda":
         torch.cuda.current_stream().synchronize()  # PyTorch's writes of the inputs are done (see the header)
     runtime.run(plan.problem(), plan.render, arguments,
                 results=[(tuple(t.shape), _TORCH_DTYPES[t.dtype]) for t in plan.writes],
                 device=driver, out=destinations)
-    return plan.returns[0] if len(plan.returns) == 1 else plan.returns
+    return plan.result()
 
 
 def _fake(plan: _Plan):
     _note(plan)
-    return plan.returns[0] if len(plan.returns) == 1 else plan.returns
+    return plan.result()
 
 
 def _custom_op(name: str, plan: Callable):
@@ -188,15 +187,11 @@ def _custom_op(name: str, plan: Callable):
     def fake(*args):
         return _fake(plan(*args))
 
-    real.__signature__ = fake.__signature__ = _signature(plan)
+    real.__signature__ = fake.__signature__ = inspect.signature(plan, eval_str=True)
     real.__annotations__ = fake.__annotations__ = dict(plan.__annotations__)
     op = torch.library.custom_op(f"iree_ck::{name}", real, mutates_args=())
     op.register_fake(fake)
     return op
-
-
-def _signature(function):
-    return inspect.signature(function, eval_str=True)
 
 
 # --- Plans: each kernel's layout, problem and destinations ---------------------------------------------
@@ -255,8 +250,8 @@ def _plan_conv_backward_weight(input: Tensor, grad_output: Tensor, weight_size: 
     input, grad_output = _conform(input, cl), _conform(grad_output, cl)
     grad_weight = _empty(weight_size, input, cl)
     views = [_kernel_view(input, cl), _kernel_view(grad_output, cl)]
-    problem = functools.partial(_weight_grad_problem, *(_array(v) for v in views), tuple(weight_size[2:]), tuple(stride), _pairs(padding),
-                                   tuple(dilation), groups, _layout(rank, cl))
+    problem = functools.partial(_weight_grad_problem, *(_array(v) for v in views), tuple(weight_size[2:]),
+                                tuple(stride), _pairs(padding), tuple(dilation), groups, _layout(rank, cl))
     return _Plan(problem, grouped_conv_bwd_weight.render_mlir, views, [_kernel_view(grad_weight, cl)], (grad_weight,))
 
 
@@ -295,8 +290,9 @@ def _plan_max_pool2d_backward(grad_output: Tensor, indices: Tensor, input_size: 
     grad_input = _empty(input_size, grad_output, cl)
     views = [_kernel_view(grad_output, cl), _kernel_view(indices, cl)]
     out_view = _kernel_view(grad_input, cl)
-    problem = functools.partial(_max_pool_backward_problem, *(_array(v) for v in views), tuple(out_view.shape), tuple(kernel_size),
-                                         tuple(stride), tuple(padding), tuple(dilation), ceil_mode, _layout(2, cl))
+    problem = functools.partial(_max_pool_backward_problem, *(_array(v) for v in views), tuple(out_view.shape),
+                                tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation), ceil_mode,
+                                _layout(2, cl))
     return _Plan(problem, maxpool2d.render_mlir, views, [out_view], (grad_input,))
 
 
@@ -315,8 +311,9 @@ def _plan_avg_pool3d_backward(grad_output: Tensor, input_size: List[int], kernel
     grad_output = _conform(grad_output, cl)
     grad_input = _empty(input_size, grad_output, cl)
     view, out_view = _kernel_view(grad_output, cl), _kernel_view(grad_input, cl)
-    problem = functools.partial(_avg_pool_backward_problem, _array(view), tuple(out_view.shape), tuple(kernel_size), tuple(stride),
-                                         tuple(padding), ceil_mode, count_include_pad, divisor_override, _layout(3, cl))
+    problem = functools.partial(_avg_pool_backward_problem, _array(view), tuple(out_view.shape), tuple(kernel_size),
+                                tuple(stride), tuple(padding), ceil_mode, count_include_pad, divisor_override,
+                                _layout(3, cl))
     return _Plan(problem, avgpool3d.render_mlir, [view], [out_view], (grad_input,))
 
 
@@ -329,15 +326,20 @@ _max_pool2d_backward = _custom_op("max_pool2d_backward", _plan_max_pool2d_backwa
 _avg_pool3d_backward = _custom_op("avg_pool3d_backward", _plan_avg_pool3d_backward)
 
 
+def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
+    """(input, per-dim padding) for PyTorch's kernels, which pad both sides alike: asymmetric (low, high) pairs
+    pad the input first (F.pad, last dim first) and then need none."""
+    pairs = _pairs(padding)
+    if all(lo == hi for lo, hi in pairs):
+        return input, [lo for lo, _ in pairs]
+    return F.pad(input, [v for lo, hi in reversed(pairs) for v in (lo, hi)]), [0] * len(pairs)
+
+
 def _torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
     """PyTorch's own forward convolution, with (low, high) padding pairs."""
-    pairs = _pairs(padding)
     conv = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
-    if all(lo == hi for lo, hi in pairs):
-        output = conv(input, weight, bias, stride, [lo for lo, _ in pairs], dilation, groups)
-    else:  # F.pad takes the last dim first
-        output = conv(F.pad(input, [v for lo, hi in reversed(pairs) for v in (lo, hi)]), weight, bias, stride, 0,
-                      dilation, groups)
+    padded, symmetric = _symmetric_padding(input, padding)
+    output = conv(padded, weight, bias, stride, symmetric, dilation, groups)
     if _is_channels_last(input) or _is_channels_last(weight):
         # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
         output = output.contiguous(memory_format=_memory_format(output.dim() - 2))
@@ -378,14 +380,10 @@ def _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilatio
         _bfloat16_cuda_warned.append(True)
         warnings.warn("ops.torch: bfloat16 weight gradients on CUDA run PyTorch's own kernel (this library's sm_80 "
                       "module gave wrong 1x1 weight gradients on the H100)", stacklevel=2)
-    pairs = _pairs(padding)
-    rank = len(pairs)
-    if any(lo != hi for lo, hi in pairs):
-        conv_input = F.pad(conv_input, [v for lo, hi in reversed(pairs) for v in (lo, hi)])
-        pairs = ((0, 0),) * rank
+    padded, symmetric = _symmetric_padding(conv_input, padding)
     return torch.ops.aten.convolution_backward(
-        grad_output, conv_input, weight, None, list(stride), [lo for lo, _ in pairs], list(dilation), False,
-        [0] * rank, groups, [False, True, False])[1]
+        grad_output, padded, weight, None, list(stride), symmetric, list(dilation), False, [0] * len(symmetric),
+        groups, [False, True, False])[1]
 
 
 def _conv_setup(ctx, inputs, output):
@@ -440,15 +438,13 @@ def _max_pool_backward(ctx, grad_output, _grad_indices):
 _max_pool2d_op.register_autograd(_max_pool_backward, setup_context=_max_pool_setup)
 
 
-@torch.library.custom_op("iree_ck::avg_pool3d", mutates_args=())
-def _avg_pool3d_op(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
-                   count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
+def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+                      count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
     return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
-@_avg_pool3d_op.register_fake
-def _(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+_avg_pool3d_op = torch.library.custom_op("iree_ck::avg_pool3d", _torch_avg_pool3d, mutates_args=())
+_avg_pool3d_op.register_fake(_torch_avg_pool3d)
 
 
 def _avg_pool_setup(ctx, inputs, output):
@@ -753,14 +749,14 @@ def _fuse_relus(sequential: nn.Sequential) -> None:
 
 
 @contextlib.contextmanager
-def _recording_plans(driver: str):
-    global _recording, _recording_driver
+def _recording_plans():
+    global _recording
     with _recording_lock:
-        _recording, _recording_driver = [], driver
+        _recording = []
         try:
             yield _recording
         finally:
-            _recording, _recording_driver = None, None
+            _recording = None
 
 
 def precompile(model: nn.Module, example_input, *, device: str | None = None, workers: int | None = None,
@@ -769,10 +765,11 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
 
     The step (its forward and a backward from every output) runs on a copy of the model, so the model is
     untouched, and finds each kernel the step calls with its shapes, dtypes and layouts; no kernel runs. Not
-    to be called while another thread trains in this process: their kernels would be recorded, not run. ``example_input``: a tensor or a tuple of them, real or meta. ``device``: the IREE
-    driver to compile for (``local-task``, ``cuda``, ``hip``), by default that of ``example_input``'s device,
-    so modules for a GPU can be built on a machine without one. Returns the modules' paths; modules already
-    in ``artifacts/`` or the cache are not compiled again.
+    to be called while another thread trains in this process: their kernels would be recorded, not run.
+    ``example_input``: a tensor or a tuple of them, real or meta. ``device``: the IREE driver to compile for
+    (``local-task``, ``cuda``, ``hip``), by default that of ``example_input``'s device; CPU inputs with
+    ``device="cuda"`` build a GPU's modules on a machine without one. Returns the modules' paths; modules
+    already in ``artifacts/`` or the cache are not compiled again.
     """
     inputs = example_input if isinstance(example_input, tuple) else (example_input,)
     for i, t in enumerate(inputs):
@@ -787,14 +784,14 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     # through every backward: give real inputs for channels-last models.
     step_model = copy.deepcopy(model).to("meta") if home.type == "meta" else copy.deepcopy(model)
     step_inputs = tuple(t.detach() for t in inputs)
-    with _recording_plans(device) as plans:
+    with _recording_plans() as plans:
         outputs = step_model(*step_inputs)
         outputs = [o for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])
                    if isinstance(o, Tensor) and o.requires_grad]
         if outputs:
             torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
     specs = list({spec.name + spec.key(None): spec for spec in (
-        tuning.module_spec(problem, render, target) for problem, render, _ in plans)}.values())
+        tuning.module_spec(problem, render, target) for problem, render in plans)}.values())
     done = []
 
     def build(spec):
