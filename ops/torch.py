@@ -37,6 +37,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
+import iree.runtime as rt
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -145,8 +146,6 @@ def _note(plan: _Plan) -> None:
 
 
 def _wrap(hal_device, t: Tensor):
-    import iree.runtime as rt
-
     return rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
 
 
