@@ -50,6 +50,7 @@ class PhaseAxis:
     grad_in_offset: int
     grad_out_pad: tuple[int, int]  # (low, high); negative means "crop that many"
     zero_taps: int = 0  # taps appended at u = taps.. with a zero weight (see with_zero_taps)
+    zero_pad: int = 0  # zeros after the cropped and padded window, read only by the zero taps
 
     @property
     def flipped_first_tap(self) -> int:
@@ -62,14 +63,18 @@ class PhaseAxis:
         return self.taps + self.zero_taps
 
     def with_zero_taps(self, count: int) -> "PhaseAxis":
-        """The same phase with ``count`` zero-weight taps after the real ones (u = taps, ...).
+        """This one-tap phase with ``count`` zero-weight taps after its real one (u = 1, ...).
 
         Their multiply-adds are wasted, on purpose: IREE's CPU backend folds a one-tap filter axis away and
         then compiles the convolution as a generic contraction, 20-30x slower than a convolution with two taps.
-        The window grows by sub_dilation per zero tap on the high side, where the reads are zero padding.
+        A zero tap must multiply a zero, never a grad_out element (NaN x 0 = NaN): with one real tap the
+        dilation is free, so it becomes ``rows``, and the window grows by ``rows`` zeros per zero tap on the
+        high side. Tap u then reads window rows [u*rows, (u+1)*rows): the real rows for u = 0, zeros after.
         """
-        low, high = self.grad_out_pad
-        return replace(self, zero_taps=self.zero_taps + count, grad_out_pad=(low, high + self.sub_dilation * count))
+        if self.taps != 1:
+            raise ValueError(f"zero taps go on one-tap phase axes only, not on one with {self.taps} taps")
+        total = self.zero_taps + count
+        return replace(self, zero_taps=total, sub_dilation=self.rows, zero_pad=self.rows * total)
 
 
 def bwd_data_phases(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> list[PhaseAxis]:

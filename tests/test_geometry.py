@@ -68,3 +68,26 @@ def test_phase_rows_stay_inside_the_input():
             assert 0 <= p.grad_in_offset < in_size
             assert p.grad_in_offset + stride * (p.rows - 1) < in_size
             assert p.flipped_first_tap < window
+
+
+def test_zero_taps_read_only_zeros():
+    """A zero tap's weight is 0, so it must multiply the window's zero padding, never a grad_out element
+    (NaN x 0 = NaN); the real tap keeps its terms."""
+    for stride, dilation in [(2, 1), (3, 1), (2, 3), (3, 2)]:
+        for in_size, window, pad_lo, pad_hi in itertools.product(range(1, 12), range(1, 5), range(0, 3), range(0, 3)):
+            out_size = geometry.conv_output_size(in_size, window, stride, dilation, pad_lo, pad_hi)
+            if out_size < 1:
+                continue
+            for phase in geometry.bwd_data_phases(in_size, out_size, window, stride, dilation, pad_lo):
+                if phase.taps != 1:
+                    with pytest.raises(ValueError, match="one-tap"):
+                        phase.with_zero_taps(1)
+                    continue
+                padded = phase.with_zero_taps(1)
+                assert padded.filter_taps == 2 and padded.grad_out_pad == phase.grad_out_pad
+                # the window: grad_out cropped/padded by grad_out_pad (``rows`` long for one tap), then zero_pad zeros
+                window_length = phase.rows + padded.zero_pad
+                for m in range(phase.rows):
+                    assert m + padded.sub_dilation * 0 < phase.rows  # the real tap reads the real window
+                    read = m + padded.sub_dilation * 1
+                    assert phase.rows <= read < window_length, (stride, dilation, in_size, window, pad_lo, phase)

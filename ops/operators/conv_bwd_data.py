@@ -81,7 +81,7 @@ def _grad_out_window(index: int, phase: tuple[geometry.PhaseAxis, ...], problem:
     crop_lo = [max(0, -p.grad_out_pad[0]) for p in phase]
     crop_hi = [max(0, -p.grad_out_pad[1]) for p in phase]
     pad_lo = [max(0, p.grad_out_pad[0]) for p in phase]
-    pad_hi = [max(0, p.grad_out_pad[1]) for p in phase]
+    pad_hi = [max(0, p.grad_out_pad[1]) + p.zero_pad for p in phase]
     cropped = [o - lo - hi for o, lo, hi in zip(problem.output_spatial, crop_lo, crop_hi)]
     padded = [c + lo + hi for c, lo, hi in zip(cropped, pad_lo, pad_hi)]
     lines = []
