@@ -16,6 +16,7 @@ Comparisons give 1.0 or 0.0. Arithmetic is float32.
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
 
@@ -37,25 +38,48 @@ MAX_DEPTH = 64
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<op><=|>=|==|!=|[-+*/(),<>]))"
 )
-_D_NAME = re.compile(r"d(\d+)$")
+_SPACE = re.compile(r"\s*")
+_D_NAME = re.compile(r"d(\d+)$")           # what looks like a D tensor's name
+_D_CANONICAL = re.compile(r"d(0|[1-9]\d*)$")  # what is one: d0, d1, ... (no leading zeros)
+_PRECEDENCE = {"compare": 1, "+": 2, "-": 2, "*": 3, "/": 3}
 
 
 @dataclass(frozen=True)
 class Node:
-    kind: str          # "number", "name", "neg", "binary", "compare", "call"
+    """A parsed expression. A chain of ``+ -`` (or of ``* /``) is one node, ``value`` its operators in order
+    (evaluated left to right), so a long flat sum is wide, not deep: nesting only comes from what the user
+    nested, which the parser bounds by MAX_DEPTH."""
+
+    kind: str          # "number", "name", "neg", "chain", "compare", "call"
     value: object = None
     args: tuple = ()
 
+    def _precedence(self) -> int:
+        if self.kind == "compare":
+            return _PRECEDENCE["compare"]
+        if self.kind == "chain":
+            return _PRECEDENCE[self.value[0]]
+        return 4
+
+    def _operand(self, arg: "Node", parent: int) -> str:
+        return f"({arg.text()})" if arg._precedence() <= parent else arg.text()
+
     def text(self) -> str:
-        """Canonical, fully parenthesized text: equal expressions give equal module names."""
+        """Canonical text, parenthesized only where the grammar needs it: equal expressions give equal module
+        names, and parsing it again gives the same tree at no more nesting than the user's text."""
         if self.kind == "number":
             return repr(float(self.value))
         if self.kind == "name":
             return self.value
         if self.kind == "neg":
-            return f"(-{self.args[0].text()})"
-        if self.kind in ("binary", "compare"):
-            return f"({self.args[0].text()} {self.value} {self.args[1].text()})"
+            return "-" + self._operand(self.args[0], 3)
+        if self.kind == "compare":
+            return f"{self._operand(self.args[0], 1)} {self.value} {self._operand(self.args[1], 1)}"
+        if self.kind == "chain":
+            own = self._precedence()
+            parts = [self._operand(self.args[0], own - 1)]  # a chain's first operand of the same precedence is flat
+            parts += [f"{op} {self._operand(arg, own)}" for op, arg in zip(self.value, self.args[1:])]
+            return " ".join(parts)
         return f"{self.value}({', '.join(a.text() for a in self.args)})"
 
     def names(self) -> set[str]:
@@ -66,8 +90,9 @@ class Node:
 
 
 class _Parser:
-    def __init__(self, op: str, text: str):
+    def __init__(self, op: str, text: str, max_length: int | None = MAX_LENGTH):
         self.op, self.text = op, text
+        check(max_length is None or len(text) <= max_length, f"{op}: epilogue is longer than {max_length} characters")
         self.tokens = self._tokenize()
         self.position = 0
         self.depth = 0
@@ -77,17 +102,16 @@ class _Parser:
 
     def _tokenize(self) -> list[tuple[str, str, int]]:
         tokens, index = [], 0
-        while index < len(self.text):
-            if self.text[index:].strip() == "":
-                break
+        while True:
+            space = _SPACE.match(self.text, index).end()
+            if space == len(self.text):
+                return tokens
             match = _TOKEN.match(self.text, index)
             if not match:
-                bad = self.text[index:].lstrip()[0]
-                self._error(f"unexpected character {bad!r} at position {len(self.text) - len(self.text[index:].lstrip())}")
+                self._error(f"unexpected character {self.text[space]!r} at position {space}")
             kind = match.lastgroup
             tokens.append((kind, match.group(kind), match.start(kind)))
             index = match.end()
-        return tokens
 
     def _peek(self):
         return self.tokens[self.position] if self.position < len(self.tokens) else (None, None, len(self.text))
@@ -103,7 +127,6 @@ class _Parser:
         return kind, value, where
 
     def parse(self) -> Node:
-        check(len(self.text) <= MAX_LENGTH, f"{self.op}: epilogue is longer than {MAX_LENGTH} characters")
         if not self.tokens:
             self._error("empty expression")
         node = self._expression()
@@ -112,38 +135,35 @@ class _Parser:
             self._error(f"unexpected {value!r} at position {where}")
         return node
 
-    def _expression(self) -> Node:
+    def _nest(self):
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self._error(f"nested deeper than {MAX_DEPTH} levels")
-        left = self._additive()
+
+    def _expression(self) -> Node:
+        self._nest()
+        left = self._chain(("+", "-"), self._term)
         _, value, _ = self._peek()
         if value in COMPARISONS:
             self._take()
-            left = Node("compare", value, (left, self._additive()))
+            left = Node("compare", value, (left, self._chain(("+", "-"), self._term)))
         self.depth -= 1
         return left
 
-    def _additive(self) -> Node:
-        node = self._term()
-        while self._peek()[1] in ("+", "-"):
-            _, op, _ = self._take()
-            node = Node("binary", op, (node, self._term()))
-        return node
+    def _chain(self, operators: tuple[str, ...], operand) -> Node:
+        args, ops = [operand()], []
+        while self._peek()[1] in operators:
+            ops.append(self._take()[1])
+            args.append(operand())
+        return args[0] if not ops else Node("chain", tuple(ops), tuple(args))
 
     def _term(self) -> Node:
-        node = self._unary()
-        while self._peek()[1] in ("*", "/"):
-            _, op, _ = self._take()
-            node = Node("binary", op, (node, self._unary()))
-        return node
+        return self._chain(("*", "/"), self._unary)
 
     def _unary(self) -> Node:
         if self._peek()[1] == "-":
             self._take()
-            self.depth += 1
-            if self.depth > MAX_DEPTH:
-                self._error(f"nested deeper than {MAX_DEPTH} levels")
+            self._nest()
             node = Node("neg", None, (self._unary(),))
             self.depth -= 1
             return node
@@ -176,6 +196,8 @@ class _Parser:
             return Node("call", value, tuple(args))
         if value in FUNCTIONS:
             self._error(f"{value} is a function: call it as {value}(...)")
+        if _D_NAME.match(value) and not _D_CANONICAL.match(value):
+            self._error(f"{value!r} at position {where} is no D tensor's name: they are d0, d1, ... without leading zeros")
         return Node("name", value)
 
 
@@ -222,7 +244,7 @@ def parse(op: str, epilogue, num_ds: int, params: dict) -> tuple[Epilogue | None
     for name in param_names:
         value = params[name]
         check(
-            isinstance(value, (int, float)) and not isinstance(value, bool),
+            isinstance(value, numbers.Real) and not isinstance(value, bool),  # NumPy's float32, int64, ... too
             f"{op}: epilogue parameter {name} must be a number, but got {value!r}",
         )
         values.append(float(value))
@@ -236,8 +258,9 @@ def parameter_names(op: str, epilogue: str) -> tuple[str, ...]:
 
 
 def parse_canonical(text: str) -> Node:
-    """Parse an Epilogue's canonical text back into its tree (the problem object stores text)."""
-    return _Parser("epilogue", text).parse()
+    """Parse an Epilogue's canonical text back into its tree (the problem object stores text). The text came
+    from an accepted expression: it nests no deeper, but its numbers may be longer (``1`` is ``1.0``)."""
+    return _Parser("epilogue", text, max_length=None).parse()
 
 
 def _float_literal(value: float) -> str:
@@ -281,11 +304,13 @@ def emit(root: Node, operands: dict[str, str], prefix: str = "%e") -> tuple[list
             name = fresh()
             lines.append(f"{name} = arith.negf {value} : f32")
             return name, "f32"
-        if node.kind == "binary":
-            a, b = (as_f32(*visit(arg)) for arg in node.args)
-            name = fresh()
-            lines.append(f"{name} = arith.{ARITHMETIC[node.value]} {a}, {b} : f32")
-            return name, "f32"
+        if node.kind == "chain":
+            value = as_f32(*visit(node.args[0]))
+            for op, arg in zip(node.value, node.args[1:]):
+                operand, name = as_f32(*visit(arg)), fresh()
+                lines.append(f"{name} = arith.{ARITHMETIC[op]} {value}, {operand} : f32")
+                value = name
+            return value, "f32"
         if node.kind == "compare":
             a, b = (as_f32(*visit(arg)) for arg in node.args)
             name = fresh()
@@ -322,13 +347,18 @@ def evaluate(root: Node, values: dict, xp=None):
     args = [evaluate(a, values, xp) for a in root.args]
     if root.kind == "neg":
         return -args[0]
-    if root.kind == "binary":
-        a, b = args
-        if root.value == "+":
-            return a + b
-        if root.value == "-":
-            return a - b
-        return a * b if root.value == "*" else a / b
+    if root.kind == "chain":
+        value = args[0]
+        for op, operand in zip(root.value, args[1:]):
+            if op == "+":
+                value = value + operand
+            elif op == "-":
+                value = value - operand
+            elif op == "*":
+                value = value * operand
+            else:
+                value = value / operand
+        return value
     if root.kind == "compare":
         a, b = args
         result = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[root.value]
