@@ -9,8 +9,10 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import dtypes, geometry
-from .validation import check, check_type, padding_pairs, positive_int_tuple, shape_tuple
+from .validation import MAX_EXTENT, check, check_type, padding_pairs, positive_int_tuple, shape_tuple
 
 # layout -> (spatial rank, channels last?)
 LAYOUTS = {
@@ -33,6 +35,11 @@ def array_shape_dtype(op: str, name: str, array) -> tuple[tuple[int, ...], str]:
     check_type(
         shape is not None and dtype is not None,
         f"{op}: {name} must be a NumPy array or an IREE DeviceArray, but got {type(array).__name__}",
+    )
+    check_type(
+        not isinstance(dtype, np.dtype) or dtype.isnative,
+        f"{op}: {name} has dtype {dtype.str} in a byte order not this machine's; convert it first, e.g. "
+        f"{name}.astype({name}.dtype.newbyteorder('='))",
     )
     return tuple(int(s) for s in shape), dtypes.dtype_name(dtype)
 
@@ -397,6 +404,10 @@ def pool_problem(
         f"{op}: divisor_override must be None or an int, but got {divisor_override!r}",
     )
     check(divisor_override != 0, f"{op}: divisor_override must not be zero")
+    check(
+        divisor_override is None or abs(divisor_override) <= MAX_EXTENT,
+        f"{op}: divisor_override must be at most {MAX_EXTENT} in size, but got {divisor_override!r}",
+    )
     half = tuple(k // 2 for k in kernel)
     check(
         all(lo <= h and hi <= h for (lo, hi), h in zip(padding, half)),

@@ -61,11 +61,15 @@ def resolve_device(op: str, arrays: list, device: str | None) -> str:
         drivers.add(driver)
     check(len(drivers) <= 1, f"{op}: the DeviceArray inputs live on different devices: {sorted(drivers)}")
     if device is not None:
-        targets.target_for_device(device)  # checks the name
+        targets.target_for_device(device, op)  # checks the name
         check(
             not drivers or drivers == {device},
             f"{op}: device={device!r}, but the DeviceArray inputs live on {', '.join(sorted(drivers))}",
         )
+        try:
+            get_device(device)  # opened before anything compiles for it
+        except RuntimeError as error:
+            raise ValueError(f"{op}: device={device!r} cannot be used: {error}") from error
         return device
     return drivers.pop() if drivers else targets.DEFAULT_DEVICE
 

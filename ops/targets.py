@@ -75,12 +75,14 @@ def parse_target(text: str) -> Target:
     return Target(backend, arch)
 
 
-def target_for_device(device: str) -> Target:
-    check_type(isinstance(device, str), f"device must be an IREE driver name such as 'local-task', but got {device!r}")
+def target_for_device(device: str, op: str | None = None) -> Target:
+    """The target a device compiles for; ``op`` (the calling operator) starts every error message."""
+    prefix = f"{op}: " if op else ""
+    check_type(isinstance(device, str), f"{prefix}device must be an IREE driver name such as 'local-task', but got {device!r}")
     driver = device.split("://", 1)[0]
     check(
         driver in DRIVER_BACKEND,
-        f"device must be one of {', '.join(DRIVER_BACKEND)} (an IREE driver name), but got {device!r}",
+        f"{prefix}device must be one of {', '.join(DRIVER_BACKEND)} (an IREE driver name), but got {device!r}",
     )
     backend = DRIVER_BACKEND[driver]
     arch = os.environ.get(ARCH_ENV.get(backend, ""), "") or DEFAULT_ARCH[backend]

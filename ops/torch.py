@@ -776,7 +776,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     home = inputs[0].device
     own_driver = None if home.type == "meta" else driver_for(home)
     device = device or own_driver or targets.DEFAULT_DEVICE
-    target = targets.target_for_device(device)
+    target = targets.target_for_device(device, "precompile")
     # The step runs where the inputs are: PyTorch's layers compute, this library's kernels only note their
     # problems, so every layout is the one training sees (modules for a GPU can be built from CPU inputs). On
     # meta inputs nothing computes, and layouts follow PyTorch's meta kernels, which do not keep channels_last

@@ -23,6 +23,18 @@ def check_type(condition: bool, message: str) -> None:
         raise TypeError(message)
 
 
+# The largest size, stride, dilation or padding accepted: products of two stay inside the int64 index arithmetic
+# of the compiled modules (a larger value would reach iree-compile and fail there).
+MAX_EXTENT = 2**31 - 1
+
+
+def _check_extent(op: str, name: str, values: tuple) -> None:
+    check(
+        all(abs(v) <= MAX_EXTENT for v in values),
+        f"{op}: {name} entries must be at most {MAX_EXTENT}, but got {values!r}",
+    )
+
+
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -30,6 +42,7 @@ def _is_int(value) -> bool:
 def int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
     """An int, or a sequence of ``rank`` ints, as a tuple of ``rank`` ints."""
     if _is_int(value):
+        _check_extent(op, name, (int(value),))
         return (int(value),) * rank
     check_type(
         isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
@@ -41,7 +54,9 @@ def int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
     )
     for item in value:
         check_type(_is_int(item), f"{op}: {name} entries must be ints, but got {item!r} in {tuple(value)!r}")
-    return tuple(int(item) for item in value)
+    result = tuple(int(item) for item in value)
+    _check_extent(op, name, result)
+    return result
 
 
 def positive_int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
@@ -79,6 +94,7 @@ def padding_pairs(op: str, value, rank: int) -> tuple[tuple[int, int], ...]:
             pairs.append((int(item[0]), int(item[1])))
         pairs = tuple(pairs)
     check(all(lo >= 0 and hi >= 0 for lo, hi in pairs), f"{op}: padding must be non-negative, but got {pairs!r}")
+    _check_extent(op, "padding", tuple(v for pair in pairs for v in pair))
     return pairs
 
 
@@ -89,4 +105,5 @@ def shape_tuple(op: str, name: str, value) -> tuple[int, ...]:
     )
     result = tuple(int(v) for v in value)
     check(all(v >= 1 for v in result), f"{op}: {name} must have positive sizes, but got {result!r}")
+    _check_extent(op, name, result)
     return result
