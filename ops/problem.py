@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dtypes, geometry
-from .validation import MAX_EXTENT, check, check_type, padding_pairs, positive_int_tuple, shape_tuple
+from .validation import MAX_EXTENT, check, check_type, padding_pairs, positive_int_tuple, activation_shape
 
 # layout -> (spatial rank, channels last?)
 LAYOUTS = {
@@ -178,7 +178,7 @@ def conv_problem(
     filter from ``weight_shape`` (backward-data) or ``filter_spatial`` (backward-weight).
     """
     rank, channels_last = check_layout(op, layout, len(output_shape), output_name)
-    input_shape = shape_tuple(op, "input_shape", input_shape)
+    input_shape = activation_shape(op, "input_shape", input_shape)
     check(
         len(input_shape) == rank + 2,
         f"{op}: input_shape must have {rank + 2} entries for layout {layout!r}, but got {input_shape!r}",
@@ -388,7 +388,7 @@ def pool_problem(
     check_type(isinstance(layout, str), f"{op}: layout must be a string such as {layouts[0]!r}, but got {layout!r}")
     check(layout in layouts, f"{op}: layout must be one of {', '.join(layouts)}, but got {layout!r}")
     channels_last = LAYOUTS[layout][1]
-    input_shape = shape_tuple(op, input_name, input_shape)
+    input_shape = activation_shape(op, input_name, input_shape)
     check(
         len(input_shape) == rank + 2,
         f"{op}: {input_name} must have {rank + 2} entries for layout {layout!r}, but got {input_shape!r}",

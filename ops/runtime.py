@@ -124,6 +124,27 @@ def _check_out(op: str, out, shape, dtype: str, driver: str) -> None:
     check(_driver_of(out._device) == driver, f"{op}: out lives on another device than {driver!r}")
 
 
+def _empty_batch(results, outs: list, driver: str, keep_on_device: bool):
+    """A batch of 0, as PyTorch has it, without compiling: empty results, and zeros where a result sums over
+    the batch (a weight gradient), written into ``outs`` when given."""
+    arrays = [np.zeros(shape, dtypes.numpy_dtype(dtype)) for shape, dtype in results]
+    for array, destination in zip(arrays, outs):
+        if array.size:
+            hal_device = get_device(driver)
+            semaphore = hal_device.create_semaphore(0)
+            zeros = to_device(array, driver)
+            hal_device.queue_copy(zeros._buffer_view.get_buffer(), destination._buffer_view.get_buffer(),
+                                  wait_semaphores=[], signal_semaphores=[(semaphore, 1)])
+            semaphore.wait(1)
+    if outs:
+        returned = outs
+    elif keep_on_device:
+        returned = [to_device(a, driver) for a in arrays]
+    else:
+        returned = arrays
+    return returned[0] if len(returned) == 1 else tuple(returned)
+
+
 def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tuple[int, ...], str]], device=None, out=None):
     """Run ``problem``'s module on ``inputs``, writing ``results`` (shape, dtype) into destinations.
 
@@ -140,6 +161,8 @@ def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tup
     driver = resolve_device(problem.op, [*inputs, *outs], device)
     for destination, (shape, dtype) in zip(outs, results):
         _check_out(problem.op, destination, shape, dtype, driver)
+    if problem.batch == 0:
+        return _empty_batch(results, outs, driver, keep_on_device=bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs))
     function = function_for(problem, render_mlir, driver)
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]

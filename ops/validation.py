@@ -98,12 +98,16 @@ def padding_pairs(op: str, value, rank: int) -> tuple[tuple[int, int], ...]:
     return pairs
 
 
-def shape_tuple(op: str, name: str, value) -> tuple[int, ...]:
+def activation_shape(op: str, name: str, value) -> tuple[int, ...]:
+    """An (N, ...) shape: positive sizes, except the batch N, which may be 0 (an empty batch, as in PyTorch)."""
     check_type(
         isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(_is_int(v) for v in value),
         f"{op}: {name} must be a sequence of ints, but got {value!r}",
     )
     result = tuple(int(v) for v in value)
-    check(all(v >= 1 for v in result), f"{op}: {name} must have positive sizes, but got {result!r}")
+    check(
+        all(v >= 1 for v in result[1:]) and (not result or result[0] >= 0),
+        f"{op}: {name} must have positive sizes (a batch of 0 aside), but got {result!r}",
+    )
     _check_extent(op, name, result)
     return result

@@ -99,3 +99,31 @@ def test_arrays_in_a_foreign_byte_order(op, name):
 def test_devices_that_cannot_run_it(op, device, error, message):
     with pytest.raises(error, match=f"{op}: {message}"):
         _call(op, device=device)
+
+
+def _empty_batch(name, value):
+    activation = isinstance(value, np.ndarray) and value.ndim >= 3 and name != "weight"
+    return np.ones((0, *value.shape[1:]), value.dtype) if activation else value
+
+
+@pytest.mark.parametrize("op", list(CALLS))
+def test_an_empty_batch_gives_empty_results_and_a_zero_weight_gradient(op):
+    """Decided as PyTorch does: a batch of 0 is valid; activation gradients are empty, a weight gradient (a sum
+    over the batch) is zero, into out= too. Nothing compiles."""
+    from conftest import DEVICE, poisoned
+
+    function, kwargs = CALLS[op]
+    changed = {name: _empty_batch(name, value) for name, value in kwargs.items()}
+    if "input_shape" in changed:
+        changed["input_shape"] = (0, *kwargs["input_shape"][1:])
+    results = function(**changed)
+    results = results if isinstance(results, tuple) else (results,)
+    for result in results:
+        if op == "grouped_conv_bwd_weight":
+            assert result.shape == (8, 3, 3, 3) and np.array_equal(result, np.zeros_like(result))
+        else:
+            assert result.shape[0] == 0
+    if op == "grouped_conv_bwd_weight":
+        out = poisoned((8, 3, 3, 3), "float32", DEVICE)
+        assert function(**changed, out=out, device=DEVICE) is out
+        assert np.array_equal(out.to_host(), np.zeros((8, 3, 3, 3), F32))
