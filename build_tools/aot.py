@@ -4,8 +4,9 @@
                               [--flags "--iree-...,--iree-..."]   (extra flags: modules for bench --flags experiments)
 
 Modules land where the runtime looks for them (``ops.compiler.ModuleSpec.path``), so a machine with only
-``iree-base-runtime`` runs every problem compiled here. A module already present under its key is not
-compiled again. A problem that fails to compile is reported with the compiler's message; the others still
+``iree-base-runtime`` runs every problem compiled here. Each module's SHA-256 is recorded in the manifest and
+beside the module, and the runtime loads only bytes that match it. A module already present under its key, with
+its digest, is not compiled again. A problem that fails to compile is reported with the compiler's message; the others still
 finish, and the exit status is 1.
 """
 
@@ -41,14 +42,16 @@ def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path,
         "target": str(target), "flags": spec.flags, "compiler_version": version, "key": spec.key(version),
         "module": str(vmfb.relative_to(out)),
     }
-    if vmfb.is_file():
-        return {**record, "status": "up to date"}
+    beside = compiler.digest_path(vmfb)
+    if vmfb.is_file() and beside.is_file() and beside.read_text().strip() == compiler.digest(vmfb.read_bytes()):
+        return {**record, "status": "up to date", "sha256": compiler.digest(vmfb.read_bytes())}
     dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
     start = time.perf_counter()
     try:
         compiler.compile_module(spec, vmfb, dump_dir=dump)
         dispatches = len(list(dump.glob("configured_*.mlir")))
-        return {**record, "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2), "dispatches": dispatches}
+        return {**record, "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2), "dispatches": dispatches,
+                "sha256": compiler.digest(vmfb.read_bytes())}
     except compiler.CompileError as error:
         return {**record, "status": "failed", "error": str(error)}
     finally:

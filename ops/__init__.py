@@ -4,7 +4,7 @@
     grad_in = ops.conv_bwd_data(grad_out, weight, input_shape=x.shape, stride=2, padding=1)
 """
 
-from .compiler import CompileError, MissingModuleError
+from .compiler import CompileError, DamagedModuleError, MissingModuleError
 from .operators.avgpool3d import avgpool3d_bwd
 from .operators.conv_bwd_data import conv_bwd_data
 from .operators.grouped_conv_bwd_data import grouped_conv_bwd_data
@@ -22,4 +22,5 @@ __all__ = [
     "to_device",
     "CompileError",
     "MissingModuleError",
+    "DamagedModuleError",
 ]

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 _progress(f"[{step}/{len(operators)}] {op}")
             rows.append(run_problem(op, name, device=args.device, verify_result=args.verify, repeat=args.repeat,
                                     seed=seed, overrides=parse_overrides(extra)))
-    except (ValueError, TypeError, compiler.MissingModuleError, compiler.CompileError) as error:
+    except (ValueError, TypeError, compiler.MissingModuleError, compiler.DamagedModuleError, compiler.CompileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"seed {seed}")

@@ -6,6 +6,12 @@ with the MLIR and the exact compile command beside them, so any module can be re
 Two roots are searched, in order: ``artifacts/`` (modules compiled ahead of time, see
 ``artifacts/manifest.json``) and the user cache (``$OPS_CACHE_DIR``, default ``~/.cache/iree-ck-backward-ops``).
 Writes go to a temporary file first and are renamed into place, so a half-written module is never loaded.
+
+Every module has its SHA-256 beside it (``<module>.vmfb.sha256``; for ``artifacts/`` also in the manifest). A
+module is read once, its bytes are checked against that digest, and only those checked bytes are loaded: a
+damaged or unrecorded module is never run. It is rebuilt into the cache instead (or, without a compiler, a
+``DamagedModuleError`` names the file and the command that rebuilds it). Modules are only ever read, so
+read-only artifacts and caches serve.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import shlex
 import subprocess
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +41,10 @@ class CompileError(RuntimeError):
 
 class MissingModuleError(RuntimeError):
     """No compiled module covers a problem, and no compiler is installed to build one."""
+
+
+class DamagedModuleError(RuntimeError):
+    """A stored module does not match its recorded digest, and no compiler is installed to rebuild it."""
 
 
 def cache_dir() -> Path:
@@ -106,8 +117,16 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_path(vmfb: Path) -> Path:
+    return vmfb.with_name(vmfb.name + ".sha256")
+
+
 def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -> Path:
-    """Compile ``spec`` to ``vmfb`` (atomically), with ``<vmfb stem>.mlir`` and ``.compile.sh`` beside it."""
+    """Compile ``spec`` to ``vmfb`` (atomically), with its digest, ``<vmfb stem>.mlir`` and ``.compile.sh`` beside it."""
     mlir_path = vmfb.with_suffix(".mlir")
     _atomic_write(mlir_path, spec.mlir.encode())
     tmp_out = vmfb.with_name(f".{vmfb.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -129,18 +148,61 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
             f"iree-compile failed for {spec.name} on {spec.target} (exit {result.returncode}).\n"
             f"Command: cd {vmfb.parent} && {shlex.join(shown)}\n{result.stderr.strip()}"
         )
+    # the digest first: a module without its digest in place is never taken for a good one
+    _atomic_write(digest_path(vmfb), (digest(tmp_out.read_bytes()) + "\n").encode())
     os.replace(tmp_out, vmfb)
     return vmfb
 
 
-def find_or_compile(spec: ModuleSpec) -> Path:
-    """The module for ``spec``: from artifacts/, else the cache, else compiled into the cache."""
+_manifest_digests: dict[tuple, dict[str, str]] = {}
+
+
+def _recorded_digest(root: Path, vmfb: Path) -> str | None:
+    """The digest ``vmfb`` must have: artifacts/manifest.json's record of it, else the one beside it."""
+    manifest = root / "manifest.json"
+    if manifest.is_file():
+        stamp = (str(manifest), manifest.stat().st_mtime_ns)
+        if stamp not in _manifest_digests:
+            modules = json.loads(manifest.read_text()).get("modules", [])
+            _manifest_digests[stamp] = {m["module"]: m["sha256"] for m in modules if "sha256" in m}
+        recorded = _manifest_digests[stamp].get(vmfb.relative_to(root).as_posix())
+        if recorded:
+            return recorded
+    beside = digest_path(vmfb)
+    return beside.read_text().strip() if beside.is_file() else None
+
+
+def _verified(root: Path, vmfb: Path, damaged: list[Path]) -> bytes | None:
+    """``vmfb``'s bytes if it exists and matches its recorded digest; a mismatch is noted in ``damaged``."""
+    if not vmfb.is_file():
+        return None
+    data = vmfb.read_bytes()
+    if _recorded_digest(root, vmfb) == digest(data):
+        return data
+    damaged.append(vmfb)
+    return None
+
+
+def _rebuild_command(spec: ModuleSpec) -> str:
+    return f"python -m build_tools.aot --targets {spec.target} (or install iree-base-compiler==3.13.0: the module is then rebuilt into the cache)"
+
+
+def load_module_bytes(spec: ModuleSpec) -> tuple[Path, bytes]:
+    """The verified bytes of ``spec``'s module and where they came from: artifacts/, else the cache, else
+    compiled into the cache. A module that fails its digest is rebuilt, with a warning, or reported."""
     version = compiler_version()
+    damaged: list[Path] = []
     for root in (artifacts_dir(), cache_dir()):
         candidate = spec.path(root, version)
-        if candidate.is_file():
-            return candidate
+        data = _verified(root, candidate, damaged)
+        if data is not None:
+            return candidate, data
     if installed_compiler_version() is None:
+        if damaged:
+            raise DamagedModuleError(
+                f"{damaged[0]} does not match its recorded SHA-256 digest (damaged, truncated or replaced), so it is "
+                f"not loaded; rebuild it: {_rebuild_command(spec)}"
+            )
         raise MissingModuleError(
             f"no compiled module for {spec.name} on target {spec.target} in {artifacts_dir()} or {cache_dir()}, "
             "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.0) "
@@ -150,6 +212,18 @@ def find_or_compile(spec: ModuleSpec) -> Path:
     with _lock:
         path_lock = _path_locks.setdefault(vmfb, threading.Lock())
     with path_lock:
-        if not vmfb.is_file():
+        data = _verified(cache_dir(), vmfb, [])  # another thread may have built it meanwhile
+        if data is None:
+            if damaged:
+                warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding {vmfb}",
+                              RuntimeWarning, stacklevel=3)
             compile_module(spec, vmfb)
-    return vmfb
+            data = _verified(cache_dir(), vmfb, [])
+    if data is None:
+        raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
+    return vmfb, data
+
+
+def find_or_compile(spec: ModuleSpec) -> Path:
+    """The verified module for ``spec``: from artifacts/, else the cache, else compiled into the cache."""
+    return load_module_bytes(spec)[0]

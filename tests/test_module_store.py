@@ -75,3 +75,136 @@ def test_a_runtime_only_machine_runs_artifacts_and_names_what_is_missing(tmp_pat
     other = op.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(7,), filter_spatial=(3,), stride=2, padding=1, layout="NWC", dtype="float32")
     with pytest.raises(compiler.MissingModuleError, match=rf"no compiled module for {other.name} on target llvm-cpu .* iree-base-compiler is not installed"):
         op.call(other, op.random_inputs(other, rng))
+
+
+# --- Read-only places, digests ---------------------------------------------------------------------------
+
+_LOAD_AS_ANOTHER_USER = r"""
+import os, sys
+import numpy as np
+import mmap  # noqa: F401  (imported lazily by iree.runtime's copy_buffer)
+import iree.compiler.version  # imported while this process may still read the installer's files (root's pyenv)
+import ops
+from ops.operators import conv_bwd_data as op
+if os.geteuid() == 0:  # root writes anything: drop to nobody, so the read-only module really is read-only
+    os.setgid(65534)
+    os.setuid(65534)
+grad_out = np.load(sys.argv[1])
+weight = np.load(sys.argv[2])
+got = ops.conv_bwd_data(grad_out, weight, input_shape=(1, 6, 3), stride=2, padding=1, layout="NWC")
+np.save(sys.argv[3], got)
+"""
+
+
+def _read_only(root):
+    for path in sorted(root.rglob("*"), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    root.chmod(0o555)
+    for parent in root.parents:  # reachable by another user
+        if parent == parent.parent or parent.stat().st_mode & 0o005 == 0o005:
+            continue
+        parent.chmod(parent.stat().st_mode | 0o005)
+
+
+@pytest.mark.parametrize("place", ["OPS_ARTIFACTS_DIR", "OPS_CACHE_DIR"])
+def test_read_only_modules_load_for_a_user_who_cannot_write_them(place, rng):
+    """A shared, read-only artifacts directory or cache serves a user without write access to it."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    root = Path(tempfile.mkdtemp(prefix="ops-read-only-"))
+    try:
+        store = root / "store"
+        compiler.compile_module(spec(), spec().path(store, compiler.compiler_version()))
+        grad_out, weight = op.random_inputs(PROBLEM, rng)
+        outputs = root / "outputs"
+        outputs.mkdir()
+        np.save(root / "grad_out.npy", grad_out)
+        np.save(root / "weight.npy", weight)
+        _read_only(store)
+        (root / "grad_out.npy").chmod(0o444)
+        (root / "weight.npy").chmod(0o444)
+        outputs.chmod(0o777)
+        root.chmod(0o755)
+        other = "OPS_CACHE_DIR" if place == "OPS_ARTIFACTS_DIR" else "OPS_ARTIFACTS_DIR"
+        env = {**os.environ, place: str(store), other: str(root / "nowhere"),
+               "PYTHONPATH": str(Path(op.__file__).resolve().parents[2])}
+        result = subprocess.run(
+            [sys.executable, "-c", _LOAD_AS_ANOTHER_USER, str(root / "grad_out.npy"), str(root / "weight.npy"),
+             str(outputs / "got.npy")], env=env, capture_output=True, text=True, cwd=root, timeout=300)
+        assert result.returncode == 0, result.stderr[-3000:]
+        np.testing.assert_allclose(np.load(outputs / "got.npy"), op.reference(PROBLEM, [grad_out, weight]), rtol=1e-5, atol=1e-6)
+        assert not (root / "nowhere").exists()  # nothing was compiled
+    finally:
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        import shutil
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _damage(vmfb, how):
+    data = vmfb.read_bytes()
+    if how == "truncated":
+        vmfb.write_bytes(data[: len(data) // 2])
+    elif how == "flipped":
+        middle = len(data) // 2
+        vmfb.write_bytes(data[:middle] + bytes(b ^ 0xFF for b in data[middle:middle + 64]) + data[middle + 64:])
+    else:  # "no digest"
+        compiler.digest_path(vmfb).unlink()
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "no digest"])
+def test_a_damaged_cached_module_is_rebuilt_not_run(how, tmp_path, monkeypatch, rng):
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(runtime, "_functions", {})
+    inputs = op.random_inputs(PROBLEM, rng)
+    op.call(PROBLEM, inputs)
+    vmfb = spec().path(tmp_path / "cache", compiler.compiler_version())
+    assert compiler.digest_path(vmfb).read_text().strip() == compiler.digest(vmfb.read_bytes())
+    _damage(vmfb, how)
+    monkeypatch.setattr(runtime, "_functions", {})
+    before = compiler.stats["compiles"]
+    with pytest.warns(RuntimeWarning, match=rf"{vmfb.name} did not match its recorded SHA-256 digest; rebuilding"):
+        result = op.call(PROBLEM, inputs)
+    assert compiler.stats["compiles"] == before + 1
+    np.testing.assert_allclose(result, op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
+    assert compiler.digest_path(vmfb).read_text().strip() == compiler.digest(vmfb.read_bytes())
+
+
+def test_a_damaged_artifact_without_a_compiler_is_named_with_its_rebuild_command(tmp_path, monkeypatch, rng):
+    import json
+
+    artifacts = tmp_path / "artifacts"
+    monkeypatch.setenv("OPS_ARTIFACTS_DIR", str(artifacts))
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
+    version = compiler.installed_compiler_version()
+    vmfb = compiler.compile_module(spec(), spec().path(artifacts, version))
+    good = compiler.digest(vmfb.read_bytes())
+    record = {"module": vmfb.relative_to(artifacts).as_posix(), "sha256": good}
+    (artifacts / "manifest.json").write_text(json.dumps({"compiler_version": version, "modules": [record]}))
+    monkeypatch.setattr(compiler, "installed_compiler_version", lambda: None)
+    monkeypatch.setattr(runtime, "_functions", {})
+    inputs = op.random_inputs(PROBLEM, rng)
+    np.testing.assert_allclose(op.call(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
+    # the manifest's digest rules: a module that still matches the digest beside it, but not the manifest's, is refused
+    _damage(vmfb, "flipped")
+    compiler.digest_path(vmfb).write_text(compiler.digest(vmfb.read_bytes()))
+    monkeypatch.setattr(runtime, "_functions", {})
+    with pytest.raises(compiler.DamagedModuleError,
+                       match=rf"{vmfb} does not match its recorded SHA-256 digest .* python -m build_tools.aot --targets llvm-cpu"):
+        op.call(PROBLEM, inputs)
+
+
+def test_the_manifest_records_each_committed_modules_digest():
+    import json
+    from pathlib import Path
+
+    artifacts = Path(op.__file__).resolve().parents[2] / "artifacts"
+    modules = json.loads((artifacts / "manifest.json").read_text())["modules"]
+    assert modules
+    for record in modules:
+        assert record["sha256"] == compiler.digest((artifacts / record["module"]).read_bytes()), record["module"]
+        assert compiler.digest_path(artifacts / record["module"]).read_text().strip() == record["sha256"]
