@@ -28,34 +28,38 @@ from ops import catalog, compiler, targets, tuning
 DEFAULT_TARGETS = "rocm:gfx942"
 
 
-def module_spec(op: str, problem, target: targets.Target, extra_flags: tuple[str, ...] = ()) -> compiler.ModuleSpec:
-    return tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, target, extra_flags)
+def module_specs(op: str, problem, target: targets.Target, extra_flags: tuple[str, ...] = ()) -> list[compiler.ModuleSpec]:
+    return tuning.module_specs(problem, catalog.OPERATORS[op].render_mlir, target, extra_flags)
 
 
 def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str,
                  extra_flags: tuple[str, ...] = ()) -> dict:
-    spec = module_spec(op, problem, target, extra_flags)
-    vmfb = spec.path(out, version)
-    record = {
-        "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype,
-        "params": dataclasses.asdict(problem),
-        "target": str(target), "flags": spec.flags, "compiler_version": version, "key": spec.key(version),
-        "module": str(vmfb.relative_to(out)),
-    }
-    beside = compiler.digest_path(vmfb)
-    if vmfb.is_file() and beside.is_file() and beside.read_text().strip() == compiler.digest(vmfb.read_bytes()):
-        return {**record, "status": "up to date", "sha256": compiler.digest(vmfb.read_bytes())}
-    dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
-    start = time.perf_counter()
-    try:
-        compiler.compile_module(spec, vmfb, dump_dir=dump)
-        dispatches = len(list(dump.glob("configured_*.mlir")))
-        return {**record, "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2), "dispatches": dispatches,
-                "sha256": compiler.digest(vmfb.read_bytes())}
-    except compiler.CompileError as error:
-        return {**record, "status": "failed", "error": str(error)}
-    finally:
-        shutil.rmtree(dump, ignore_errors=True)
+    """The first of the problem's forms that is up to date or compiles (as the runtime chooses, see
+    ops.compiler.load_first), as a manifest record with its status."""
+    errors = []
+    for form, spec in enumerate(module_specs(op, problem, target, extra_flags)):
+        vmfb = spec.path(out, version)
+        record = {
+            "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype,
+            "params": dataclasses.asdict(problem),
+            "target": str(target), "flags": spec.flags, "compiler_version": version, "key": spec.key(version),
+            "module": str(vmfb.relative_to(out)), "form": form,
+        }
+        beside = compiler.digest_path(vmfb)
+        if vmfb.is_file() and beside.is_file() and beside.read_text().strip() == compiler.digest(vmfb.read_bytes()):
+            return {**record, "status": "up to date", "sha256": compiler.digest(vmfb.read_bytes())}
+        dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
+        start = time.perf_counter()
+        try:
+            compiler.compile_module(spec, vmfb, dump_dir=dump)
+            dispatches = len(list(dump.glob("configured_*.mlir")))
+            return {**record, "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2),
+                    "dispatches": dispatches, "sha256": compiler.digest(vmfb.read_bytes())}
+        except compiler.CompileError as error:
+            errors.append(str(error))
+        finally:
+            shutil.rmtree(dump, ignore_errors=True)
+    return {**record, "status": "failed", "error": "\n\n".join(errors)}
 
 
 def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops: list[str] | None = None,

@@ -6,7 +6,7 @@
 // the batch n and the output positions o:
 //     grad_w[g*K + k, f, c] = sum_{n, o} x_padded[n, s*o + d*f, g*C + c] * grad_out[n, o, g*K + k]
 // where x_padded is x with p_lo zeros in front (i + p_lo = s*o + d*f) and, behind, as many zeros as the last
-// window reads (taps outside x multiply a zero). That is a convolution with the roles swapped (JAX's
+// window reads (taps outside x multiply a zero), or x cut where the last window ends: exactly what is read. That is a convolution with the roles swapped (JAX's
 // transpose_rhs: stride and dilation trade places): grad_out is the filter, its taps o dilated by s; x is the
 // image; f runs over the output positions with stride d; and the batch n is reduced like the input channels
 // of a forward convolution. As an implicit GEMM per group: K rows, F*C columns, a reduction of length N*O

@@ -26,6 +26,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from .targets import Target
 
@@ -187,43 +188,68 @@ def _rebuild_command(spec: ModuleSpec) -> str:
     return f"python -m build_tools.aot --targets {spec.target} (or install iree-base-compiler==3.13.0: the module is then rebuilt into the cache)"
 
 
-def load_module_bytes(spec: ModuleSpec) -> tuple[Path, bytes]:
-    """The verified bytes of ``spec``'s module and where they came from: artifacts/, else the cache, else
-    compiled into the cache. A module that fails its digest is rebuilt, with a warning, or reported."""
+def failure_path(vmfb: Path) -> Path:
+    """Where a module that does not compile keeps the compiler's message, so the next process skips it."""
+    return vmfb.with_name(vmfb.name + ".failed")
+
+
+def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
+    """The first of ``specs`` (alternative forms of one problem, preferred first) that is stored or compiles:
+    the spec, where its module is, and its verified bytes.
+
+    A stored module is taken from artifacts/, else the cache, if it matches its digest. Otherwise the forms are
+    compiled into the cache in order; a form that fails is remembered (``failure_path``) and the next one is
+    tried. A damaged module is rebuilt with a warning, or, without a compiler, reported by DamagedModuleError.
+    """
     version = compiler_version()
     damaged: list[Path] = []
-    for root in (artifacts_dir(), cache_dir()):
-        candidate = spec.path(root, version)
-        data = _verified(root, candidate, damaged)
-        if data is not None:
-            return candidate, data
+    for spec in specs:
+        for root in (artifacts_dir(), cache_dir()):
+            candidate = spec.path(root, version)
+            data = _verified(root, candidate, damaged)
+            if data is not None:
+                return spec, candidate, data
+    first = specs[0]
     if installed_compiler_version() is None:
         if damaged:
             raise DamagedModuleError(
                 f"{damaged[0]} does not match its recorded SHA-256 digest (damaged, truncated or replaced), so it is "
-                f"not loaded; rebuild it: {_rebuild_command(spec)}"
+                f"not loaded; rebuild it: {_rebuild_command(first)}"
             )
         raise MissingModuleError(
-            f"no compiled module for {spec.name} on target {spec.target} in {artifacts_dir()} or {cache_dir()}, "
+            f"no compiled module for {first.name} on target {first.target} in {artifacts_dir()} or {cache_dir()}, "
             "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.0) "
-            f"or compile the problem ahead of time: python -m build_tools.aot --targets {spec.target}"
+            f"or compile the problem ahead of time: python -m build_tools.aot --targets {first.target}"
         )
-    vmfb = spec.path(cache_dir(), version)
-    with _lock:
-        path_lock = _path_locks.setdefault(vmfb, threading.Lock())
-    with path_lock:
-        data = _verified(cache_dir(), vmfb, [])  # another thread may have built it meanwhile
+    if damaged:
+        warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into {cache_dir()}",
+                      RuntimeWarning, stacklevel=3)
+    errors = []
+    for spec in specs:
+        vmfb = spec.path(cache_dir(), version)
+        with _lock:
+            path_lock = _path_locks.setdefault(vmfb, threading.Lock())
+        with path_lock:
+            data = _verified(cache_dir(), vmfb, [])  # another thread may have built it meanwhile
+            if data is None and failure_path(vmfb).is_file():
+                errors.append(failure_path(vmfb).read_text())
+                continue
+            if data is None:
+                try:
+                    compile_module(spec, vmfb)
+                except CompileError as error:
+                    _atomic_write(failure_path(vmfb), str(error).encode())
+                    errors.append(str(error))
+                    continue
+                data = _verified(cache_dir(), vmfb, [])
         if data is None:
-            if damaged:
-                warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding {vmfb}",
-                              RuntimeWarning, stacklevel=3)
-            compile_module(spec, vmfb)
-            data = _verified(cache_dir(), vmfb, [])
-    if data is None:
-        raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
-    return vmfb, data
+            raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
+        return spec, vmfb, data
+    if len(errors) == 1:
+        raise CompileError(errors[0])
+    raise CompileError(f"none of the {len(specs)} forms of {first.name} compiles on {first.target}:\n\n" + "\n\n".join(errors))
 
 
-def find_or_compile(spec: ModuleSpec) -> Path:
-    """The verified module for ``spec``: from artifacts/, else the cache, else compiled into the cache."""
-    return load_module_bytes(spec)[0]
+def find_or_compile(spec: ModuleSpec | Sequence[ModuleSpec]) -> Path:
+    """The verified module for ``spec`` (or the first of several alternatives that compiles)."""
+    return load_first([spec] if isinstance(spec, ModuleSpec) else spec)[1]

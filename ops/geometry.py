@@ -119,6 +119,21 @@ def bwd_data_phases(in_size: int, out_size: int, window: int, stride: int, dilat
     return phases
 
 
+def window_reads(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> tuple[int, int, int]:
+    """What a convolution's windows read along one axis: (zeros before x, elements of x from its start, zeros after).
+
+    Window o reads padded positions s*o + d*f (f < window); together the windows span exactly
+    ``s*(out_size-1) + d*(window-1) + 1`` positions from the padded start: the first ``min(p_lo, span)`` are the
+    low padding, then x's first elements (all of x, or fewer when the last window ends inside x), then as much
+    high padding as the last window reaches. An operand of exactly this size keeps every index map's reads and
+    sizes equal, also after IREE folds unit dims away.
+    """
+    span = stride * (out_size - 1) + dilation * (window - 1) + 1
+    before = min(pad_lo, span)
+    taken = max(0, min(in_size, span - pad_lo))
+    return before, taken, span - before - taken
+
+
 # --- Pooling windows -----------------------------------------------------------------------------------
 #
 # A pooling window is a filter without weights: window o covers the taps i = s*o + d*f - p_lo, f < window.

@@ -92,10 +92,10 @@ def empty(shape, dtype: str, device: str) -> rt.DeviceArray:
     return rt.DeviceArray(hal_device, view)
 
 
-def _load(spec: compiler.ModuleSpec, driver: str) -> Callable:
+def _load(specs: list[compiler.ModuleSpec], driver: str) -> Callable:
     global _instance
     hal_device = get_device(driver)
-    _, data = compiler.load_module_bytes(spec)  # verified against its digest; only these bytes are loaded
+    spec, _, data = compiler.load_first(specs)  # verified against its digest; only these bytes are loaded
     with _lock:
         if _instance is None:
             _instance = rt.VmInstance()
@@ -111,7 +111,7 @@ def function_for(problem, render_mlir: Callable, driver: str, extra_flags: tuple
     cache_key = (problem, str(target), driver, extra_flags)
     function = _functions.get(cache_key)
     if function is None:
-        function = _load(tuning.module_spec(problem, render_mlir, target, extra_flags), driver)
+        function = _load(tuning.module_specs(problem, render_mlir, target, extra_flags), driver)
         _functions[cache_key] = function
     return function
 

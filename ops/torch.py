@@ -789,21 +789,21 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
                    if isinstance(o, Tensor) and o.requires_grad]
         if outputs:
             torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
-    specs = list({spec.name + spec.key(None): spec for spec in (
-        tuning.module_spec(problem, render, target) for problem, render in plans)}.values())
+    alternatives = list({specs[0].name + specs[0].key(None): specs for specs in (
+        tuning.module_specs(problem, render, target) for problem, render in plans)}.values())
     done = []
 
-    def build(spec):
-        path = compiler.find_or_compile(spec)
-        done.append(spec.name)
+    def build(specs):
+        path = compiler.find_or_compile(specs)
+        done.append(specs[0].name)
         if progress:
-            bar = "#" * (20 * len(done) // len(specs))
-            print(f"\rprecompile [{bar:<20}] {len(done)}/{len(specs)} modules for {target}", end="", file=sys.stderr,
-                  flush=True)
+            bar = "#" * (20 * len(done) // len(alternatives))
+            print(f"\rprecompile [{bar:<20}] {len(done)}/{len(alternatives)} modules for {target}", end="",
+                  file=sys.stderr, flush=True)
         return path
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        paths = list(pool.map(build, specs))
-    if progress and specs:
+        paths = list(pool.map(build, alternatives))
+    if progress and alternatives:
         print(file=sys.stderr)
     return paths

@@ -65,15 +65,35 @@ def render_options_for(problem, target: Target) -> dict:
     return options
 
 
-def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
-                configs: dict[int, str] | None = None, options: dict | None = None) -> compiler.ModuleSpec:
-    """The module that runs ``problem`` on ``target``, with its tuned configurations, form and flags, if any.
+def form_alternatives(problem, render_mlir: Callable, target: Target) -> list[dict]:
+    """The template forms to try, in order, for ``problem`` on ``target``: the table's choice where it names one,
+    else the operator's own alternatives (``form_alternatives`` beside its renderer), else its one form."""
+    chosen = render_options_for(problem, target)
+    alternatives = getattr(inspect.getmodule(render_mlir), "form_alternatives", None)
+    forms = alternatives(problem, target) if alternatives and not chosen else [{}]
+    return [{**form, **chosen} for form in forms]
 
-    ``configs`` and ``options`` (the tuner's candidates) replace or extend the table's choices.
+
+def module_specs(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
+                 configs: dict[int, str] | None = None, options: dict | None = None) -> list[compiler.ModuleSpec]:
+    """The modules that can run ``problem`` on ``target``, preferred first: the runtime and the ahead-of-time
+    build use the first that compiles (``compiler.load_first``), so no problem needs a hand-written entry.
+
+    ``configs`` and ``options`` (the tuner's candidates) replace or extend the table's choices; ``options`` is
+    then the only form.
     """
     configs = {**configs_for(problem, target), **(configs or {})}
     accepted = inspect.signature(render_mlir).parameters
-    chosen = {"target": target, **render_options_for(problem, target), **(options or {})}
-    options = {k: v for k, v in chosen.items() if k in accepted}
-    mlir = render_mlir(problem, configs, **options) if configs else render_mlir(problem, **options)
-    return compiler.ModuleSpec(problem.name, mlir, target, (*flags_for(problem, target), *extra_flags))
+    forms = [options] if options else form_alternatives(problem, render_mlir, target)
+    specs = []
+    for form in forms:
+        chosen = {k: v for k, v in {"target": target, **form}.items() if k in accepted}
+        mlir = render_mlir(problem, configs, **chosen) if configs else render_mlir(problem, **chosen)
+        specs.append(compiler.ModuleSpec(problem.name, mlir, target, (*flags_for(problem, target), *extra_flags)))
+    return specs
+
+
+def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
+                configs: dict[int, str] | None = None, options: dict | None = None) -> compiler.ModuleSpec:
+    """The preferred module of ``module_specs`` (for the tuner and the benchmarks, which time one form)."""
+    return module_specs(problem, render_mlir, target, extra_flags, configs, options)[0]

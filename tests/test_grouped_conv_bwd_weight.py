@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import iree.runtime as rt
-from ops import compiler, dtypes, runtime, verify
+from ops import compiler, dtypes, geometry, runtime, verify
 from ops.operators import grouped_conv_bwd_weight as op
 from ops.operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
 from ops.problem import channels_last
@@ -177,10 +177,30 @@ def test_out_of_the_wrong_shape_or_dtype_is_reported(nothing_compiles):
         bad_call(x=x, grad_out=g, out=runtime.to_device(np.zeros((8, 3, 3, 3), np.float32)))
 
 
-def test_read_padding_is_what_the_last_window_reads():
+def test_the_padded_x_is_exactly_what_the_windows_read():
     # 7 wide, 3 taps, stride 2, pad (1, 1): windows start at -1, 1, 3, 5 and the last reads up to 7: one zero behind
-    assert op.read_padding(7, 4, 3, 2, 1, 1) == (1, 1)
+    assert geometry.window_reads(7, 4, 3, 2, 1, 1) == (1, 7, 1)
     # 8 wide, same: floor((8 + 2 - 3) / 2) + 1 = 4 windows, the last reads up to 7 = x's end: no zero behind
-    assert op.read_padding(8, 4, 3, 2, 1, 1) == (1, 0)
+    assert geometry.window_reads(8, 4, 3, 2, 1, 1) == (1, 8, 0)
     # dilation 2, 5 taps over 1 + 2*4 positions
-    assert op.read_padding(1, 1, 5, 1, 2, 4) == (4, 4)
+    assert geometry.window_reads(1, 1, 5, 1, 2, 4) == (4, 1, 4)
+    # 7 wide, 2 taps, stride 3: two windows read 0..4; x's last two elements are never read
+    assert geometry.window_reads(7, 2, 2, 3, 1, 0) == (0, 5, 0)
+    # one window inside the low padding: no element of x is read
+    assert geometry.window_reads(1, 1, 1, 3, 1, 1) == (1, 0, 0)
+
+
+@pytest.mark.parametrize("layout", ["NDHWC", "NCDHW"])
+def test_windows_that_stop_short_of_x_or_read_only_padding(layout, rng):
+    """One output position on an axis whose windows end inside x (IREE folds that unit dim; the operand must then
+    be exactly what is read), and an axis whose one window reads only padding."""
+    for spatial, kernel, stride, padding in [((3, 5, 4), (2, 2, 3), 3, ((1, 0), (0, 2), (2, 0))),
+                                             ((1, 4, 4), (1, 2, 2), (3, 1, 1), ((1, 1), (0, 0), (0, 0)))]:
+        p = op.problem_from_params(batch=2, in_channels=3, out_channels=2, input_spatial=spatial, filter_spatial=kernel,
+                                   stride=stride, padding=padding, layout=layout, dtype="float32")
+        inputs = op.random_inputs(p, rng)
+        got, expected = op.call(p, inputs), op.reference(p, inputs)
+        if spatial[0] == 1:  # every tap of the first axis reads padding
+            assert got.shape == expected.shape and not expected.any() and not got.any()
+        else:
+            assert verify.relative_error(got, expected) <= verify.tolerance(op.OP, "float32"), p.name

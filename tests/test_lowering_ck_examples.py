@@ -10,9 +10,9 @@ from math import prod
 
 import pytest
 
-from ops import catalog, targets, tuning
+from ops import catalog
 
-from lowering import compile_and_dump, kernel_for
+from lowering import kernel_for, shipped
 
 TARGETS = ["rocm:gfx942", "cuda:sm_80"]
 PROBLEMS = catalog.problems("ck_examples")
@@ -38,8 +38,7 @@ def expected_contractions(op, problem) -> int | None:
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("op, name, problem", PROBLEMS, ids=[f"{op}-{name}" for op, name, _ in PROBLEMS])
 def test_ck_example_lowering(tmp_path, op, name, problem, target):
-    spec = tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, targets.parse_target(target))
-    lowered = compile_and_dump(problem.name, spec.mlir, target, tmp_path)
+    spec, lowered = shipped(problem, catalog.OPERATORS[op].render_mlir, target, tmp_path)
     contractions = [d for d in lowered.dispatches if d.is_contraction]
     if op in ("maxpool2d_bwd", "avgpool3d_bwd"):
         # pooling backward is one gather dispatch (from indices); no contraction

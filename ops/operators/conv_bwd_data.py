@@ -418,14 +418,31 @@ def phases_for_target(problem: ConvProblem, target=None) -> list[tuple[geometry.
     ]
 
 
-def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None, weight_flip: str = "gather") -> str:
+def form_alternatives(problem: ConvProblem, target=None) -> list[dict]:
+    """The forms to compile for ``target``, in order: when one fails to compile, the next is used (ops.tuning).
+
+    The taps are flipped by a gather (index arithmetic) or by an indexing map with a negative coefficient. IREE
+    3.13 fails each on some shapes of the GPU targets: NVPTX cannot select the gather's vectorized index
+    arithmetic ("Cannot select v2i16 umul_lohi", 3x3 float16 layers), and the map's tiled operands fail
+    linalg's shape check when a sub-filter is small ("inferred input/output operand ... to be greater than or
+    equal to 2"). So the GPU targets try both, cuda the map first (where the gather fails on CK's layers), rocm
+    the gather first; llvm-cpu takes only the gather (its tiling cannot take a negative coefficient).
+    """
+    if target is None or target.backend == "llvm-cpu":
+        return [{"weight_flip": "gather"}]
+    if target.backend == "cuda":
+        return [{"weight_flip": "map"}, {"weight_flip": "gather"}]
+    return [{"weight_flip": "gather"}, {"weight_flip": "map"}]
+
+
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None, weight_flip: str | None = None) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst).
 
     ``configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution
     (a tuned dispatch configuration); phases without one get IREE's defaults. ``target`` (an ops.targets.Target)
     lets the phases take the form that target compiles best (``phases_for_target``). ``weight_flip``: how each
     phase's taps are flipped, ``"gather"`` (index arithmetic; every target) or ``"map"`` (an indexing map with a
-    negative coefficient; not llvm-cpu), chosen per problem by the tuning tables where one form does not compile.
+    negative coefficient; not llvm-cpu); by default the target's first choice (``form_alternatives``).
     """
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
@@ -444,7 +461,8 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     init, current = _initial_grad_in(problem, element, epilogue_root, views)
     phase_texts = []
     for index, phase in enumerate(phases_for_target(problem, target)):
-        weight_values, filter_shape = _weight_gather(index, phase, problem, gather=cpu or weight_flip != "map")
+        flip = weight_flip or form_alternatives(problem, target)[0]["weight_flip"]
+        weight_values, filter_shape = _weight_gather(index, phase, problem, gather=cpu or flip != "map")
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
         conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape, (configs or {}).get(index))
         store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views)

@@ -81,17 +81,6 @@ def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, la
     return dataclasses.replace(problem, out_dtype=None if name == grad_dtype else name)
 
 
-def read_padding(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> tuple[int, int]:
-    """Zeros x needs on one axis: (p_lo, what the last window reads past x's end).
-
-    Windows read padded positions s*o + d*f for o < out_size, f < window; the last is
-    s*(out_size-1) + d*(window-1), so the high side needs max(0, that + 1 - p_lo - in_size) zeros
-    (at most p_hi: padding x never reads is left out).
-    """
-    last = stride * (out_size - 1) + dilation * (window - 1)
-    return pad_lo, max(0, last + 1 - pad_lo - in_size)
-
-
 def _reassociation(groups: list[list[int]]) -> str:
     return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
 
@@ -182,41 +171,57 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     windows = [f"{term(f'o{a}', problem.stride[a])} + {term(f'f{a}', problem.dilation[a])}" for a in range(rank)]
     outputs = [d[f"o{a}"] for a in range(rank)]
 
-    pads = [
-        read_padding(problem.input_spatial[a], problem.output_spatial[a], problem.filter_spatial[a],
-                     problem.stride[a], problem.dilation[a], problem.padding[a][0])
+    reads = [
+        geometry.window_reads(problem.input_spatial[a], problem.output_spatial[a], problem.filter_spatial[a],
+                              problem.stride[a], problem.dilation[a], problem.padding[a][0])
         for a in range(rank)
     ]
-    padded_spatial = [s + lo + hi for s, (lo, hi) in zip(problem.input_spatial, pads)]
+    padded_spatial = [sum(r) for r in reads]
     x_padded_shape = join_activation(problem.batch, tuple(padded_spatial), groups * c, channels_last_layout)
+    taken_shape = join_activation(problem.batch, tuple(taken for _, taken, _ in reads), groups * c, channels_last_layout)
+    pad_low = join_activation(0, tuple(before for before, _, _ in reads), 0, channels_last_layout)
+    pad_high = join_activation(0, tuple(after for _, _, after in reads), 0, channels_last_layout)
     if channels_last_layout:
         x_groups_shape = [*chunk_shape, sizes["n"], *padded_spatial, groups, c]
         grad_out_groups_shape = [*chunk_shape, sizes["n"], *problem.output_spatial, groups, k]
         x_map = [*chunk_dim, d["n"], *windows, d["g"], d["c"]]
         grad_out_map = [*chunk_dim, d["n"], *outputs, d["g"], d["k"]]
-        pad_low = [0, *(lo for lo, _ in pads), 0]
-        pad_high = [0, *(hi for _, hi in pads), 0]
     else:
         x_groups_shape = [*chunk_shape, sizes["n"], groups, c, *padded_spatial]
         grad_out_groups_shape = [*chunk_shape, sizes["n"], groups, k, *problem.output_spatial]
         x_map = [*chunk_dim, d["n"], d["g"], d["c"], *windows]
         grad_out_map = [*chunk_dim, d["n"], d["g"], d["k"], *outputs]
-        pad_low = [0, 0, *(lo for lo, _ in pads)]
-        pad_high = [0, 0, *(hi for _, hi in pads)]
 
-    if any(pad_low) or any(pad_high):
-        index_args = ", ".join(f"%i{a}: index" for a in range(rank + 2))
-        pad_x = "\n".join([
+    x_value, x_type, pad_x = "%x", "!x", []
+    if any(taken == 0 for _, taken, _ in reads):
+        # every window reads padding only: x_padded is zeros (taps times zero, as PyTorch's reference kernels compute)
+        pad_x = [
             f"  %zero_element = arith.constant 0.0 : {element}",
-            f"  %x_padded = tensor.pad %x low[{render.index_list(pad_low)}] high[{render.index_list(pad_high)}] {{",
-            f"  ^bb0({index_args}):",
-            f"    tensor.yield %zero_element : {element}",
-            "  } : !x to !x_padded",
-        ])
-        x_source = "%x_padded"
+            "  %x_padded_empty = tensor.empty() : !x_padded",
+            f"  %x_padded = linalg.fill ins(%zero_element : {element}) outs(%x_padded_empty : !x_padded) -> !x_padded",
+        ]
+        x_value = "%x_padded"
     else:
-        pad_x = "  // no padding is read: x is used as it is"
-        x_source = "%x"
+        if taken_shape != problem.input_shape:
+            # the last windows end inside x: what no window reads is left out
+            x_type = render.tensor(taken_shape, element)
+            pad_x.append(
+                f"  %x_read = tensor.extract_slice %x[{render.index_list([0] * (rank + 2))}] [{render.index_list(taken_shape)}] "
+                f"[{render.index_list([1] * (rank + 2))}] : !x to {x_type}"
+            )
+            x_value = "%x_read"
+        if any(pad_low) or any(pad_high):
+            index_args = ", ".join(f"%i{a}: index" for a in range(rank + 2))
+            pad_x += [
+                f"  %zero_element = arith.constant 0.0 : {element}",
+                f"  %x_padded = tensor.pad {x_value} low[{render.index_list(pad_low)}] high[{render.index_list(pad_high)}] {{",
+                f"  ^bb0({index_args}):",
+                f"    tensor.yield %zero_element : {element}",
+                f"  }} : {x_type} to !x_padded",
+            ]
+            x_value = "%x_padded"
+    pad_x = "\n".join(pad_x) if pad_x else "  // no padding is read: x is used as it is"
+    x_source = x_value
 
     if element == dtypes.ACCUMULATOR:
         to_accumulator, x32, g32 = "    // f32 inputs: no extension", "%xv", "%gv"
