@@ -329,8 +329,11 @@ class PoolProblem:
 
     @property
     def candidates(self) -> tuple[int, ...]:
-        """Per axis, the most windows holding one input position (1: the windows never overlap)."""
-        return tuple(geometry.pool_candidates(k, s, d) for k, s, d in zip(self.kernel, self.stride, self.dilation))
+        """Per axis, the most windows holding one input position (1: the windows never overlap, or there is one)."""
+        return tuple(
+            1 if o == 1 else geometry.pool_candidates(k, s, d)
+            for k, s, d, o in zip(self.kernel, self.stride, self.dilation, self.output_spatial)
+        )
 
     @property
     def overlapping(self) -> bool:

@@ -185,3 +185,14 @@ def test_the_video_layer_is_one_elementwise_dispatch_on_the_cpu(tmp_path):
     compiler.compile_module(compiler.ModuleSpec(problem.name, mlir, targets.parse_target("llvm-cpu")), tmp_path / "m.vmfb", dump_dir=dump)
     configured = sorted(dump.glob("configured_*.mlir"))
     assert len(configured) == 1 and '"reduction"' not in configured[0].read_text()
+
+
+@pytest.mark.parametrize("layout", ["NDHWC", "NCDHW"])
+def test_an_axis_with_one_overlapping_window(layout, rng):
+    """Windows that would overlap (3 taps, stride 2) but fit once: one window on that axis, no candidate loop
+    (IREE's GPU reduction codegen failed on the loop there); every position still gets its share."""
+    p = op.problem_from_params(batch=2, channels=4, input_spatial=(6, 4, 7), kernel_size=(1, 3, 2), stride=(3, 2, 3),
+                               dilation=(2, 1, 2), padding=(0, 0, 1), layout=layout, dtype="float32")
+    assert p.output_spatial[1] == 1 and p.candidates[1] == 1
+    inputs = op.random_inputs(p, rng)
+    assert verify.relative_error(op.call(p, inputs), op.reference(p, inputs)) <= verify.tolerance(op.OP, "float32")

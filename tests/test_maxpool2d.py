@@ -304,3 +304,14 @@ def test_every_problem_lowers_for_the_gpu_targets(tmp_path, name, target):
     if problem.op == "maxpool2d_bwd" and not problem.overlapping:
         # stride >= window: the gather has no reduction loop, it is one elementwise pass
         assert '"reduction"' not in configured[-1].read_text()
+
+
+@pytest.mark.parametrize("source", ["indices", "x"])
+def test_an_axis_with_one_overlapping_window(source, rng):
+    """3 taps, stride 2 over 3 rows: windows that would overlap fit once on that axis (no candidate loop there),
+    and each window's gradient still reaches its argmax."""
+    p = op.problem_from_params(batch=2, channels=3, input_spatial=(3, 9), kernel_size=3, stride=2, padding=(0, 1),
+                               layout="NCHW", dtype="float32", source=source)
+    assert p.output_spatial[0] == 1 and p.candidates[0] == 1
+    inputs = op.random_inputs(p, rng)
+    assert verify.relative_error(op.call(p, inputs), op.reference(p, inputs)) <= verify.tolerance(op.BWD, "float32")

@@ -425,13 +425,11 @@ def form_alternatives(problem: ConvProblem, target=None) -> list[dict]:
     3.13 fails each on some shapes of the GPU targets: NVPTX cannot select the gather's vectorized index
     arithmetic ("Cannot select v2i16 umul_lohi", 3x3 float16 layers), and the map's tiled operands fail
     linalg's shape check when a sub-filter is small ("inferred input/output operand ... to be greater than or
-    equal to 2"). So the GPU targets try both, cuda the map first (where the gather fails on CK's layers), rocm
-    the gather first; llvm-cpu takes only the gather (its tiling cannot take a negative coefficient).
+    equal to 2"). So the GPU targets try the gather, then the map; llvm-cpu takes only the gather (its tiling
+    cannot take a negative coefficient).
     """
     if target is None or target.backend == "llvm-cpu":
         return [{"weight_flip": "gather"}]
-    if target.backend == "cuda":
-        return [{"weight_flip": "map"}, {"weight_flip": "gather"}]
     return [{"weight_flip": "gather"}, {"weight_flip": "map"}]
 
 

@@ -103,8 +103,8 @@ def tap_position_lines(problem: PoolProblem) -> tuple[list[str], list[str]]:
 
 def window_of_position_lines(problem: PoolProblem) -> tuple[list[str], list[str], list[str]]:
     """Backward gather body: for input position ``i`` (grid dims) and candidate ``j`` (a trailing dim for
-    each axis with more than one candidate), window ``o = (i + p_lo) floordiv s - j`` and tap offset
-    ``r = i + p_lo - s*o``; the candidate is a real window holding ``i`` when ``0 <= o < O`` and ``r`` is
+    each axis with more than one candidate), window ``o = (i + p_lo) floordiv s - j`` (``o = 0`` on an axis with
+    one window) and tap offset ``r = i + p_lo - s*o``; the candidate is a real window holding ``i`` when ``0 <= o < O`` and ``r`` is
     ``d*f`` for a tap ``f < k``. Defines ``%in_window`` and the clamped ``%o_<x>_clamped``; returns
     (lines, input position names, clamped window names)."""
     _, _, spatial = grid_dims(problem)
@@ -123,6 +123,11 @@ def window_of_position_lines(problem: PoolProblem) -> tuple[list[str], list[str]
             ]
             conditions.append(f"%o_{x}_ge")
             candidate_dim += 1
+        elif count == 1:  # one window, o = 0 (a candidate loop here trips IREE's GPU reduction codegen)
+            lines += [
+                f"%o_{x} = arith.constant 0 : index",
+                f"%r_{x} = affine.apply affine_map<(i) -> (i + {p})>(%i_{x})",
+            ]
         else:
             lines += [
                 f"%o_{x} = affine.apply affine_map<(i) -> ((i + {p}) floordiv {s})>(%i_{x})",
