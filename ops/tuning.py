@@ -35,6 +35,11 @@ def rules(target_name: str) -> tuple[dict, ...]:
     return tuple(_table(target_name).get("rules", ()))
 
 
+def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
+    """Flag sets to compile a problem with, in order, when none of its forms compiles with IREE's defaults."""
+    return tuple(tuple(flags) for flags in _table(target_name).get("fallback_flags", {}).get("sets", ()))
+
+
 def _rule_applies(rule: dict, problem) -> bool:
     return rule["operator"] == getattr(problem, "op", None) and problem.dtype in rule.get("dtypes", [problem.dtype])
 
@@ -76,8 +81,9 @@ def form_alternatives(problem, render_mlir: Callable, target: Target) -> list[di
 
 def module_specs(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
                  configs: dict[int, str] | None = None, options: dict | None = None) -> list[compiler.ModuleSpec]:
-    """The modules that can run ``problem`` on ``target``, preferred first: the runtime and the ahead-of-time
-    build use the first that compiles (``compiler.load_first``), so no problem needs a hand-written entry.
+    """The modules that can run ``problem`` on ``target``, preferred first: each form with IREE's defaults, then
+    each again with the target's fallback flag sets. The runtime and the ahead-of-time build use the first that
+    compiles (``compiler.load_first``), so no problem needs a hand-written entry.
 
     ``configs`` and ``options`` (the tuner's candidates) replace or extend the table's choices; ``options`` is
     then the only form.
@@ -85,12 +91,13 @@ def module_specs(problem, render_mlir: Callable, target: Target, extra_flags: tu
     configs = {**configs_for(problem, target), **(configs or {})}
     accepted = inspect.signature(render_mlir).parameters
     forms = [options] if options else form_alternatives(problem, render_mlir, target)
-    specs = []
+    mlirs = []
     for form in forms:
         chosen = {k: v for k, v in {"target": target, **form}.items() if k in accepted}
-        mlir = render_mlir(problem, configs, **chosen) if configs else render_mlir(problem, **chosen)
-        specs.append(compiler.ModuleSpec(problem.name, mlir, target, (*flags_for(problem, target), *extra_flags)))
-    return specs
+        mlirs.append(render_mlir(problem, configs, **chosen) if configs else render_mlir(problem, **chosen))
+    flags = (*flags_for(problem, target), *extra_flags)
+    return [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
+            for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]
 
 
 def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
