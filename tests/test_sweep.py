@@ -3,7 +3,10 @@ operators (1D/2D/3D, strides, dilations, padding, groups, dtypes, layouts) are c
 cuda:sm_80 and llvm-cpu, and a subset runs on the CPU against the float64 references.
 
 Slow (minutes), so out of the default run: ``python3 -m pytest -m sweep`` (``OPS_SWEEP_PROBLEMS`` changes the
-count, 60 by default; the seed is the session's, printed in the header).
+count, 60 by default, ``OPS_SWEEP_NUMERICS_EVERY`` which of them also run, every third by default; the seed is
+the session's, printed in the header). ``OPS_SWEEP_ARTIFACTS=DIR`` keeps the compiled modules in DIR; a GPU
+machine with only iree-base-runtime then runs the numerics there, with the same seed and count:
+``OPS_TEST_DEVICE=cuda OPS_ARTIFACTS_DIR=DIR OPS_TEST_SEED=S python3 -m pytest -m sweep -k subset``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import pytest
 
 from ops import catalog, compiler, targets, tuning, verify
 
-from conftest import SEED
+from conftest import DEVICE, SEED
 
 pytestmark = pytest.mark.sweep
 
 COUNT = int(os.environ.get("OPS_SWEEP_PROBLEMS", "60"))
+EVERY = int(os.environ.get("OPS_SWEEP_NUMERICS_EVERY", "3"))  # which problems also run: every EVERY-th
 TARGETS = ["rocm:gfx942", "cuda:sm_80", "llvm-cpu"]
 LAYOUTS = {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}
 DTYPES = ("float16", "bfloat16", "float32")
@@ -82,8 +86,14 @@ def _problems():
 PROBLEMS = _problems()
 
 
-def test_every_problem_compiles_for_every_target():
+def test_every_problem_compiles_for_every_target(monkeypatch):
     print(f"sweep seed {SEED}: {len(PROBLEMS)} problems x {TARGETS}")
+    keep = os.environ.get("OPS_SWEEP_ARTIFACTS")
+    if keep:  # the modules land there, an artifacts directory for a GPU machine's run of the numerics
+        os.makedirs(keep, exist_ok=True)
+        with open(os.path.join(keep, "manifest.json"), "w") as manifest:
+            manifest.write(f'{{"compiler_version": "{compiler.installed_compiler_version()}", "modules": []}}\n')
+        monkeypatch.setenv("OPS_CACHE_DIR", keep)
     jobs = [(op, problem, targets.parse_target(t)) for op, problem in PROBLEMS for t in TARGETS]
 
     def build(job):
@@ -101,11 +111,11 @@ def test_every_problem_compiles_for_every_target():
     assert not failures, f"{len(failures)} of {len(jobs)} modules failed to compile:\n" + "\n".join(failures)
 
 
-@pytest.mark.parametrize("index", range(0, COUNT, 3))
-def test_a_subset_matches_the_references_on_the_cpu(index, rng):
+@pytest.mark.parametrize("index", range(0, COUNT, EVERY))
+def test_a_subset_matches_the_references(index, rng):
     op, problem = PROBLEMS[index]
     module = catalog.OPERATORS[op]
     inputs = module.random_inputs(problem, rng)
-    got = module.call(problem, inputs)
+    got = module.call(problem, inputs, device=DEVICE)
     error = verify.relative_error(got, module.reference(problem, inputs))
     assert error <= verify.tolerance(op, problem.dtype), f"{problem.name}: relative error {error:.3e}"
