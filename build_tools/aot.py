@@ -5,9 +5,10 @@
 
 Modules land where the runtime looks for them (``ops.compiler.ModuleSpec.path``), so a machine with only
 ``iree-base-runtime`` runs every problem compiled here. Each module's SHA-256 is recorded in the manifest and
-beside the module, and the runtime loads only bytes that match it. A module already present under its key, with
-its digest, is not compiled again. A problem that fails to compile is reported with the compiler's message; the others still
-finish, and the exit status is 1.
+beside the module, and the runtime loads only bytes that match it. Of a problem's forms (ops.tuning.module_specs)
+the first that compiles is kept, as at run time; one already present under its key, with its digest, is not
+compiled again. A problem none of whose forms compiles is reported with the compiler's messages; the others
+still finish, and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -36,30 +37,35 @@ def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path,
                  extra_flags: tuple[str, ...] = ()) -> dict:
     """The first of the problem's forms that is up to date or compiles (as the runtime chooses, see
     ops.compiler.load_first), as a manifest record with its status."""
-    errors = []
-    for form, spec in enumerate(module_specs(op, problem, target, extra_flags)):
-        vmfb = spec.path(out, version)
-        record = {
+    specs = module_specs(op, problem, target, extra_flags)
+
+    def record(form: int, spec: compiler.ModuleSpec, vmfb: Path) -> dict:
+        return {
             "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype,
             "params": dataclasses.asdict(problem),
             "target": str(target), "flags": spec.flags, "compiler_version": version, "key": spec.key(version),
             "module": str(vmfb.relative_to(out)), "form": form,
         }
-        beside = compiler.digest_path(vmfb)
+
+    for form, spec in enumerate(specs):
+        vmfb, beside = spec.path(out, version), compiler.digest_path(spec.path(out, version))
         if vmfb.is_file() and beside.is_file() and beside.read_text().strip() == compiler.digest(vmfb.read_bytes()):
-            return {**record, "status": "up to date", "sha256": compiler.digest(vmfb.read_bytes())}
+            return {**record(form, spec, vmfb), "status": "up to date", "sha256": compiler.digest(vmfb.read_bytes())}
+    errors = []
+    for form, spec in enumerate(specs):
+        vmfb = spec.path(out, version)
         dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
         start = time.perf_counter()
         try:
             compiler.compile_module(spec, vmfb, dump_dir=dump)
             dispatches = len(list(dump.glob("configured_*.mlir")))
-            return {**record, "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2),
+            return {**record(form, spec, vmfb), "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2),
                     "dispatches": dispatches, "sha256": compiler.digest(vmfb.read_bytes())}
         except compiler.CompileError as error:
             errors.append(str(error))
         finally:
             shutil.rmtree(dump, ignore_errors=True)
-    return {**record, "status": "failed", "error": "\n\n".join(errors)}
+    return {**record(0, specs[0], specs[0].path(out, version)), "status": "failed", "error": "\n\n".join(errors)}
 
 
 def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops: list[str] | None = None,

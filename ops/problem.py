@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dtypes, geometry
-from .validation import MAX_EXTENT, check, check_type, padding_pairs, positive_int_tuple, activation_shape
+from .validation import MAX_EXTENT, activation_shape, check, check_type, padding_pairs, positive_int_tuple
 
 # layout -> (spatial rank, channels last?)
 LAYOUTS = {

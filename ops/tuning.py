@@ -85,12 +85,12 @@ def module_specs(problem, render_mlir: Callable, target: Target, extra_flags: tu
     each again with the target's fallback flag sets. The runtime and the ahead-of-time build use the first that
     compiles (``compiler.load_first``), so no problem needs a hand-written entry.
 
-    ``configs`` and ``options`` (the tuner's candidates) replace or extend the table's choices; ``options`` is
-    then the only form.
+    ``configs`` and ``options`` (the tuner's candidates) replace or extend the table's choices; the table's form
+    with ``options`` is then the only one.
     """
     configs = {**configs_for(problem, target), **(configs or {})}
     accepted = inspect.signature(render_mlir).parameters
-    forms = [options] if options else form_alternatives(problem, render_mlir, target)
+    forms = [{**render_options_for(problem, target), **options}] if options else form_alternatives(problem, render_mlir, target)
     mlirs = []
     for form in forms:
         chosen = {k: v for k, v in {"target": target, **form}.items() if k in accepted}

@@ -104,8 +104,8 @@ def tap_position_lines(problem: PoolProblem) -> tuple[list[str], list[str]]:
 def window_of_position_lines(problem: PoolProblem) -> tuple[list[str], list[str], list[str]]:
     """Backward gather body: for input position ``i`` (grid dims) and candidate ``j`` (a trailing dim for
     each axis with more than one candidate), window ``o = (i + p_lo) floordiv s - j`` (``o = 0`` on an axis with
-    one window) and tap offset ``r = i + p_lo - s*o``; the candidate is a real window holding ``i`` when ``0 <= o < O`` and ``r`` is
-    ``d*f`` for a tap ``f < k``. Defines ``%in_window`` and the clamped ``%o_<x>_clamped``; returns
+    one window) and tap offset ``r = i + p_lo - s*o``; the candidate is a real window holding ``i`` when
+    ``0 <= o < O`` and ``r`` is ``d*f`` for a tap ``f < k``. Defines ``%in_window`` and the clamped ``%o_<x>_clamped``; returns
     (lines, input position names, clamped window names)."""
     _, _, spatial = grid_dims(problem)
     lines, conditions, positions, windows = [], [], [], []
