@@ -31,12 +31,24 @@ def test_rendered_epilogue_sits_in_the_phase_store():
     mlir = op.render_mlir(p)
     # CHECK: %d0_split = tensor.expand_shape %d0 [[0, 1]] output_shape [32, 192]      (the bias as (G, C))
     assert "%d0_split = tensor.expand_shape %d0 [[0, 1]] output_shape [32, 192] : !d0 into tensor<32x192xf16>" in mlir
-    # CHECK: linalg.generic ... ins(%acc_0, %d0_phase_0 ...) ... arith.addf ... arith.maximumf ... arith.truncf
+    # CHECK: linalg.generic ... ins(%acc_0, %d0_split ...) ... arith.addf ... arith.maximumf ... arith.truncf
     store = mlir[mlir.index("%store_0 = linalg.generic"):mlir.index("%stored_0")]
-    assert "ins(%acc_0, %d0_phase_0" in store
+    assert "ins(%acc_0, %d0_split" in store
     assert re.search(r"arith\.addf %acc, %d0_f32 : f32.*arith\.maximumf .*arith\.truncf", store, flags=re.S)
-    # CHECK: the D tensor is read through projected permutations only (no g*C + c index arithmetic)
+    # CHECK: the D tensor's channels are read as (G, C), a projected permutation (no g*C + c index arithmetic)
     assert "* 192 +" not in mlir
+
+
+def test_rendered_strided_phases_read_their_rows_of_d_through_the_map():
+    """A full D is read at the phase's rows s*m + offset by the store's indexing map, not through a strided slice
+    of the reshaped D (IREE 3.13's CUDA backend mis-indexed that; docs/perf/h100-sweep)."""
+    p = op.problem_from_params(batch=1, in_channels=4, out_channels=3, input_spatial=(7,), filter_spatial=(1,), stride=3,
+                               dilation=2, padding=1, layout="NWC", dtype="float32", groups=1,
+                               epilogue="where(d1 > 0, acc + d0, 0) * alpha", d_kinds=("channel", "full"))
+    mlir = op.render_mlir(p)
+    assert "tensor.extract_slice %d" not in mlir
+    # CHECK: affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>      (phase 0 writes grad_in rows 2 + 3*m)
+    assert "affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>" in mlir
 
 
 @pytest.mark.parametrize("name", list(CK_PROBLEMS))

@@ -272,35 +272,24 @@ def _d_view(j: int, problem: ConvProblem) -> _DView:
     return _DView("\n".join(lines), value, value_type, kept_roles, split, split_type, split_shape, roles)
 
 
-def _d_inputs(problem: ConvProblem, views: list, phase=None, index: int | None = None) -> tuple[str, str, str, list[list], str]:
-    """(operands, types, block arguments, each one's dim roles, slicing lines) of the D tensors in a store.
-
-    With ``phase``, each D is first sliced with the phase's strides (a view, no copy) so that every
-    indexing map stays a projected permutation.
-    """
-    operands, types, block, role_lists, lines = "", "", "", [], []
+def _d_inputs(problem: ConvProblem, views: list, split: bool) -> tuple[str, str, str, list[list]]:
+    """(operands, types, block arguments, each one's dim roles) of the D tensors in a store: the views with the
+    channel dim as (G, C) (``split``, for the phases), or as grad_in has it."""
+    operands, types, block, role_lists = "", "", "", []
     for j, view in enumerate(views):
         element = dtypes.mlir_element_type(problem.d_dtypes[j])
-        if phase is None:
-            value, value_type, roles = view.kept, view.kept_type, view.kept_roles
-        else:
-            roles = view.roles
-            offsets = [phase[r].grad_in_offset if isinstance(r, int) else 0 for r in roles]
-            sizes = [phase[r].rows if isinstance(r, int) else size for r, size in zip(roles, view.split_shape)]
-            strides = [problem.stride[r] if isinstance(r, int) else 1 for r in roles]
-            value, value_type = f"%d{j}_phase_{index}", render.tensor(sizes, element)
-            if roles:
-                lines.append(
-                    f"  {value} = tensor.extract_slice {view.split}[{render.index_list(offsets)}] [{render.index_list(sizes)}] "
-                    f"[{render.index_list(strides)}] : {view.split_type} to {value_type}"
-                )
-            else:
-                value, value_type = view.split, view.split_type
+        value, value_type, roles = (view.split, view.split_type, view.roles) if split else (view.kept, view.kept_type, view.kept_roles)
         operands += f", {value}"
         types += f", {value_type}"
         block += f", %d{j}_value: {element}"
         role_lists.append(roles)
-    return operands, types, block, role_lists, "\n".join(lines)
+    return operands, types, block, role_lists
+
+
+def _term(dim: str, coefficient: int, offset: int) -> str:
+    """``dim * coefficient + offset`` as MLIR prints it (no ``* 1``, no ``+ 0``)."""
+    text = dim if coefficient == 1 else f"{dim} * {coefficient}"
+    return text if offset == 0 else f"{text} + {offset}"
 
 
 def _store_body(problem: ConvProblem, epilogue_root, element: str, acc_value: str) -> str:
@@ -350,12 +339,14 @@ def _store(index: int, phase, problem: ConvProblem, element: str, acc_shape: lis
         stored_shape = [problem.batch, groups * c, *rows]
         offsets = [0, 0, *(p.grad_in_offset for p in phase)]
         strides = [1, 1, *problem.stride]
-    role_index = {"n": "n", "g": "g", "c": "c", **{a: m[a] for a in range(rank)}}
-    d_operands, d_types, d_block, d_roles, d_lines = _d_inputs(problem, views, phase, index)
+    # a phase's rows of D through the map (s*m + offset): a strided slice of the reshaped D instead was mis-indexed
+    # by IREE 3.13's CUDA backend (docs/perf/h100-sweep); channels stay (G, C), a projected permutation
+    role_index = {"n": "n", "g": "g", "c": "c",
+                  **{a: _term(m[a], problem.stride[a], phase[a].grad_in_offset) for a in range(rank)}}
+    d_operands, d_types, d_block, d_roles = _d_inputs(problem, views, split=True)
     d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
     maps = [render.affine_map(domain, acc_read), *d_maps, render.affine_map(domain, domain)]
     return {
-        "d_views": d_lines,
         "next": index + 1, "into": into, "acc_type": render.tensor(acc_shape, dtypes.ACCUMULATOR),
         "store_type": render.tensor(store_shape, element), "stored_type": render.tensor(stored_shape, element),
         "reassociation": str(reassociation), "store_maps": ", ".join(maps),
@@ -376,7 +367,7 @@ def _initial_grad_in(problem: ConvProblem, element: str, epilogue_root, views: l
     domain = render.dims("i", problem.rank + 2)
     spatial = domain[1:-1] if problem.channels_last else domain[2:]
     role_index = {"n": domain[0], "channel": domain[-1] if problem.channels_last else domain[1], **dict(enumerate(spatial))}
-    d_operands, d_types, d_block, d_roles, _ = _d_inputs(problem, views)
+    d_operands, d_types, d_block, d_roles = _d_inputs(problem, views, split=False)
     d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
     lines = [
         "  // positions no phase reaches: the epilogue of a zero accumulator",
