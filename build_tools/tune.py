@@ -110,14 +110,17 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
 
     def build(candidate):
         configs = {candidate["phase"]: candidate["config"]} if candidate["config"] else None
-        spec = tuning.module_spec(problem, module.render_mlir, target, configs=configs, options=candidate.get("render"))
-        path = spec.path(out / candidate["id"], version)
-        try:
-            if not path.is_file():
-                compiler.compile_module(spec, path)
-            return {**candidate, "module": str(path.relative_to(out))}
-        except compiler.CompileError as error:
-            return {**candidate, "error": str(error).splitlines()[-1][:300]}
+        # as the runtime does: the first of the forms (and fallback flags) that compiles
+        error = None
+        for spec in tuning.module_specs(problem, module.render_mlir, target, configs=configs, options=candidate.get("render")):
+            path = spec.path(out / candidate["id"], version)
+            try:
+                if not path.is_file():
+                    compiler.compile_module(spec, path)
+                return {**candidate, "module": str(path.relative_to(out))}
+            except compiler.CompileError as failure:
+                error = error or failure
+        return {**candidate, "error": str(error).splitlines()[-1][:300]}
 
     # a form identical to the default module (the default's own choice) is not timed twice
     default_key = tuning.module_spec(problem, module.render_mlir, target).key(version)
