@@ -42,19 +42,19 @@ def _is_int(value) -> bool:
 def int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
     """An int, or a sequence of ``rank`` ints, as a tuple of ``rank`` ints."""
     if _is_int(value):
-        _check_extent(op, name, (int(value),))
-        return (int(value),) * rank
-    check_type(
-        isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
-        f"{op}: {name} must be an int or a sequence of {rank} ints, but got {value!r}",
-    )
-    check(
-        len(value) == rank,
-        f"{op}: {name} must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
-    )
-    for item in value:
-        check_type(_is_int(item), f"{op}: {name} entries must be ints, but got {item!r} in {tuple(value)!r}")
-    result = tuple(int(item) for item in value)
+        result = (int(value),) * rank
+    else:
+        check_type(
+            isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
+            f"{op}: {name} must be an int or a sequence of {rank} ints, but got {value!r}",
+        )
+        check(
+            len(value) == rank,
+            f"{op}: {name} must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
+        )
+        for item in value:
+            check_type(_is_int(item), f"{op}: {name} entries must be ints, but got {item!r} in {tuple(value)!r}")
+        result = tuple(int(item) for item in value)
     _check_extent(op, name, result)
     return result
 
