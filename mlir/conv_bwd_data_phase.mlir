@@ -5,6 +5,7 @@ ${grad_out_window}
   %acc_${index}_empty = tensor.empty() : ${acc_type}
   %acc_${index}_zero = linalg.fill ins(%zero : f32) outs(%acc_${index}_empty : ${acc_type}) -> ${acc_type}
 ${convolution}
+${d_views}
   %store_${index}_empty = tensor.empty() : ${store_type}
   %store_${index} = linalg.generic {indexing_maps = [${store_maps}], iterator_types = ${store_iterators}}
       ins(%acc_${index}${d_operands} : ${acc_type}${d_types}) outs(%store_${index}_empty : ${store_type}) {

@@ -272,18 +272,37 @@ def _d_view(j: int, problem: ConvProblem) -> _DView:
     return _DView("\n".join(lines), value, value_type, kept_roles, split, split_type, split_shape, roles)
 
 
-def _d_inputs(problem: ConvProblem, views: list, split: bool) -> tuple[str, str, str, list[list]]:
-    """(operands, types, block arguments, each one's dim roles) of the D tensors in a store: the views with the
-    channel dim as (G, C) (``split``, for the phases), or as grad_in has it."""
-    operands, types, block, role_lists = "", "", "", []
+def _d_inputs(problem: ConvProblem, views: list, phase=None, index: int | None = None,
+              d_read: str = "slice") -> tuple[str, str, str, list[list], str]:
+    """(operands, types, block arguments, each one's dim roles, slicing lines) of the D tensors in a store.
+
+    Without ``phase``: the views as grad_in has them. With ``phase``, the views with the channel dim as (G, C),
+    read at the phase's rows either by a strided slice (``d_read="slice"``: a view, and every indexing map stays
+    a projected permutation) or by the store's indexing map (``"map"``: spatial roles become ``s*m + offset``,
+    see ``form_alternatives``).
+    """
+    operands, types, block, role_lists, lines = "", "", "", [], []
     for j, view in enumerate(views):
         element = dtypes.mlir_element_type(problem.d_dtypes[j])
-        value, value_type, roles = (view.split, view.split_type, view.roles) if split else (view.kept, view.kept_type, view.kept_roles)
+        if phase is None:
+            value, value_type, roles = view.kept, view.kept_type, view.kept_roles
+        elif d_read == "map" or not any(isinstance(r, int) for r in view.roles):
+            value, value_type, roles = view.split, view.split_type, view.roles
+        else:
+            roles = view.roles
+            offsets = [phase[r].grad_in_offset if isinstance(r, int) else 0 for r in roles]
+            sizes = [phase[r].rows if isinstance(r, int) else size for r, size in zip(roles, view.split_shape)]
+            strides = [problem.stride[r] if isinstance(r, int) else 1 for r in roles]
+            value, value_type = f"%d{j}_phase_{index}", render.tensor(sizes, element)
+            lines.append(
+                f"  {value} = tensor.extract_slice {view.split}[{render.index_list(offsets)}] [{render.index_list(sizes)}] "
+                f"[{render.index_list(strides)}] : {view.split_type} to {value_type}"
+            )
         operands += f", {value}"
         types += f", {value_type}"
         block += f", %d{j}_value: {element}"
         role_lists.append(roles)
-    return operands, types, block, role_lists
+    return operands, types, block, role_lists, "\n".join(lines)
 
 
 def _term(dim: str, coefficient: int, offset: int) -> str:
@@ -319,7 +338,8 @@ def _store_body(problem: ConvProblem, epilogue_root, element: str, acc_value: st
     return "\n".join(lines)
 
 
-def _store(index: int, phase, problem: ConvProblem, element: str, acc_shape: list[int], epilogue_root, into: str, views: list) -> dict:
+def _store(index: int, phase, problem: ConvProblem, element: str, acc_shape: list[int], epilogue_root, into: str, views: list,
+           d_read: str) -> dict:
     """Epilogue and cast of one phase's accumulator, inserted with the phase's stride into grad_in."""
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
@@ -339,14 +359,13 @@ def _store(index: int, phase, problem: ConvProblem, element: str, acc_shape: lis
         stored_shape = [problem.batch, groups * c, *rows]
         offsets = [0, 0, *(p.grad_in_offset for p in phase)]
         strides = [1, 1, *problem.stride]
-    # a phase's rows of D through the map (s*m + offset): a strided slice of the reshaped D instead was mis-indexed
-    # by IREE 3.13's CUDA backend (docs/perf/h100-sweep); channels stay (G, C), a projected permutation
-    role_index = {"n": "n", "g": "g", "c": "c",
-                  **{a: _term(m[a], problem.stride[a], phase[a].grad_in_offset) for a in range(rank)}}
-    d_operands, d_types, d_block, d_roles = _d_inputs(problem, views, split=True)
+    rows_of_d = {a: _term(m[a], problem.stride[a], phase[a].grad_in_offset) if d_read == "map" else m[a] for a in range(rank)}
+    role_index = {"n": "n", "g": "g", "c": "c", **rows_of_d}
+    d_operands, d_types, d_block, d_roles, d_lines = _d_inputs(problem, views, phase, index, d_read)
     d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
     maps = [render.affine_map(domain, acc_read), *d_maps, render.affine_map(domain, domain)]
     return {
+        "d_views": d_lines,
         "next": index + 1, "into": into, "acc_type": render.tensor(acc_shape, dtypes.ACCUMULATOR),
         "store_type": render.tensor(store_shape, element), "stored_type": render.tensor(stored_shape, element),
         "reassociation": str(reassociation), "store_maps": ", ".join(maps),
@@ -367,7 +386,7 @@ def _initial_grad_in(problem: ConvProblem, element: str, epilogue_root, views: l
     domain = render.dims("i", problem.rank + 2)
     spatial = domain[1:-1] if problem.channels_last else domain[2:]
     role_index = {"n": domain[0], "channel": domain[-1] if problem.channels_last else domain[1], **dict(enumerate(spatial))}
-    d_operands, d_types, d_block, d_roles = _d_inputs(problem, views, split=False)
+    d_operands, d_types, d_block, d_roles, _ = _d_inputs(problem, views)
     d_maps = [render.affine_map(domain, [role_index[r] for r in roles]) for roles in d_roles]
     lines = [
         "  // positions no phase reaches: the epilogue of a zero accumulator",
@@ -412,30 +431,39 @@ def phases_for_target(problem: ConvProblem, target=None) -> list[tuple[geometry.
 def form_alternatives(problem: ConvProblem, target=None) -> list[dict]:
     """The forms to compile for ``target``, in order: when one fails to compile, the next is used (ops.tuning).
 
-    The taps are flipped by a gather (index arithmetic) or by an indexing map with a negative coefficient. IREE
-    3.13 fails each on some shapes of the GPU targets: NVPTX cannot select the gather's vectorized index
-    arithmetic ("Cannot select v2i16 umul_lohi", 3x3 float16 layers), and the map's tiled operands fail
-    linalg's shape check when a sub-filter is small ("inferred input/output operand ... to be greater than or
-    equal to 2"). So the GPU targets try the gather, then the map; llvm-cpu takes only the gather (its tiling
-    cannot take a negative coefficient).
+    ``weight_flip``: the taps are flipped by a gather (index arithmetic) or by an indexing map with a negative
+    coefficient. IREE 3.13 fails each on some shapes of the GPU targets: NVPTX cannot select the gather's
+    vectorized index arithmetic ("Cannot select v2i16 umul_lohi", 3x3 float16 layers), and the map's tiled
+    operands fail linalg's shape check when a sub-filter is small ("inferred input/output operand ... to be
+    greater than or equal to 2"). So the GPU targets try the gather, then the map; llvm-cpu takes only the
+    gather (its tiling cannot take a negative coefficient).
+
+    ``d_read``: a phase's store reads its rows of a D tensor by a strided slice or through its indexing map
+    (``s*m + offset``). IREE 3.13's CUDA backend mis-indexed the slice on a small shape (docs/perf/h100-sweep),
+    so the GPUs read through the map (slices last, should that not compile); llvm-cpu, whose dispatch formation
+    rejects the map on some small grouped shapes, takes the slice.
     """
-    if target is None or target.backend == "llvm-cpu":
-        return [{"weight_flip": "gather"}]
-    return [{"weight_flip": "gather"}, {"weight_flip": "map"}]
+    if target is None or target.backend != "llvm-cpu":
+        flips = [{"weight_flip": "gather"}, {"weight_flip": "map"}]
+        return [{**flip, "d_read": read} for read in ("map", "slice") for flip in flips]
+    return [{"weight_flip": "gather", "d_read": "slice"}]
 
 
-def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None, weight_flip: str | None = None) -> str:
+def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None, weight_flip: str | None = None,
+                d_read: str | None = None) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst).
 
     ``configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution
     (a tuned dispatch configuration); phases without one get IREE's defaults. ``target`` (an ops.targets.Target)
     lets the phases take the form that target compiles best (``phases_for_target``). ``weight_flip``: how each
     phase's taps are flipped, ``"gather"`` (index arithmetic; every target) or ``"map"`` (an indexing map with a
-    negative coefficient; not llvm-cpu); by default the target's first choice (``form_alternatives``).
+    negative coefficient; not llvm-cpu); ``d_read``: how a phase's store reads its rows of a D tensor, ``"slice"``
+    or ``"map"``; both by default the target's first choice (``form_alternatives``).
     """
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
     cpu = target is not None and target.backend == "llvm-cpu"
+    form = form_alternatives(problem, target)[0]  # what is not asked for
     epilogue_root = epilogue.parse_canonical(problem.epilogue) if problem.epilogue else None
     grad_out_cl_shape = [problem.batch, *problem.output_spatial, problem.groups * problem.out_channels]
     if problem.channels_last:
@@ -450,11 +478,11 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     init, current = _initial_grad_in(problem, element, epilogue_root, views)
     phase_texts = []
     for index, phase in enumerate(phases_for_target(problem, target)):
-        flip = weight_flip or form_alternatives(problem, target)[0]["weight_flip"]
+        flip = weight_flip or form["weight_flip"]
         weight_values, filter_shape = _weight_gather(index, phase, problem, gather=cpu or flip != "map")
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
         conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape, (configs or {}).get(index))
-        store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views)
+        store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views, d_read or form["d_read"])
         current = f"%grad_in_{index + 1}"
         phase_texts.append(render.render(
             "conv_bwd_data_phase", index=index, element=element,
