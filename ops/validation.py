@@ -39,19 +39,24 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def _check_per_dim(op: str, name: str, value, rank: int, expected: str) -> None:
+    """``value`` is a sequence with one entry per spatial dim (``expected`` says what it may be instead)."""
+    check_type(
+        isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
+        f"{op}: {name} must be {expected}, but got {value!r}",
+    )
+    check(
+        len(value) == rank,
+        f"{op}: {name} must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
+    )
+
+
 def int_tuple(op: str, name: str, value, rank: int) -> tuple[int, ...]:
     """An int, or a sequence of ``rank`` ints, as a tuple of ``rank`` ints."""
     if _is_int(value):
         result = (int(value),) * rank
     else:
-        check_type(
-            isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
-            f"{op}: {name} must be an int or a sequence of {rank} ints, but got {value!r}",
-        )
-        check(
-            len(value) == rank,
-            f"{op}: {name} must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
-        )
+        _check_per_dim(op, name, value, rank, f"an int or a sequence of {rank} ints")
         for item in value:
             check_type(_is_int(item), f"{op}: {name} entries must be ints, but got {item!r} in {tuple(value)!r}")
         result = tuple(int(item) for item in value)
@@ -74,14 +79,7 @@ def padding_pairs(op: str, value, rank: int) -> tuple[tuple[int, int], ...]:
     if _is_int(value):
         pairs = ((int(value), int(value)),) * rank
     else:
-        check_type(
-            isinstance(value, Sequence) and not isinstance(value, (str, bytes)),
-            f"{op}: padding must be an int, {rank} ints or {rank} (low, high) pairs, but got {value!r}",
-        )
-        check(
-            len(value) == rank,
-            f"{op}: padding must have one entry per spatial dimension ({rank}), but got {len(value)}: {tuple(value)!r}",
-        )
+        _check_per_dim(op, "padding", value, rank, f"an int, {rank} ints or {rank} (low, high) pairs")
         pairs = []
         for item in value:
             if _is_int(item):
