@@ -48,9 +48,10 @@ def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path,
         }
 
     for form, spec in enumerate(specs):
-        vmfb, beside = spec.path(out, version), compiler.digest_path(spec.path(out, version))
-        if vmfb.is_file() and beside.is_file() and beside.read_text().strip() == compiler.digest(vmfb.read_bytes()):
-            return {**record(form, spec, vmfb), "status": "up to date", "sha256": compiler.digest(vmfb.read_bytes())}
+        vmfb = spec.path(out, version)
+        data = compiler.verified(out, vmfb)
+        if data is not None:
+            return {**record(form, spec, vmfb), "status": "up to date", "sha256": compiler.digest(data)}
     errors = []
     for form, spec in enumerate(specs):
         vmfb = spec.path(out, version)

@@ -173,14 +173,16 @@ def _recorded_digest(root: Path, vmfb: Path) -> str | None:
     return beside.read_text().strip() if beside.is_file() else None
 
 
-def _verified(root: Path, vmfb: Path, damaged: list[Path]) -> bytes | None:
-    """``vmfb``'s bytes if it exists and matches its recorded digest; a mismatch is noted in ``damaged``."""
+def verified(root: Path, vmfb: Path, damaged: list[Path] | None = None) -> bytes | None:
+    """``vmfb``'s bytes (under ``root``) if it exists and matches its recorded digest; a mismatch is noted in
+    ``damaged``."""
     if not vmfb.is_file():
         return None
     data = vmfb.read_bytes()
     if _recorded_digest(root, vmfb) == digest(data):
         return data
-    damaged.append(vmfb)
+    if damaged is not None:
+        damaged.append(vmfb)
     return None
 
 
@@ -206,7 +208,7 @@ def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
     for spec in specs:
         for root in (artifacts_dir(), cache_dir()):
             candidate = spec.path(root, version)
-            data = _verified(root, candidate, damaged)
+            data = verified(root, candidate, damaged)
             if data is not None:
                 return spec, candidate, data
     first = specs[0]
@@ -230,7 +232,7 @@ def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
         with _lock:
             path_lock = _path_locks.setdefault(vmfb, threading.Lock())
         with path_lock:
-            data = _verified(cache_dir(), vmfb, [])  # another thread may have built it meanwhile
+            data = verified(cache_dir(), vmfb)  # another thread may have built it meanwhile
             if data is None and failure_path(vmfb).is_file():
                 errors.append(failure_path(vmfb).read_text())
                 continue
@@ -241,7 +243,7 @@ def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
                     _atomic_write(failure_path(vmfb), str(error).encode())
                     errors.append(str(error))
                     continue
-                data = _verified(cache_dir(), vmfb, [])
+                data = verified(cache_dir(), vmfb)
         if data is None:
             raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
         return spec, vmfb, data

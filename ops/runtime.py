@@ -128,9 +128,9 @@ def _empty_batch(results, outs: list, driver: str, keep_on_device: bool):
     """A batch of 0, as PyTorch has it, without compiling: empty results, and zeros where a result sums over
     the batch (a weight gradient), written into ``outs`` when given."""
     arrays = [np.zeros(shape, dtypes.numpy_dtype(dtype)) for shape, dtype in results]
+    hal_device = get_device(driver)
     for array, destination in zip(arrays, outs):
         if array.size:
-            hal_device = get_device(driver)
             semaphore = hal_device.create_semaphore(0)
             zeros = to_device(array, driver)
             hal_device.queue_copy(zeros._buffer_view.get_buffer(), destination._buffer_view.get_buffer(),
@@ -161,14 +161,14 @@ def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tup
     driver = resolve_device(problem.op, [*inputs, *outs], device)
     for destination, (shape, dtype) in zip(outs, results):
         _check_out(problem.op, destination, shape, dtype, driver)
+    keep_on_device = bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs)
     if problem.batch == 0:
-        return _empty_batch(results, outs, driver, keep_on_device=bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs))
+        return _empty_batch(results, outs, driver, keep_on_device)
     function = function_for(problem, render_mlir, driver)
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
     returned = function(*arguments, *destinations)
     returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
-    keep_on_device = bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs)
     if not keep_on_device:
         # a copy: to_host() maps the device buffer, which is freed with the DeviceArray (a view would dangle)
         returned = [np.array(r.to_host(), copy=True) for r in returned]

@@ -27,12 +27,10 @@ from ops.operators import conv_bwd_data, grouped_conv_bwd_weight  # noqa: E402
 
 
 def _gpu_phases(monkeypatch):
-    monkeypatch.setattr(runtime, "_functions", {})  # loaded functions are keyed by problem and target, not form
     monkeypatch.setattr(conv_bwd_data, "phases_for_target", lambda problem, target=None: conv_bwd_data.phases(problem))
 
 
 def _gpu_batch_split(monkeypatch):
-    monkeypatch.setattr(runtime, "_functions", {})
     monkeypatch.setattr(grouped_conv_bwd_weight, "default_batch_split", lambda problem, target=None: problem.batch)
 
 
@@ -53,6 +51,7 @@ def _forms(operator):
 def form(request, monkeypatch):
     """The target form a test runs (parametrized indirectly from FORMS): the CPU's as it is, or a GPU's."""
     if request.param:
+        monkeypatch.setattr(runtime, "_functions", {})  # loaded functions are keyed by problem and target, not form
         request.param(monkeypatch)
 
 

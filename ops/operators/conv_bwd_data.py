@@ -464,6 +464,7 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     rank = problem.rank
     cpu = target is not None and target.backend == "llvm-cpu"
     form = form_alternatives(problem, target)[0]  # what is not asked for
+    flip, d_read = weight_flip or form["weight_flip"], d_read or form["d_read"]
     epilogue_root = epilogue.parse_canonical(problem.epilogue) if problem.epilogue else None
     grad_out_cl_shape = [problem.batch, *problem.output_spatial, problem.groups * problem.out_channels]
     if problem.channels_last:
@@ -478,11 +479,10 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     init, current = _initial_grad_in(problem, element, epilogue_root, views)
     phase_texts = []
     for index, phase in enumerate(phases_for_target(problem, target)):
-        flip = weight_flip or form["weight_flip"]
         weight_values, filter_shape = _weight_gather(index, phase, problem, gather=cpu or flip != "map")
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
         conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape, (configs or {}).get(index))
-        store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views, d_read or form["d_read"])
+        store_values = _store(index, phase, problem, element, acc_shape, epilogue_root, current, views, d_read)
         current = f"%grad_in_{index + 1}"
         phase_texts.append(render.render(
             "conv_bwd_data_phase", index=index, element=element,

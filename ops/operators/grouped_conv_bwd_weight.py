@@ -221,7 +221,6 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
             ]
             x_value = "%x_padded"
     pad_x = "\n".join(pad_x) if pad_x else "  // no padding is read: x is used as it is"
-    x_source = x_value
 
     if element == dtypes.ACCUMULATOR:
         to_accumulator, x32, g32 = "    // f32 inputs: no extension", "%xv", "%gv"
@@ -265,7 +264,7 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
         batch_chunk=sizes["n"],
         reduction_length=problem.batch * math.prod(problem.output_spatial),
         pad_x=pad_x,
-        x_source=x_source,
+        x_source=x_value,
         x_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
         x_groups_shape=render.index_list(x_groups_shape),
         grad_out_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
