@@ -58,7 +58,8 @@ ${sum_chunks}
   %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}
       ins(${summed} : !acc_flat) outs(%dst : !grad_w) {
   ^bb0(%a: f32, %unused: ${out_element}):
-${store_body}
+${narrow}
+    linalg.yield ${stored} : ${out_element}
   } -> !grad_w
   return %grad_w : !grad_w
 }

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from . import render
+
 # numpy dtype name -> MLIR element type
 MLIR_ELEMENT_TYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 ACCUMULATOR = "f32"
@@ -28,8 +30,15 @@ def mlir_element_type(name: str) -> str:
     return MLIR_ELEMENT_TYPES[name]
 
 
-def store_cast(value: str, to_type: str) -> str:
-    """The MLIR op that turns an f32 accumulator value into the stored element type (empty for f32)."""
-    if to_type == ACCUMULATOR:
-        return ""
-    return f"arith.truncf {value} : {ACCUMULATOR} to {to_type}"
+def widen(value: str, element: str, result: str) -> tuple[str, str]:
+    """(line, value): ``value`` of MLIR type ``element`` in the float32 accumulator as ``result`` (no line for f32)."""
+    if element == ACCUMULATOR:
+        return "", value
+    return render.render("common.widen", result=result, value=value, element=element), result
+
+
+def narrow(value: str, element: str, result: str) -> tuple[str, str]:
+    """(line, value): the float32 accumulator ``value`` as the stored element type ``element`` (no line for f32)."""
+    if element == ACCUMULATOR:
+        return "", value
+    return render.render("common.narrow", result=result, value=value, element=element), result

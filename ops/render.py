@@ -8,6 +8,7 @@ math; the helpers only spell shapes, maps and index lists.
 from __future__ import annotations
 
 import functools
+import re
 import string
 from pathlib import Path
 
@@ -22,14 +23,36 @@ def templates_dir() -> Path:
     raise FileNotFoundError(f"the MLIR templates were not found beside {_PACKAGE_DIR}")
 
 
+_FRAGMENT = re.compile(r"^// fragment ([a-z_0-9]+)\b.*$")
+
+
 @functools.lru_cache(maxsize=None)
-def _template(name: str) -> string.Template:
-    return string.Template((templates_dir() / f"{name}.mlir").read_text())
+def _sections(file: str) -> dict[str, string.Template]:
+    """A template file's sections: the module template (named after the file), then each fragment.
+
+    A line ``// fragment NAME: what it does`` starts fragment ``file.NAME``; it runs to the next such line. A
+    fragment is a few lines placed in a hole of another template (on a line of its own), so it keeps no
+    trailing newline; the module template ends with one.
+    """
+    sections, name, lines = {}, file, []
+    for line in (templates_dir() / f"{file}.mlir").read_text().splitlines():
+        match = _FRAGMENT.match(line)
+        if match:
+            sections[name] = lines
+            name, lines = f"{file}.{match.group(1)}", []
+        else:
+            lines.append(line)
+    sections[name] = lines
+    text = {key: "\n".join(value).rstrip("\n") for key, value in sections.items()}
+    text[file] += "\n"
+    return {key: string.Template(value) for key, value in text.items()}
 
 
 def render(name: str, **values) -> str:
-    """Fill template ``mlir/<name>.mlir``; a missing value is a KeyError, never a silent blank."""
-    return _template(name).substitute(**{k: str(v) for k, v in values.items()})
+    """Fill template ``mlir/<name>.mlir``, or fragment ``FRAGMENT`` of it when ``name`` is ``<file>.FRAGMENT``; a
+    missing value is a KeyError, never a silent blank."""
+    file = name.split(".")[0]
+    return _sections(file)[name].substitute(**{k: str(v) for k, v in values.items()})
 
 
 def tensor(shape, element: str) -> str:

@@ -196,13 +196,9 @@ def _convolution(index: int, phase, problem: ConvProblem, element: str, window_v
     domain = ["n", *m, "g", "c", *u, "k"]
     window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" for a, p in enumerate(phase)), "g", "k"]
     reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
-    extend = (lambda v: f"    %{v}_f32 = arith.extf %{v} : {element} to f32") if element != "f32" else None
-    body = []
-    if extend:
-        body += [extend("x"), extend("w")]
-        x, w = "%x_f32", "%w_f32"
-    else:
-        x, w = "%x", "%w"
+    widen_x, x = dtypes.widen("%x", element, "%x_f32")
+    widen_w, w = dtypes.widen("%w", element, "%w_f32")
+    body = [render.indent(line, 4) for line in (widen_x, widen_w) if line]
     return render.render(
         "conv_bwd_data_grouped",
         index=index, element=element, window=window_value,
@@ -317,11 +313,9 @@ def _store_body(problem: ConvProblem, epilogue_root, element: str, acc_value: st
     operands = {"acc": acc_value}
     for j, d_dtype in enumerate(problem.d_dtypes):
         d_element = dtypes.mlir_element_type(d_dtype)
-        if d_element == dtypes.ACCUMULATOR:
-            operands[f"d{j}"] = f"%d{j}_value"
-        else:
-            lines.append(f"    %d{j}_f32 = arith.extf %d{j}_value : {d_element} to f32")
-            operands[f"d{j}"] = f"%d{j}_f32"
+        widen, operands[f"d{j}"] = dtypes.widen(f"%d{j}_value", d_element, f"%d{j}_f32")
+        if widen:
+            lines.append(render.indent(widen, 4))
     for position, name in enumerate(problem.epilogue_params):
         lines.append(f"    %param_index_{position} = arith.constant {position} : index")
         lines.append(f"    %param_{name} = tensor.extract %params[%param_index_{position}] : !params")
@@ -330,10 +324,9 @@ def _store_body(problem: ConvProblem, epilogue_root, element: str, acc_value: st
     if epilogue_root is not None:
         body, value = epilogue.emit(epilogue_root, operands)
         lines += ["    " + line for line in body]
-    cast = dtypes.store_cast(value, element)
-    if cast:
-        lines.append(f"    %stored = {cast}")
-        value = "%stored"
+    narrow, value = dtypes.narrow(value, element, "%stored")
+    if narrow:
+        lines.append(render.indent(narrow, 4))
     lines.append(f"    linalg.yield {value} : {element}")
     return "\n".join(lines)
 

@@ -222,16 +222,10 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
             x_value = "%x_padded"
     pad_x = "\n".join(pad_x) if pad_x else "  // no padding is read: x is used as it is"
 
-    if element == dtypes.ACCUMULATOR:
-        to_accumulator, x32, g32 = "    // f32 inputs: no extension", "%xv", "%gv"
-    else:
-        to_accumulator = (
-            f"    %x32 = arith.extf %xv : {element} to f32\n"
-            f"    %g32 = arith.extf %gv : {element} to f32"
-        )
-        x32, g32 = "%x32", "%g32"
-    cast = dtypes.store_cast("%a", out_element)
-    store_body = f"    %v = {cast}\n    linalg.yield %v : {out_element}" if cast else f"    linalg.yield %a : {out_element}"
+    widen_x, x32 = dtypes.widen("%xv", element, "%x32")
+    widen_g, g32 = dtypes.widen("%gv", element, "%g32")
+    to_accumulator = render.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension"
+    narrow, stored = dtypes.narrow("%a", out_element, "%v")
 
     store_domain = render.dims("d", rank + 2)
     chunks_domain = render.dims("d", rank + 3)  # the weight's dims, then the chunk j
@@ -284,7 +278,8 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
         summed="%acc" if split else "%partial_flat",
         store_map=render.affine_map(store_domain, store_domain),
         store_iterators=render.iterators(["parallel"] * (rank + 2)),
-        store_body=store_body,
+        narrow=render.indent(narrow, 4),
+        stored=stored,
     )
 
 

@@ -171,14 +171,13 @@ def flat_position(problem: PoolProblem, positions: list[str]) -> tuple[str, str]
 
 def to_f32(value: str, element: str) -> tuple[str, str]:
     """(line, name): ``value`` widened to the float32 accumulator (no line for f32)."""
-    if element == dtypes.ACCUMULATOR:
-        return "", value
-    return f"    {value}32 = arith.extf {value} : {element} to {dtypes.ACCUMULATOR}", f"{value}32"
+    line, name = dtypes.widen(value, element, f"{value}32")
+    return render.indent(line, 4), name
 
 
 def store_body(element: str) -> str:
-    cast = dtypes.store_cast("%a", element)
-    return f"    %v = {cast}\n    linalg.yield %v : {element}" if cast else f"    linalg.yield %a : {element}"
+    line, value = dtypes.narrow("%a", element, "%v")
+    return "\n".join([*([render.indent(line, 4)] if line else []), f"    linalg.yield {value} : {element}"])
 
 
 def body(lines: list[str], spaces: int = 4) -> str:

@@ -1,0 +1,32 @@
+// Fragments every operator's templates share: the element-type policy (ops/dtypes.py decides when each applies),
+// zero padding, reshapes and index arithmetic. Each takes values only (SSA names, types, index lists); the
+// operator's Python picks the fragment and computes them.
+
+// fragment widen: a value of the element type, to the float32 accumulator
+${result} = arith.extf ${value} : ${element} to f32
+
+// fragment narrow: a float32 accumulator value, to the stored element type
+${result} = arith.truncf ${value} : f32 to ${element}
+
+// fragment zero_pad: ${source} with zeros around it (low and high counts per dim)
+${result} = tensor.pad ${source} low[${low}] high[${high}] {
+^bb0(${index_args}):
+  tensor.yield ${zero} : ${element}
+} : ${source_type} to ${result_type}
+
+// fragment slice: a strided view of ${source}
+${result} = tensor.extract_slice ${source}[${offsets}] [${sizes}] [${strides}] : ${source_type} to ${result_type}
+
+// fragment collapse: a free reshape merging dims
+${result} = tensor.collapse_shape ${source} ${reassociation} : ${source_type} into ${result_type}
+
+// fragment expand: a free reshape splitting dims
+${result} = tensor.expand_shape ${source} ${reassociation} output_shape [${shape}] : ${source_type} into ${result_type}
+
+// fragment and: the conjunction of two i1 values
+${result} = arith.andi ${a}, ${b} : i1
+
+// fragment clamp: ${value} clamped into [0, ${last}] (needs %c0)
+${value}_last = arith.constant ${last} : index
+${value}_low = arith.maxsi ${value}, %c0 : index
+${value}_clamped = arith.minsi ${value}_low, ${value}_last : index
