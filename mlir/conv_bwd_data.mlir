@@ -36,3 +36,93 @@ ${initial}
 ${phases}
   return ${result} : !grad_in
 }
+
+// fragment phase: one stride phase, from its taps to its positions of grad_in
+  // Phase ${index}: taps f = ${tap_description}; writes grad_in positions ${rows_description}.
+  %w_${index}_empty = tensor.empty() : ${phase_filter_type}
+${phase_filter}
+${grad_out_window}
+  %acc_${index}_empty = tensor.empty() : ${acc_type}
+  %acc_${index}_zero = linalg.fill ins(%zero : f32) outs(%acc_${index}_empty : ${acc_type}) -> ${acc_type}
+${convolution}
+${d_views}
+  %store_${index}_empty = tensor.empty() : ${store_type}
+  %store_${index} = linalg.generic {indexing_maps = [${store_maps}], iterator_types = ${store_iterators}}
+      ins(%acc_${index}${d_operands} : ${acc_type}${d_types}) outs(%store_${index}_empty : ${store_type}) {
+  ^bb0(%acc: f32${d_block_args}, %unused: ${element}):
+${store_body}
+    linalg.yield ${stored} : ${element}
+  } -> ${store_type}
+  %stored_${index} = tensor.collapse_shape %store_${index} ${reassociation} : ${store_type} into ${stored_type}
+  %grad_in_${next} = tensor.insert_slice %stored_${index} into ${into}[${insert_offsets}] [${insert_sizes}] [${insert_strides}] : ${stored_type} into !grad_in
+
+// fragment channels_last: the phases read grad_out channels-last
+  %grad_out_cl_empty = tensor.empty() : !grad_out_cl
+  %grad_out_cl = linalg.transpose ins(%grad_out : !grad_out) outs(%grad_out_cl_empty : !grad_out_cl) permutation = [${permutation}]
+
+// fragment filter_flip: the phase's filter through an indexing map (GPU targets)
+  // the phase's taps, flipped (u = T-1-t): a copy through an indexing map (f = first + step*(T-1) - step*u);
+  // the GPU targets take the negative coefficient, and it spares them a gather (whose vectorized index
+  // arithmetic IREE 3.13's NVPTX backend cannot select)
+  %w_${index} = linalg.generic {indexing_maps = [${weight_map}, ${phase_filter_map}], iterator_types = ${phase_filter_iterators}}
+      ins(${weight_view} : ${weight_view_type}) outs(%w_${index}_empty : ${phase_filter_type}) {
+  ^bb0(%tap: ${element}, %unused: ${element}):
+    linalg.yield %tap : ${element}
+  } -> ${phase_filter_type}
+
+// fragment filter_gather: the phase's filter by index arithmetic (every target)
+  // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
+  // with a negative coefficient
+  %w_${index} = linalg.generic {indexing_maps = [${phase_filter_map}], iterator_types = ${phase_filter_iterators}}
+      outs(%w_${index}_empty : ${phase_filter_type}) {
+  ^bb0(%unused: ${element}):
+${tap_indices}
+    %tap = tensor.extract ${weight_view}[${weight_indices}] : ${weight_view_type}
+${zero_tap_select}
+    linalg.yield ${tap_value} : ${element}
+  } -> ${phase_filter_type}
+
+// fragment gather_index: a loop index of the gather
+    ${result} = linalg.index ${dim} : index
+
+// fragment gather_zero_index: the index 0, for zero taps' clamped reads
+    %c0_index = arith.constant 0 : index
+
+// fragment gather_zero_taps: u >= taps are zero taps: read a real tap (u clamped to 0), select zero for them
+    %real_taps${axis} = arith.constant ${taps} : index
+    %real${axis} = arith.cmpi ult, %u${axis}, %real_taps${axis} : index
+    %u${axis}_clamped = arith.select %real${axis}, %u${axis}, %c0_index : index
+
+// fragment gather_tap: u = taps-1-t reads tap f = first_tap + tap_step*t = flipped_first_tap - tap_step*u
+    %f${axis} = affine.apply affine_map<(u) -> (${flipped_first_tap} - u * ${tap_step})>(${u})
+
+// fragment gather_select: a zero for the zero taps
+    %tap_or_zero = arith.select ${real}, %tap, %zero_element : ${element}
+
+// fragment named: the phase's convolution, one group: a named op
+  %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}${dispatch_config}}
+      ins(${window}, %w_${index} : ${window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type}) -> ${acc_type}
+
+// fragment grouped: the phase's convolution, several groups: a linalg.generic
+  // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
+  %window_${index}_groups = tensor.expand_shape ${window} ${reassociation} output_shape [${grouped_window_shape}] : ${window_type} into ${grouped_window_type}
+  %acc_${index} = linalg.generic {indexing_maps = [${window_map}, ${filter_map}, ${acc_map}], iterator_types = ${iterators}}
+      ins(%window_${index}_groups, %w_${index} : ${grouped_window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type})${dispatch_config} {
+  ^bb0(%x: ${element}, %w: ${element}, %a: f32):
+${extend}
+    %product = arith.mulf ${x}, ${w} : f32
+    %sum = arith.addf %a, %product : f32
+    linalg.yield %sum : f32
+  } -> ${acc_type}
+
+// fragment fill_zero: positions no phase reaches hold zero
+  %grad_in_0 = linalg.fill ins(%zero_element : ${element}) outs(%dst : !grad_in) -> !grad_in
+
+// fragment fill_epilogue: positions no phase reaches hold the epilogue of a zero accumulator
+  // positions no phase reaches: the epilogue of a zero accumulator
+  %grad_in_0 = linalg.generic {indexing_maps = [${maps}], iterator_types = ${iterators}}
+      ${ins}outs(%dst : !grad_in) {
+  ^bb0(${block_args}%unused: ${element}):
+${store_body}
+    linalg.yield ${stored} : ${element}
+  } -> !grad_in

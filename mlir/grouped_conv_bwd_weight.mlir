@@ -63,3 +63,22 @@ ${narrow}
   } -> !grad_w
   return %grad_w : !grad_w
 }
+
+// fragment chunk_sum: the sum of the J chunks' partial sums
+  // grad_w = sum over the ${batch_split} chunks (j, the last dim), still float32
+  %acc_empty = tensor.empty() : !acc_flat
+  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc_flat) -> !acc_flat
+  %acc = linalg.generic {indexing_maps = [${chunks_map}, ${chunks_out_map}], iterator_types = ${chunks_iterators}}
+      ins(%partial_flat : !partial_flat) outs(%acc_zero : !acc_flat) {
+  ^bb0(%p: f32, %sum: f32):
+    %new_sum = arith.addf %sum, %p : f32
+    linalg.yield %new_sum : f32
+  } -> !acc_flat
+
+// fragment zero_element: the zero that pads x
+  %zero_element = arith.constant 0.0 : ${element}
+
+// fragment zeros: x_padded when every window reads padding only
+  %zero_element = arith.constant 0.0 : ${element}
+  %x_padded_empty = tensor.empty() : !x_padded
+  %x_padded = linalg.fill ins(%zero_element : ${element}) outs(%x_padded_empty : !x_padded) -> !x_padded

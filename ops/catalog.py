@@ -1,8 +1,6 @@
 """Named problems from the manifests in ``build_tools/manifests/`` (``ck_examples.json``, ``zoo.json``).
 
-Each operator module listed in OPERATORS provides ``problem_from_params(**params)``,
-``random_inputs(problem, rng)``, ``reference(problem, inputs)`` (float64) and
-``call(problem, inputs, device=None, out=None)``.
+OPERATORS holds the operators the manifests name (the five CK examples), on the protocol of ``ops/operator.py``.
 """
 
 from __future__ import annotations
@@ -10,16 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d
+from .operators import OPERATORS as _ALL
 from .validation import check
 
-OPERATORS = {
-    "conv_bwd_data": conv_bwd_data,
-    "grouped_conv_bwd_data": grouped_conv_bwd_data,
-    "grouped_conv_bwd_weight": grouped_conv_bwd_weight,
-    "maxpool2d_bwd": maxpool2d,
-    "avgpool3d_bwd": avgpool3d,
-}
+OPERATORS = {op: _ALL[op] for op in ("conv_bwd_data", "grouped_conv_bwd_data", "grouped_conv_bwd_weight",
+                                     "maxpool2d_bwd", "avgpool3d_bwd") if op in _ALL}
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

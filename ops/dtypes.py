@@ -21,6 +21,11 @@ def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
+def random_normal(rng, shape, name: str) -> np.ndarray:
+    """Standard normal values of dtype ``name`` (drawn in float32, then rounded)."""
+    return rng.standard_normal(shape, dtype="float32").astype(numpy_dtype(name))
+
+
 def dtype_name(dtype) -> str:
     """Canonical name ('float16', 'bfloat16', ...) of anything numpy or ml_dtypes calls a dtype."""
     return np.dtype(dtype).name

@@ -20,6 +20,7 @@ import numbers
 import re
 from dataclasses import dataclass
 
+from . import render
 from .validation import check
 
 NAMED = {
@@ -31,7 +32,7 @@ NAMED = {
 }
 FUNCTIONS = {"min": 2, "max": 2, "abs": 1, "where": 3}
 COMPARISONS = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}
-ARITHMETIC = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
+ARITHMETIC = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}  # mlir/epilogue.mlir
 MAX_LENGTH = 2000
 MAX_DEPTH = 64
 
@@ -268,70 +269,59 @@ def _float_literal(value: float) -> str:
 
 
 def emit(root: Node, operands: dict[str, str], prefix: str = "%e") -> tuple[list[str], str]:
-    """MLIR lines (inside a linalg.generic body) computing ``root`` in f32; ``operands`` maps names to f32 values."""
+    """MLIR lines (inside a linalg.generic body) computing ``root`` in f32, one ``mlir/epilogue.mlir`` fragment per
+    operation; ``operands`` maps names to f32 values."""
     lines: list[str] = []
     counter = iter(range(1 << 30))
 
-    def fresh() -> str:
-        return f"{prefix}{next(counter)}"
+    def op(fragment: str, **values) -> str:
+        result = f"{prefix}{next(counter)}"
+        lines.append(render.render(f"epilogue.{fragment}", result=result, **values))
+        return result
 
     def as_f32(value: str, kind: str) -> str:
         if kind == "f32":
             return value
-        one, zero, name = fresh(), fresh(), fresh()
-        lines.append(f"{one} = arith.constant 1.0 : f32")
-        lines.append(f"{zero} = arith.constant 0.0 : f32")
-        lines.append(f"{name} = arith.select {value}, {one}, {zero} : f32")
-        return name
+        one, zero = op("constant", value="1.0"), op("constant", value="0.0")
+        return op("select", condition=value, a=one, b=zero)
 
     def as_i1(value: str, kind: str) -> str:
         if kind == "i1":
             return value
-        zero, name = fresh(), fresh()
-        lines.append(f"{zero} = arith.constant 0.0 : f32")
-        lines.append(f"{name} = arith.cmpf une, {value}, {zero} : f32")
-        return name
+        return op("compare", predicate="une", a=value, b=op("constant", value="0.0"))
 
     def visit(node: Node) -> tuple[str, str]:
         if node.kind == "number":
-            name = fresh()
-            lines.append(f"{name} = arith.constant {_float_literal(node.value)} : f32")
-            return name, "f32"
+            return op("constant", value=_float_literal(node.value)), "f32"
         if node.kind == "name":
             return operands[node.value], "f32"
         if node.kind == "neg":
-            value = as_f32(*visit(node.args[0]))
-            name = fresh()
-            lines.append(f"{name} = arith.negf {value} : f32")
-            return name, "f32"
+            return op("negate", a=as_f32(*visit(node.args[0]))), "f32"
         if node.kind == "chain":
             value = as_f32(*visit(node.args[0]))
-            for op, arg in zip(node.value, node.args[1:]):
-                operand, name = as_f32(*visit(arg)), fresh()
-                lines.append(f"{name} = arith.{ARITHMETIC[op]} {value}, {operand} : f32")
-                value = name
+            for symbol, arg in zip(node.value, node.args[1:]):
+                value = op(ARITHMETIC[symbol], a=value, b=as_f32(*visit(arg)))
             return value, "f32"
         if node.kind == "compare":
             a, b = (as_f32(*visit(arg)) for arg in node.args)
-            name = fresh()
-            lines.append(f"{name} = arith.cmpf {COMPARISONS[node.value]}, {a}, {b} : f32")
-            return name, "i1"
+            return op("compare", predicate=COMPARISONS[node.value], a=a, b=b), "i1"
         if node.value == "where":
             condition = as_i1(*visit(node.args[0]))
             a, b = (as_f32(*visit(arg)) for arg in node.args[1:])
-            name = fresh()
-            lines.append(f"{name} = arith.select {condition}, {a}, {b} : f32")
-            return name, "f32"
+            return op("select", condition=condition, a=a, b=b), "f32"
         args = [as_f32(*visit(arg)) for arg in node.args]
-        name = fresh()
         if node.value == "abs":
-            lines.append(f"{name} = math.absf {args[0]} : f32")
-        else:
-            lines.append(f"{name} = arith.{'minimumf' if node.value == 'min' else 'maximumf'} {args[0]}, {args[1]} : f32")
-        return name, "f32"
+            return op("abs", a=args[0]), "f32"
+        return op("minimum" if node.value == "min" else "maximum", a=args[0], b=args[1]), "f32"
 
     result = as_f32(*visit(root))
     return lines, result
+
+
+def parameter(name: str, position: int) -> tuple[str, str]:
+    """(lines, value): the named parameter read from the module's parameter vector ``%params``."""
+    result = f"%param_{name}"
+    return render.render("epilogue.parameter", result=result, index=f"%param_index_{position}", position=position), result
 
 
 def evaluate(root: Node, values: dict, xp=None):

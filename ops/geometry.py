@@ -58,6 +58,16 @@ class PhaseAxis:
         return self.first_tap + self.tap_step * (self.taps - 1)
 
     @property
+    def grad_out_crop(self) -> tuple[int, int]:
+        """grad_out elements cut off (low, high) before the phase's window: the negative parts of grad_out_pad."""
+        return max(0, -self.grad_out_pad[0]), max(0, -self.grad_out_pad[1])
+
+    @property
+    def window_pad(self) -> tuple[int, int]:
+        """Zeros around the cropped grad_out (low, high): grad_out_pad's positive parts, and the zero taps' zeros."""
+        return max(0, self.grad_out_pad[0]), max(0, self.grad_out_pad[1]) + self.zero_pad
+
+    @property
     def filter_taps(self) -> int:
         """The sub-filter's length: the real taps and the zero ones."""
         return self.taps + self.zero_taps

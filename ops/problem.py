@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import dtypes, geometry
+from . import epilogue as epilogues
 from .validation import MAX_EXTENT, activation_shape, check, check_type, padding_pairs, positive_int_tuple
 
 # layout -> (spatial rank, channels last?)
@@ -74,38 +75,33 @@ def split_activation(shape: tuple[int, ...], channels_last: bool) -> tuple[int, 
     return shape[0], shape[2:], shape[1]
 
 
+def activation_from_params(batch: int, spatial, channels: int, layout) -> tuple[int, ...]:
+    """An activation's shape from its sizes, in ``layout`` (an unknown layout is reported by the problem's checks)."""
+    return join_activation(batch, tuple(spatial), channels, LAYOUTS.get(layout, (0, True))[1])
+
+
 def join_activation(batch: int, spatial: tuple[int, ...], channels: int, channels_last: bool) -> tuple[int, ...]:
     return (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
 
 
-@dataclass(frozen=True)
-class ConvProblem:
-    """One convolution-family backward problem (CK's conv parameters, PyTorch's layouts).
+def _dims(values) -> str:
+    return "x".join(str(v) for v in values)
 
-    Channels are per group: the tensors hold ``groups * in_channels`` input channels and
-    ``groups * out_channels`` output channels; the weight is ``(groups*out_channels, *filter, in_channels)``
-    channels-last or ``(groups*out_channels, in_channels, *filter)`` channels-first.
-    """
+
+@dataclass(frozen=True)
+class WindowProblem:
+    """What every problem here shares: an activation in a layout, and windows over its spatial dims (the forward's
+    ``s*o + d*f = i + p_lo`` per axis). The operator families below add their own fields."""
 
     op: str
     layout: str
     dtype: str
     batch: int
-    groups: int
-    in_channels: int
-    out_channels: int
     input_spatial: tuple[int, ...]
     output_spatial: tuple[int, ...]
-    filter_spatial: tuple[int, ...]
     stride: tuple[int, ...]
     dilation: tuple[int, ...]
     padding: tuple[tuple[int, int], ...]
-    out_dtype: str | None = None  # the result's dtype where it differs from dtype (backward-weight); None: dtype
-    # backward-data's fused epilogue: grad_in = f(acc, d0, d1, ...), see ops/epilogue.py
-    epilogue: str | None = None  # canonical expression text
-    epilogue_params: tuple[str, ...] = ()  # parameter names, in the order of the params argument
-    d_shapes: tuple[tuple[int, ...], ...] = ()
-    d_dtypes: tuple[str, ...] = ()
 
     @property
     def rank(self) -> int:
@@ -114,6 +110,24 @@ class ConvProblem:
     @property
     def channels_last(self) -> bool:
         return LAYOUTS[self.layout][1]
+
+    def _padding_name(self) -> str:
+        return "x".join(f"{lo}_{hi}" for lo, hi in self.padding)
+
+
+@dataclass(frozen=True)
+class ConvProblem(WindowProblem):
+    """A convolution (CK's conv parameters, PyTorch's layouts), the geometry of the convolution operators' problems.
+
+    Channels are per group: the tensors hold ``groups * in_channels`` input channels and
+    ``groups * out_channels`` output channels; the weight is ``(groups*out_channels, *filter, in_channels)``
+    channels-last or ``(groups*out_channels, in_channels, *filter)`` channels-first.
+    """
+
+    groups: int
+    in_channels: int
+    out_channels: int
+    filter_spatial: tuple[int, ...]
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -141,43 +155,74 @@ class ConvProblem:
     @property
     def name(self) -> str:
         """Readable, deterministic, and covering every parameter: the module's function and file name."""
-        dims = lambda values: "x".join(str(v) for v in values)  # noqa: E731
-        pads = "x".join(f"{lo}_{hi}" for lo, hi in self.padding)
-        name = (
+        return (
             f"{self.op}_{self.rank}d_{self.layout.lower()}_{self.dtype}_n{self.batch}_g{self.groups}"
-            f"_c{self.in_channels}_k{self.out_channels}_i{dims(self.input_spatial)}_f{dims(self.filter_spatial)}"
-            f"_s{dims(self.stride)}_d{dims(self.dilation)}_p{pads}"
+            f"_c{self.in_channels}_k{self.out_channels}_i{_dims(self.input_spatial)}_f{_dims(self.filter_spatial)}"
+            f"_s{_dims(self.stride)}_d{_dims(self.dilation)}_p{self._padding_name()}{self._name_suffix()}"
         )
-        if self.out_dtype is not None and self.out_dtype != self.dtype:
-            name += f"_out_{self.out_dtype}"
-        if self.epilogue is not None:
-            # the expression and the D shapes are not identifier-safe: a digest of them keeps the name readable
-            epilogue = repr((self.epilogue, self.epilogue_params, self.d_shapes, self.d_dtypes)).encode()
-            name += f"_e{len(self.d_shapes)}_{hashlib.sha256(epilogue).hexdigest()[:10]}"
-        return name
+
+    def _name_suffix(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class ConvBwdDataProblem(ConvProblem):
+    """Backward-data (``conv_bwd_data``, ``grouped_conv_bwd_data``): the convolution, and the fused epilogue
+    ``grad_in = f(acc, d0, d1, ...)`` with its D tensors (none for ``conv_bwd_data``)."""
+
+    epilogue: epilogues.Epilogue | None = None  # parsed once, see ops/epilogue.py
+    d_shapes: tuple[tuple[int, ...], ...] = ()
+    d_dtypes: tuple[str, ...] = ()
+
+    @property
+    def epilogue_params(self) -> tuple[str, ...]:
+        """The epilogue's parameter names, in the order of the module's parameter vector."""
+        return self.epilogue.param_names if self.epilogue else ()
+
+    def _name_suffix(self) -> str:
+        if self.epilogue is None:
+            return ""
+        # the expression and the D shapes are not identifier-safe: a digest of them keeps the name readable
+        digest = repr((self.epilogue.text, self.epilogue_params, self.d_shapes, self.d_dtypes)).encode()
+        return f"_e{len(self.d_shapes)}_{hashlib.sha256(digest).hexdigest()[:10]}"
+
+
+@dataclass(frozen=True)
+class ConvBwdWeightProblem(ConvProblem):
+    """Backward-weight: the convolution, and grad_w's dtype (the inputs', or float32)."""
+
+    out_dtype: str
+
+    def _name_suffix(self) -> str:
+        return f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else ""
 
 
 def conv_problem(
+    problem_type: type,
     op: str,
     *,
     layout,
     dtype: str,
     input_shape,
-    output_shape: tuple[int, ...],
-    output_name: str,
-    weight_shape: tuple[int, ...] | None,
+    output_shape: tuple[int, ...] | None,
+    output_name: str = "grad_out",
+    weight_shape: tuple[int, ...] | None = None,
     filter_spatial=None,
+    output_channels: int | None = None,
     groups: int = 1,
     stride=1,
     padding=0,
     dilation=1,
-) -> ConvProblem:
-    """Check and normalize the parameters of a convolution-family call into a ConvProblem.
+    **fields,
+):
+    """Check and normalize the parameters of a convolution-family call into ``problem_type`` (with ``fields``).
 
-    ``output_shape`` is grad_out's shape; the forward input's shape comes from ``input_shape`` and the
-    filter from ``weight_shape`` (backward-data) or ``filter_spatial`` (backward-weight).
+    ``output_shape`` is grad_out's shape (None: the one the parameters give, with ``output_channels``); the
+    forward input's shape comes from ``input_shape`` and the filter from ``weight_shape`` (backward-data) or
+    ``filter_spatial`` (backward-weight, and problems built from parameters).
     """
-    rank, channels_last = check_layout(op, layout, len(output_shape), output_name)
+    given = output_shape is not None
+    rank, channels_last = check_layout(op, layout, len(output_shape if given else input_shape), output_name)
     input_shape = activation_shape(op, "input_shape", input_shape)
     check(
         len(input_shape) == rank + 2,
@@ -190,7 +235,10 @@ def conv_problem(
     padding = padding_pairs(op, padding, rank)
 
     batch, input_spatial, input_channels = split_activation(input_shape, channels_last)
-    out_batch, output_spatial, output_channels = split_activation(output_shape, channels_last)
+    if given:
+        out_batch, output_spatial, output_channels = split_activation(output_shape, channels_last)
+    else:  # a problem from parameters: grad_out is what they give
+        out_batch, output_spatial = batch, None
     check(
         out_batch == batch,
         f"{op}: {output_name} has batch {out_batch}, but input_shape has batch {batch}",
@@ -235,13 +283,14 @@ def conv_problem(
         f"{op}: the dilated {filter_name} {filter_spatial!r} (dilation {dilation!r}) does not fit the padded input "
         f"{input_spatial!r} with padding {padding!r}",
     )
+    output_spatial = expected if output_spatial is None else output_spatial
     check(
         tuple(output_spatial) == expected,
         f"{op}: {output_name} has spatial size {tuple(output_spatial)!r}, but input_shape {input_shape!r} with "
         f"{filter_name} {filter_spatial!r}, stride {stride!r}, padding {padding!r} and dilation {dilation!r} gives {expected!r}",
     )
     check_dtype(op, output_name, dtype)
-    return ConvProblem(
+    return problem_type(
         op=op,
         layout=layout,
         dtype=dtype,
@@ -255,6 +304,7 @@ def conv_problem(
         stride=stride,
         dilation=dilation,
         padding=padding,
+        **fields,
     )
 
 
@@ -282,42 +332,16 @@ def channels_first(array):
 # --- Pooling --------------------------------------------------------------------------------------------
 
 POOL_INDEX_DTYPES = ("int64", "int32")
-POOL_SOURCES = ("indices", "x")  # where maxpool2d_bwd finds each window's argmax
 
 
 @dataclass(frozen=True)
-class PoolProblem:
-    """One pooling problem (PyTorch's max_pool2d / avg_pool3d parameters, CK's window dilation).
+class PoolProblem(WindowProblem):
+    """A pooling window (PyTorch's max_pool2d / avg_pool3d parameters, CK's window dilation), the geometry of the
+    pooling operators' problems. ``output_spatial`` follows PyTorch's rules (ceil_mode included)."""
 
-    ``output_spatial`` follows PyTorch's rules (ceil_mode included). Fields that do not apply to an
-    operator keep their defaults: ``count_include_pad``/``divisor_override`` for max pooling,
-    ``source``/``index_dtype`` for average pooling.
-    """
-
-    op: str
-    layout: str
-    dtype: str
-    batch: int
     channels: int
-    input_spatial: tuple[int, ...]
-    output_spatial: tuple[int, ...]
     kernel: tuple[int, ...]
-    stride: tuple[int, ...]
-    dilation: tuple[int, ...]
-    padding: tuple[tuple[int, int], ...]
-    ceil_mode: bool = False
-    count_include_pad: bool = True
-    divisor_override: int | None = None
-    source: str = ""  # maxpool2d_bwd: "indices" (from the forward) or "x" (argmax recomputed)
-    index_dtype: str = ""  # max pooling: dtype of the indices (int64, or int32 given to maxpool2d_bwd)
-
-    @property
-    def rank(self) -> int:
-        return len(self.input_spatial)
-
-    @property
-    def channels_last(self) -> bool:
-        return LAYOUTS[self.layout][1]
+    ceil_mode: bool
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -342,26 +366,54 @@ class PoolProblem:
     @property
     def name(self) -> str:
         """Readable, deterministic, and covering every parameter: the module's function and file name."""
-        dims = lambda values: "x".join(str(v) for v in values)  # noqa: E731
-        pads = "x".join(f"{lo}_{hi}" for lo, hi in self.padding)
-        name = (
-            f"{self.op}_{self.layout.lower()}_{self.dtype}_n{self.batch}_c{self.channels}_i{dims(self.input_spatial)}"
-            f"_o{dims(self.output_spatial)}_k{dims(self.kernel)}_s{dims(self.stride)}_d{dims(self.dilation)}_p{pads}"
+        return (
+            f"{self.op}_{self.layout.lower()}_{self.dtype}_n{self.batch}_c{self.channels}_i{_dims(self.input_spatial)}"
+            f"_o{_dims(self.output_spatial)}_k{_dims(self.kernel)}_s{_dims(self.stride)}_d{_dims(self.dilation)}"
+            f"_p{self._padding_name()}{'_ceil' if self.ceil_mode else ''}{self._name_suffix()}"
         )
-        if self.ceil_mode:
-            name += "_ceil"
-        if not self.count_include_pad:
-            name += "_nopadcount"
+
+    def _name_suffix(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class AvgPoolProblem(PoolProblem):
+    """Average pooling: the window, and PyTorch's divisor rules."""
+
+    count_include_pad: bool
+    divisor_override: int | None
+
+    def _name_suffix(self) -> str:
+        suffix = "" if self.count_include_pad else "_nopadcount"
         if self.divisor_override is not None:
-            name += f"_div{self.divisor_override}".replace("-", "m")
-        if self.source:
-            name += f"_from_{self.source}"
-        if self.index_dtype:
-            name += f"_{self.index_dtype}"
-        return name
+            suffix += f"_div{self.divisor_override}".replace("-", "m")
+        return suffix
+
+
+@dataclass(frozen=True)
+class MaxPoolProblem(PoolProblem):
+    """Max pooling's forward: the window, and the indices' dtype (int64, PyTorch's)."""
+
+    index_dtype: str
+
+    def _name_suffix(self) -> str:
+        return f"_{self.index_dtype}"
+
+
+@dataclass(frozen=True)
+class MaxPoolBwdProblem(PoolProblem):
+    """Max pooling's backward: the window, and where each window's argmax comes from: the forward's ``indices``
+    (of ``index_dtype``, int64 or int32) or ``x`` (recomputed; no index dtype)."""
+
+    source: str
+    index_dtype: str | None
+
+    def _name_suffix(self) -> str:
+        return f"_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
 
 
 def pool_problem(
+    problem_type: type,
     op: str,
     *,
     rank: int,
@@ -376,12 +428,9 @@ def pool_problem(
     output_shape: tuple[int, ...] | None = None,
     output_name: str = "grad_out",
     input_name: str = "input_shape",
-    count_include_pad=True,
-    divisor_override=None,
-    source: str = "",
-    index_dtype: str = "",
-) -> PoolProblem:
-    """Check and normalize the parameters of a pooling call into a PoolProblem (PyTorch's checks).
+    **fields,
+):
+    """Check and normalize the parameters of a pooling call into ``problem_type`` with ``fields`` (PyTorch's checks).
 
     ``input_shape`` is the forward input's shape; ``output_shape``, when given, is the array holding
     one value per window (grad_out), checked against the window count PyTorch computes. ``input_name``
@@ -401,16 +450,6 @@ def pool_problem(
     dilation = positive_int_tuple(op, "dilation", dilation, rank)
     padding = padding_pairs(op, padding, rank)
     check_type(isinstance(ceil_mode, bool), f"{op}: ceil_mode must be a bool, but got {ceil_mode!r}")
-    check_type(isinstance(count_include_pad, bool), f"{op}: count_include_pad must be a bool, but got {count_include_pad!r}")
-    check_type(
-        divisor_override is None or (isinstance(divisor_override, int) and not isinstance(divisor_override, bool)),
-        f"{op}: divisor_override must be None or an int, but got {divisor_override!r}",
-    )
-    check(divisor_override != 0, f"{op}: divisor_override must not be zero")
-    check(
-        divisor_override is None or abs(divisor_override) <= MAX_EXTENT,
-        f"{op}: divisor_override must be at most {MAX_EXTENT} in size, but got {divisor_override!r}",
-    )
     half = tuple(k // 2 for k in kernel)
     check(
         all(lo <= h and hi <= h for (lo, hi), h in zip(padding, half)),
@@ -455,12 +494,7 @@ def pool_problem(
             f"ceil_mode={ceil_mode} gives {expected!r}",
         )
     check_dtype(op, output_name, dtype)
-    check(source in ("", *POOL_SOURCES), f"{op}: source must be one of {', '.join(POOL_SOURCES)}, but got {source!r}")
-    check_type(
-        index_dtype in ("", *POOL_INDEX_DTYPES),
-        f"{op}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
-    )
-    return PoolProblem(
+    return problem_type(
         op=op,
         layout=layout,
         dtype=dtype,
@@ -473,8 +507,20 @@ def pool_problem(
         dilation=dilation,
         padding=padding,
         ceil_mode=ceil_mode,
-        count_include_pad=count_include_pad,
-        divisor_override=divisor_override,
-        source=source,
-        index_dtype=index_dtype,
+        **fields,
     )
+
+
+def avg_pool_fields(op: str, count_include_pad, divisor_override) -> dict:
+    """Average pooling's own parameters, checked: count_include_pad and divisor_override."""
+    check_type(isinstance(count_include_pad, bool), f"{op}: count_include_pad must be a bool, but got {count_include_pad!r}")
+    check_type(
+        divisor_override is None or (isinstance(divisor_override, int) and not isinstance(divisor_override, bool)),
+        f"{op}: divisor_override must be None or an int, but got {divisor_override!r}",
+    )
+    check(divisor_override != 0, f"{op}: divisor_override must not be zero")
+    check(
+        divisor_override is None or abs(divisor_override) <= MAX_EXTENT,
+        f"{op}: divisor_override must be at most {MAX_EXTENT} in size, but got {divisor_override!r}",
+    )
+    return {"count_include_pad": count_include_pad, "divisor_override": divisor_override}

@@ -105,13 +105,15 @@ def _load(specs: list[compiler.ModuleSpec], driver: str) -> Callable:
     return context.modules.module[spec.name]
 
 
-def function_for(problem, render_mlir: Callable, driver: str, extra_flags: tuple[str, ...] = ()) -> Callable:
-    """The loaded entry point of ``problem``'s module on ``driver``: rendered, compiled and loaded once."""
+def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Callable:
+    """The loaded entry point of ``problem``'s module on ``driver``: rendered, compiled and loaded once. ``form``
+    replaces the target's choice of the template's form."""
     target = targets.target_for_device(driver)
-    cache_key = (problem, str(target), driver, extra_flags)
+    form_key = tuple(sorted((form or {}).items()))
+    cache_key = (problem, str(target), driver, extra_flags, form_key)
     function = _functions.get(cache_key)
     if function is None:
-        function = _load(tuning.module_specs(problem, render_mlir, target, extra_flags), driver)
+        function = _load(tuning.module_specs(problem, target, extra_flags, options=form), driver)
         _functions[cache_key] = function
     return function
 
@@ -145,8 +147,9 @@ def _empty_batch(results, outs: list, driver: str, keep_on_device: bool):
     return returned[0] if len(returned) == 1 else tuple(returned)
 
 
-def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tuple[int, ...], str]], device=None, out=None):
-    """Run ``problem``'s module on ``inputs``, writing ``results`` (shape, dtype) into destinations.
+def execute(problem, inputs: list, *, results: list[tuple[tuple[int, ...], str]], device=None, out=None, form=None):
+    """Run ``problem``'s module on ``inputs`` (its function's arguments), writing ``results`` (shape, dtype) into
+    destinations: ``ops.operator.run``'s work.
 
     The module's function takes the inputs, then one destination per result (``iree.abi.output``).
     ``out`` (a DeviceArray, or a tuple of them for several results) receives the results in place.
@@ -164,7 +167,7 @@ def run(problem, render_mlir: Callable, inputs: list, *, results: list[tuple[tup
     keep_on_device = bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs)
     if problem.batch == 0:
         return _empty_batch(results, outs, driver, keep_on_device)
-    function = function_for(problem, render_mlir, driver)
+    function = function_for(problem, driver, form=form)
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
     returned = function(*arguments, *destinations)

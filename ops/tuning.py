@@ -10,11 +10,10 @@ the same configurations.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
-from typing import Callable
 
 from . import compiler
+from .operator import Choices, operator
 from .render import templates_dir
 from .targets import Target
 
@@ -70,17 +69,17 @@ def render_options_for(problem, target: Target) -> dict:
     return options
 
 
-def form_alternatives(problem, render_mlir: Callable, target: Target) -> list[dict]:
-    """The template forms to try, in order, for ``problem`` on ``target``: the table's choice where it names one,
-    else the operator's own alternatives (``form_alternatives`` beside its renderer), else its one form."""
+def forms_for(problem, target: Target, options: dict | None = None) -> list[dict]:
+    """The template forms to try, in order, for ``problem`` on ``target``: with ``options`` (the tuner's candidate,
+    a test's choice) that one; else the table's choice where it names one; else the operator's own ``forms``."""
     chosen = render_options_for(problem, target)
-    alternatives = getattr(inspect.getmodule(render_mlir), "form_alternatives", None)
-    forms = alternatives(problem, target) if alternatives and not chosen else [{}]
-    return [{**form, **chosen} for form in forms]
+    if options:
+        return [{**chosen, **options}]
+    return [chosen] if chosen else operator(problem).forms(problem, target)
 
 
-def module_specs(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
-                 configs: dict[int, str] | None = None, options: dict | None = None) -> list[compiler.ModuleSpec]:
+def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,
+                 options: dict | None = None) -> list[compiler.ModuleSpec]:
     """The modules that can run ``problem`` on ``target``, preferred first: each form with IREE's defaults, then
     each again with the target's fallback flag sets. The runtime and the ahead-of-time build use the first that
     compiles (``compiler.load_first``), so no problem needs a hand-written entry.
@@ -89,18 +88,15 @@ def module_specs(problem, render_mlir: Callable, target: Target, extra_flags: tu
     with ``options`` is then the only one.
     """
     configs = {**configs_for(problem, target), **(configs or {})}
-    accepted = inspect.signature(render_mlir).parameters
-    forms = [{**render_options_for(problem, target), **options}] if options else form_alternatives(problem, render_mlir, target)
-    mlirs = []
-    for form in forms:
-        chosen = {k: v for k, v in {"target": target, **form}.items() if k in accepted}
-        mlirs.append(render_mlir(problem, configs, **chosen) if configs else render_mlir(problem, **chosen))
+    module = operator(problem)
+    render = module.render if callable(getattr(module, "render", None)) else (lambda problem, choices: module.render_mlir(problem))  # TEMPORARY
+    mlirs = [render(problem, Choices(target, form, configs)) for form in forms_for(problem, target, options)]
     flags = (*flags_for(problem, target), *extra_flags)
     return [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
             for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]
 
 
-def module_spec(problem, render_mlir: Callable, target: Target, extra_flags: tuple[str, ...] = (),
-                configs: dict[int, str] | None = None, options: dict | None = None) -> compiler.ModuleSpec:
+def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,
+                options: dict | None = None) -> compiler.ModuleSpec:
     """The preferred module of ``module_specs`` (for the tuner and the benchmarks, which time one form)."""
-    return module_specs(problem, render_mlir, target, extra_flags, configs, options)[0]
+    return module_specs(problem, target, extra_flags, configs, options)[0]

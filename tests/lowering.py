@@ -48,10 +48,10 @@ def compile_and_dump(name: str, mlir: str, target: str, workdir: Path) -> Lowere
     return Lowered(dispatches, kernels, scratch, ptx)
 
 
-def shipped(problem, render_mlir, target: str, workdir: Path):
+def shipped(problem, target: str, workdir: Path):
     """(spec, ``compile_and_dump``) of the module the runtime and the ahead-of-time build use: the tuning tables'
     choices, and of the operator's alternative forms the first that compiles."""
-    specs = tuning.module_specs(problem, render_mlir, targets.parse_target(target))
+    specs = tuning.module_specs(problem, targets.parse_target(target))
     for spec in specs[:-1]:
         try:
             return spec, compile_and_dump(problem.name, spec.mlir, target, workdir)
@@ -60,8 +60,8 @@ def shipped(problem, render_mlir, target: str, workdir: Path):
     return specs[-1], compile_and_dump(problem.name, specs[-1].mlir, target, workdir)
 
 
-def compile_as_shipped(problem, render_mlir, target: str, workdir: Path) -> Lowered:
-    return shipped(problem, render_mlir, target, workdir)[1]
+def compile_as_shipped(problem, target: str, workdir: Path) -> Lowered:
+    return shipped(problem, target, workdir)[1]
 
 
 def kernel_for(lowered: Lowered, dispatch: Dispatch) -> str:

@@ -9,6 +9,7 @@ import iree.runtime as rt
 import ops
 from ops import compiler, runtime, verify
 from ops.operators import conv_bwd_data as op
+from ops.operator import run
 from ops.problem import channels_last
 
 from conftest import DEVICE, poisoned
@@ -20,7 +21,7 @@ def test_matches_the_direct_definition(rng, name):
     problem = PROBLEMS[name]
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.input_shape, problem.dtype)
-    result = op.call(problem, inputs, device=DEVICE, out=out)
+    result = run(problem, inputs, device=DEVICE, out=out)
     assert result.dtype == inputs[0].dtype and tuple(result.shape) == problem.input_shape
     got = out.to_host()
     expected = op.reference(problem, inputs)
@@ -34,7 +35,7 @@ def test_input_rows_no_window_reaches_are_zero(rng):
     problem = PROBLEMS["2d_nhwc_unreached_rows"]
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.input_shape, problem.dtype)
-    op.call(problem, inputs, out=out)
+    run(problem, inputs, out=out)
     got = out.to_host()
     unreached_rows = [h for h in range(problem.input_spatial[0]) if h % 3 != 0]
     unreached_cols = [w for w in range(problem.input_spatial[1]) if w % 3 == 2]
@@ -70,33 +71,33 @@ def test_channels_first_and_channels_last_agree(rng):
     cl = op.problem_from_params(batch=2, in_channels=3, out_channels=4, input_spatial=(7, 7), filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float32")
     cf = op.problem_from_params(batch=2, in_channels=3, out_channels=4, input_spatial=(7, 7), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32")
     grad_out, weight = op.random_inputs(cf, rng)
-    from_cf = op.call(cf, [grad_out, weight])
-    from_cl = op.call(cl, [channels_last(grad_out).copy(), channels_last(weight).copy()])
+    from_cf = run(cf, [grad_out, weight])
+    from_cl = run(cl, [channels_last(grad_out).copy(), channels_last(weight).copy()])
     np.testing.assert_allclose(channels_last(from_cf), from_cl, rtol=1e-6, atol=1e-6)
 
 
 def test_a_second_call_neither_compiles_nor_reloads(rng):
     problem = PROBLEMS["1d_nwc_s1"]
     inputs = op.random_inputs(problem, rng)
-    op.call(problem, inputs)
+    run(problem, inputs)
     compiles, loads = compiler.stats["compiles"], runtime.stats["loads"]
     for _ in range(3):
-        op.call(problem, op.random_inputs(problem, rng))
+        run(problem, op.random_inputs(problem, rng))
     assert (compiler.stats["compiles"], runtime.stats["loads"]) == (compiles, loads)
 
 
 def test_results_are_identical_from_run_to_run(rng):
     problem = PROBLEMS["2d_nhwc_s2_p1"]
     inputs = op.random_inputs(problem, rng)
-    first = op.call(problem, inputs)
-    assert np.array_equal(first, op.call(problem, inputs))
+    first = run(problem, inputs)
+    assert np.array_equal(first, run(problem, inputs))
 
 
 def test_out_receives_the_result_in_place(rng):
     problem = PROBLEMS["3d_ndhwc_s2_p1"]
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.input_shape, problem.dtype)
-    returned = op.call(problem, inputs, out=out)
+    returned = run(problem, inputs, out=out)
     assert isinstance(returned, rt.DeviceArray)
     np.testing.assert_array_equal(returned.to_host(), out.to_host())
     assert not np.isnan(out.to_host()).any()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import iree.runtime as rt
 from ops import compiler, dtypes, geometry, runtime, verify
 from ops.operators import grouped_conv_bwd_weight as op
+from ops.operator import Choices, run
 from ops.operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
 from ops.problem import channels_last
 
@@ -31,7 +31,7 @@ def test_matches_the_direct_definition(rng, name):
     problem = PROBLEMS[name]
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.weight_shape, op.result_dtype(problem))
-    result = op.call(problem, inputs, device=DEVICE, out=out)
+    result = run(problem, inputs, device=DEVICE, out=out)
     assert isinstance(result, rt.DeviceArray) and tuple(result.shape) == problem.weight_shape
     got = out.to_host()  # every element written: no NaN of the poisoned destination is left
     assert got.dtype == dtypes.numpy_dtype(op.result_dtype(problem))
@@ -47,9 +47,9 @@ def test_batch_split_form_matches_the_direct_definition(rng, name, chunks):
     problem = PROBLEMS[name]
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.weight_shape, op.result_dtype(problem))
-    split_form = functools.partial(op.render_mlir, batch_split=chunks)
-    assert f"!partial = tensor<{chunks}x" in split_form(problem)
-    runtime.run(problem, split_form, inputs, results=[(problem.weight_shape, op.result_dtype(problem))], device=DEVICE, out=out)
+    split_form = {"batch_split": chunks}
+    assert f"!partial = tensor<{chunks}x" in op.render(problem, Choices(form=split_form))
+    run(problem, inputs, device=DEVICE, out=out, form=split_form)
     check_against_reference(problem, inputs, out.to_host(), f"{name} in {chunks} chunks")
 
 
@@ -92,7 +92,7 @@ def test_groups_are_independent_convolutions(rng):
 def test_channels_first_and_channels_last_agree(rng):
     cf = PROBLEMS["2d_nchw_g2_d2_asym"]
     x, grad_out = op.random_inputs(cf, rng)
-    from_cf = op.call(cf, [x, grad_out])
+    from_cf = run(cf, [x, grad_out])
     from_cl = grouped_conv_bwd_weight(
         channels_last(x).copy(), channels_last(grad_out).copy(), groups=2, kernel_size=(3, 2), dilation=2,
         padding=((2, 1), (0, 2)), layout="NHWC",
@@ -107,7 +107,7 @@ def test_taps_that_only_read_padding_get_zero(rng):
                                      filter_spatial=(5,), padding=2, layout="NWC", dtype="float32")
     x, grad_out = op.random_inputs(problem, rng)
     out = poisoned(problem.weight_shape, "float32")
-    op.call(problem, [x, grad_out], out=out)
+    run(problem, [x, grad_out], out=out)
     got = out.to_host()
     assert np.all(got[:, [0, 1, 3, 4], :] == 0.0) and np.all(got[:, 2, :] != 0.0)
     check_against_reference(problem, [x, grad_out], got)
@@ -116,11 +116,11 @@ def test_taps_that_only_read_padding_get_zero(rng):
 def test_device_arrays_stay_on_the_device_and_a_second_call_neither_compiles_nor_reloads(rng):
     problem = PROBLEMS["1d_nwc_g1_s1"]
     inputs = [runtime.to_device(a) for a in op.random_inputs(problem, rng)]
-    first = op.call(problem, inputs)
+    first = run(problem, inputs)
     assert isinstance(first, rt.DeviceArray) and first._host_array is None
     compiles, loads = compiler.stats["compiles"], runtime.stats["loads"]
     for _ in range(3):
-        again = op.call(problem, inputs)
+        again = run(problem, inputs)
     assert (compiler.stats["compiles"], runtime.stats["loads"]) == (compiles, loads)
     assert np.array_equal(first.to_host(), again.to_host())  # deterministic from run to run
 
@@ -199,7 +199,7 @@ def test_windows_that_stop_short_of_x_or_read_only_padding(layout, rng):
         p = op.problem_from_params(batch=2, in_channels=3, out_channels=2, input_spatial=spatial, filter_spatial=kernel,
                                    stride=stride, padding=padding, layout=layout, dtype="float32")
         inputs = op.random_inputs(p, rng)
-        got, expected = op.call(p, inputs), op.reference(p, inputs)
+        got, expected = run(p, inputs), op.reference(p, inputs)
         if spatial[0] == 1:  # every tap of the first axis reads padding
             assert got.shape == expected.shape and not expected.any() and not got.any()
         else:

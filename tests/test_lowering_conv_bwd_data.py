@@ -13,6 +13,8 @@ import pytest
 from iree.compiler import ir
 from ops import catalog
 from ops.operators import conv_bwd_data as op
+from ops.operator import Choices
+from ops.operators import stride_phases
 
 from conv_cases import PROBLEMS
 from lowering import compile_and_dump, kernel_for
@@ -23,7 +25,7 @@ SIXTEEN_BIT = ("float16", "bfloat16")
 def test_rendered_ck_default_is_four_stride_one_phases():
     # 3x3, stride 2, pad 1: taps split 2+1 per axis, so phases of 2x2, 2x1, 1x2 and 1x1 taps.
     problem = catalog.problem("conv_bwd_data", "ck_default")
-    mlir = op.render_mlir(problem)
+    mlir = op.render(problem)
     with ir.Context():
         ir.Module.parse(mlir)
     # CHECK: func.func @conv_bwd_data_2d_nhwc_float16_n128_..._s2x2_d1x1_p1_1x1_1(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {iree.abi.output = 0 : index})
@@ -46,12 +48,12 @@ def test_rendered_ck_default_is_four_stride_one_phases():
         assert not re.search(r"-\s*d\d|d\d\s*\*\s*-", maps)
     # the other form, chosen per problem where the gather does not compile (IREE 3.13's NVPTX backend):
     # CHECK: affine_map<(d0, d1, d2, d3) -> (d2, 2 - d0 * 2, 2 - d1 * 2, d3)>    (the flip as an indexing map)
-    assert "affine_map<(d0, d1, d2, d3) -> (d2, 2 - d0 * 2, 2 - d1 * 2, d3)>" in op.render_mlir(problem, weight_flip="map")
+    assert "affine_map<(d0, d1, d2, d3) -> (d2, 2 - d0 * 2, 2 - d1 * 2, d3)>" in op.render(problem, Choices(form={"weight_flip": "map"}))
 
 
 def test_rendered_stride_one_is_the_flipped_filter_on_padded_grad_out():
     problem = catalog.problem("conv_bwd_data", "stride1_36")
-    mlir = op.render_mlir(problem)
+    mlir = op.render(problem)
     # CHECK: %f0 = affine.apply affine_map<(u) -> (2 - u * 1)>    (tap 2 - u: the flip)
     assert "affine.apply affine_map<(u) -> (2 - u * 1)>(%u0)" in mlir
     # CHECK: tensor.pad %grad_out low[0, 1, 1, 0] high[0, 1, 1, 0]    (d*(F-1) - p_lo = 1)
@@ -65,10 +67,10 @@ GPU_PROBLEMS = {**PROBLEMS, "ck_default": catalog.problem("conv_bwd_data", "ck_d
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_rocm_gfx942(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    lowered = compile_and_dump(problem.name, op.render_mlir(problem), "rocm:gfx942", tmp_path)
+    lowered = compile_and_dump(problem.name, op.render(problem), "rocm:gfx942", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     # one convolution dispatch per stride phase: the decomposition survives dispatch formation
-    assert len(convs) == len(op.phases(problem)), [d.name for d in lowered.dispatches]
+    assert len(convs) == len(stride_phases.phases(problem)), [d.name for d in lowered.dispatches]
     # no kernel spills to scratch memory
     assert lowered.scratch_bytes and all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
     if problem.dtype in SIXTEEN_BIT:
@@ -81,9 +83,9 @@ def test_rocm_gfx942(tmp_path, name):
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_cuda_sm80(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    lowered = compile_and_dump(problem.name, op.render_mlir(problem), "cuda:sm_80", tmp_path)
+    lowered = compile_and_dump(problem.name, op.render(problem), "cuda:sm_80", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
-    assert len(convs) == len(op.phases(problem))
+    assert len(convs) == len(stride_phases.phases(problem))
     if problem.dtype in SIXTEEN_BIT:
         assert all(d.mma_kind and d.mma_kind.startswith("NV_MMA_SYNC") for d in convs), convs
         assert "mma.sync.aligned" in lowered.ptx
@@ -95,7 +97,7 @@ def test_rendered_for_the_cpu_one_tap_axes_get_a_zero_tap():
     from ops import targets
 
     problem = catalog.problem("conv_bwd_data", "ck_default")
-    mlir = op.render_mlir(problem, target=targets.parse_target("llvm-cpu"))
+    mlir = op.render(problem, Choices(targets.parse_target("llvm-cpu")))
     assert [m for m in re.findall(r"outs\(%w_\d+_empty : tensor<(\w+)xf16>\)", mlir)] == ["2x2x256x256"] * 3 + ["1x1x256x256"]
     # CHECK: %tap_or_zero = arith.select %real1, %tap, %zero_element : f16
     assert mlir.count("%tap_or_zero = arith.select") == 2

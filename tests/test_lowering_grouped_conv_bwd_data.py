@@ -8,6 +8,7 @@ from math import prod
 import pytest
 
 from ops.operators import grouped_conv_bwd_data as op
+from ops.operators import stride_phases
 
 from grouped_bwd_data_cases import CASES
 from lowering import compile_as_shipped, kernel_for
@@ -23,12 +24,12 @@ EPILOGUES = {"ck_2d": ("add_relu", ("channel",)), "ck_3d": ("bilinear", ("full",
 
 
 def lowered(problem, target, tmp_path):
-    return compile_as_shipped(problem, op.render_mlir, target, tmp_path)
+    return compile_as_shipped(problem, target, tmp_path)
 
 
 def test_rendered_epilogue_sits_in_the_phase_store():
     p = op.problem_from_params(**CK_PROBLEMS["ck_2d"], epilogue="add_relu", d_kinds=("channel",))
-    mlir = op.render_mlir(p)
+    mlir = op.render(p)
     # CHECK: %d0_split = tensor.expand_shape %d0 [[0, 1]] output_shape [32, 192]      (the bias as (G, C))
     assert "%d0_split = tensor.expand_shape %d0 [[0, 1]] output_shape [32, 192] : !d0 into tensor<32x192xf16>" in mlir
     # CHECK: linalg.generic ... ins(%acc_0, %d0_split ...) ... arith.addf ... arith.maximumf ... arith.truncf
@@ -45,7 +46,7 @@ def test_rendered_strided_phases_read_their_rows_of_d_through_the_map():
     p = op.problem_from_params(batch=1, in_channels=4, out_channels=3, input_spatial=(7,), filter_spatial=(1,), stride=3,
                                dilation=2, padding=1, layout="NWC", dtype="float32", groups=1,
                                epilogue="where(d1 > 0, acc + d0, 0) * alpha", d_kinds=("channel", "full"))
-    mlir = op.render_mlir(p)
+    mlir = op.render(p)
     assert "tensor.extract_slice %d" not in mlir
     # CHECK: affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>      (phase 0 writes grad_in rows 2 + 3*m)
     assert "affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>" in mlir
@@ -60,7 +61,7 @@ def test_the_fused_epilogue_adds_no_dispatch_on_gfx942(tmp_path, name):
     with_epilogue = lowered(fused, "rocm:gfx942", tmp_path / "fused")
     assert len(with_epilogue.dispatches) == len(without.dispatches), [d.name for d in with_epilogue.dispatches]
     convs = [d for d in with_epilogue.dispatches if d.is_contraction]
-    assert len(convs) == len(op.phases(fused))
+    assert len(convs) == len(stride_phases.phases(fused))
     for dispatch in convs:
         assert dispatch.mma_kind and dispatch.mma_kind.startswith("MFMA_F32_16x16x16_F16"), dispatch
         assert "v_mfma" in kernel_for(with_epilogue, dispatch)
@@ -78,7 +79,7 @@ NO_MMA = {"g3_2d_nchw_add_relu_bias_f16": "2 input and 3 output channels per gro
 
 def contracting_phases(problem) -> int:
     """Phases with more than one multiply-add per output (one tap and K=1 per group is elementwise)."""
-    return sum(1 for phase in op.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
+    return sum(1 for phase in stride_phases.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
 
 
 @pytest.mark.parametrize("target", ["rocm:gfx942", "cuda:sm_80"])

@@ -12,6 +12,7 @@ import pytest
 from iree.compiler import ir
 from ops import catalog, targets
 from ops.operators import grouped_conv_bwd_weight as op
+from ops.operator import Choices
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
 from lowering import compile_and_dump, compile_as_shipped, kernel_for
@@ -54,7 +55,7 @@ def test_the_manifest_has_the_ck_default_depthwise_and_resnext_problems():
 
 def test_rendered_grouped_strided_asymmetric_padding():
     problem = PROBLEMS["2d_nhwc_g4_s2x1_asym"]  # N=3, G=4, C=2, K=3, 9x8 input, 3x3, stride (2, 1), pad ((1, 0), (2, 1))
-    mlir = op.render_mlir(problem)
+    mlir = op.render(problem)
     with ir.Context():
         ir.Module.parse(mlir)
     # CHECK: func.func @grouped_conv_bwd_weight_2d_nhwc_float32_n3_g4_c2_k3_...(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index})
@@ -91,7 +92,7 @@ def test_rendered_grouped_strided_asymmetric_padding():
 
 def test_rendered_channels_first_16_bit_with_float32_result():
     problem = PROBLEMS["2d_nchw_g1_s2_f16_out_f32"]  # N=2, C=16, K=32, 7x7, 3x3, stride 2, no padding, f16 -> f32
-    mlir = op.render_mlir(problem)
+    mlir = op.render(problem)
     with ir.Context():
         ir.Module.parse(mlir)
     assert problem.name.endswith("_out_float32")
@@ -109,7 +110,7 @@ def test_rendered_channels_first_16_bit_with_float32_result():
 def test_rendered_batch_split():
     # the batch of 4 reduced in J=2 chunks of 2: partial sums in parallel, then their sum over j
     problem = dataclasses.replace(PROBLEMS["2d_nhwc_depthwise_k1_s2"], batch=4)
-    mlir = op.render_mlir(problem, batch_split=2)
+    mlir = op.render(problem, Choices(form={"batch_split": 2}))
     with ir.Context():
         ir.Module.parse(mlir)
     # CHECK: tensor.expand_shape %x_padded [[0, 1], [2], [3], [4, 5]] output_shape [2, 2, 9, 9, 6, 1]
@@ -121,7 +122,7 @@ def test_rendered_batch_split():
             'iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]') in mlir
     # CHECK: a split that does not divide the batch is refused before anything is compiled
     with pytest.raises(ValueError, match="batch_split must divide the batch 4, but got 3"):
-        op.render_mlir(problem, batch_split=3)
+        op.render(problem, Choices(form={"batch_split": 3}))
 
 
 def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
@@ -145,7 +146,7 @@ CASES_FOR_SPLIT = {
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_rocm_gfx942(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    lowered = compile_as_shipped(problem, op.render_mlir, "rocm:gfx942", tmp_path)
+    lowered = compile_as_shipped(problem, "rocm:gfx942", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     # the partial sums are one convolution dispatch (IREE names it conv_...: it recognized the generic); the sum
     # over the batch chunks, when split, a reduction dispatch of its own
@@ -162,7 +163,7 @@ def test_rocm_gfx942(tmp_path, name):
 @pytest.mark.parametrize("name", list(GPU_PROBLEMS))
 def test_cuda_sm80(tmp_path, name):
     problem = GPU_PROBLEMS[name]
-    lowered = compile_as_shipped(problem, op.render_mlir, "cuda:sm_80", tmp_path)
+    lowered = compile_as_shipped(problem, "cuda:sm_80", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     assert len(convs) == 1, [d.name for d in lowered.dispatches]
     if expects_mma(name, "cuda:sm_80"):
@@ -181,10 +182,10 @@ def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
         "workgroup_size = [192, 1, 1] subgroup_size = 64, {gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = 2, "
         "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = true>}>>"
     )
-    mlir = op.render_mlir(problem, {0: info})
+    mlir = op.render(problem, Choices(configs={0: info}))
     # CHECK: ins(%x_groups, %grad_out_groups : ...) outs(%partial_zero : !partial) attrs = {compilation_info = ...}
     assert f"outs(%partial_zero : !partial) attrs = {{compilation_info = {info}}} {{" in mlir
-    assert op.render_mlir(problem, {}) == op.render_mlir(problem)
+    assert op.render(problem, Choices(configs={})) == op.render(problem)
     lowered = compile_and_dump(problem.name, mlir, "rocm:gfx942", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
     assert "reduction = [0, 0, 0, 0, 0, 2]" in configured and "padding = [1, 16, 1, 3, 16, 32]" in configured

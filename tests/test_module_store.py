@@ -8,13 +8,14 @@ import pytest
 
 from ops import compiler, runtime, targets
 from ops.operators import conv_bwd_data as op
+from ops.operator import run
 
 PROBLEM = op.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(6,), filter_spatial=(3,), stride=2, padding=1, layout="NWC", dtype="float32")
 CPU = targets.parse_target("llvm-cpu")
 
 
 def spec(**changes):
-    fields = dict(name=PROBLEM.name, mlir=op.render_mlir(PROBLEM), target=CPU)
+    fields = dict(name=PROBLEM.name, mlir=op.render(PROBLEM), target=CPU)
     fields.update(changes)
     return compiler.ModuleSpec(**fields)
 
@@ -54,7 +55,7 @@ def test_artifacts_are_used_before_the_cache_and_without_compiling(tmp_path, mon
     monkeypatch.setattr(runtime, "_functions", {})
     before = compiler.stats["compiles"]
     inputs = op.random_inputs(PROBLEM, rng)
-    result = op.call(PROBLEM, inputs)
+    result = run(PROBLEM, inputs)
     assert compiler.stats["compiles"] == before
     assert not (tmp_path / "empty-cache").exists()
     np.testing.assert_allclose(result, op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
@@ -71,10 +72,10 @@ def test_a_runtime_only_machine_runs_artifacts_and_names_what_is_missing(tmp_pat
     monkeypatch.setattr(compiler, "installed_compiler_version", lambda: None)
     monkeypatch.setattr(runtime, "_functions", {})
     inputs = op.random_inputs(PROBLEM, rng)
-    np.testing.assert_allclose(op.call(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
     other = op.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(7,), filter_spatial=(3,), stride=2, padding=1, layout="NWC", dtype="float32")
     with pytest.raises(compiler.MissingModuleError, match=rf"no compiled module for {other.name} on target llvm-cpu .* iree-base-compiler is not installed"):
-        op.call(other, op.random_inputs(other, rng))
+        run(other, op.random_inputs(other, rng))
 
 
 # --- Read-only places, digests ---------------------------------------------------------------------------
@@ -161,14 +162,14 @@ def test_a_damaged_cached_module_is_rebuilt_not_run(how, tmp_path, monkeypatch, 
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(runtime, "_functions", {})
     inputs = op.random_inputs(PROBLEM, rng)
-    op.call(PROBLEM, inputs)
+    run(PROBLEM, inputs)
     vmfb = spec().path(tmp_path / "cache", compiler.compiler_version())
     assert compiler.digest_path(vmfb).read_text().strip() == compiler.digest(vmfb.read_bytes())
     _damage(vmfb, how)
     monkeypatch.setattr(runtime, "_functions", {})
     before = compiler.stats["compiles"]
     with pytest.warns(RuntimeWarning, match=rf"{vmfb.name} did not match its recorded SHA-256 digest; rebuilding"):
-        result = op.call(PROBLEM, inputs)
+        result = run(PROBLEM, inputs)
     assert compiler.stats["compiles"] == before + 1
     np.testing.assert_allclose(result, op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
     assert compiler.digest_path(vmfb).read_text().strip() == compiler.digest(vmfb.read_bytes())
@@ -188,14 +189,14 @@ def test_a_damaged_artifact_without_a_compiler_is_named_with_its_rebuild_command
     monkeypatch.setattr(compiler, "installed_compiler_version", lambda: None)
     monkeypatch.setattr(runtime, "_functions", {})
     inputs = op.random_inputs(PROBLEM, rng)
-    np.testing.assert_allclose(op.call(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
     # the manifest's digest rules: a module that still matches the digest beside it, but not the manifest's, is refused
     _damage(vmfb, "flipped")
     compiler.digest_path(vmfb).write_text(compiler.digest(vmfb.read_bytes()))
     monkeypatch.setattr(runtime, "_functions", {})
     with pytest.raises(compiler.DamagedModuleError,
                        match=rf"{vmfb} does not match its recorded SHA-256 digest .* python -m build_tools.aot --targets llvm-cpu"):
-        op.call(PROBLEM, inputs)
+        run(PROBLEM, inputs)
 
 
 def test_the_manifest_records_each_committed_modules_digest():

@@ -23,11 +23,11 @@ import torch.nn.functional as F  # noqa: E402
 
 import ops  # noqa: E402
 from ops import runtime  # noqa: E402
-from ops.operators import conv_bwd_data, grouped_conv_bwd_weight  # noqa: E402
+from ops.operators import grouped_conv_bwd_weight, stride_phases  # noqa: E402
 
 
 def _gpu_phases(monkeypatch):
-    monkeypatch.setattr(conv_bwd_data, "phases_for_target", lambda problem, target=None: conv_bwd_data.phases(problem))
+    monkeypatch.setattr(stride_phases, "phases_for_target", lambda problem, target=None: stride_phases.phases(problem))
 
 
 def _gpu_batch_split(monkeypatch):

@@ -23,7 +23,7 @@ def _compile_ck_defaults(artifacts: Path) -> None:
     cpu = targets.parse_target("llvm-cpu")
     for op in catalog.OPERATORS:
         name = catalog.problem_names(op)[0]
-        spec = tuning.module_spec(catalog.problem(op, name), catalog.OPERATORS[op].render_mlir, cpu)
+        spec = tuning.module_spec(catalog.problem(op, name), cpu)
         compiler.compile_module(spec, spec.path(artifacts, version))
     (artifacts / "manifest.json").write_text(json.dumps({"compiler_version": version, "modules": []}))
 

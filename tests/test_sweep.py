@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from ops import catalog, compiler, targets, tuning, verify
+from ops.operator import run
 
 from conftest import DEVICE, SEED
 
@@ -98,7 +99,7 @@ def test_every_problem_compiles_for_every_target(monkeypatch):
 
     def build(job):
         op, problem, target = job
-        specs = tuning.module_specs(problem, catalog.OPERATORS[op].render_mlir, target)
+        specs = tuning.module_specs(problem, target)
         try:
             compiler.find_or_compile(specs)
             return None
@@ -116,6 +117,6 @@ def test_a_subset_matches_the_references(index, rng):
     op, problem = PROBLEMS[index]
     module = catalog.OPERATORS[op]
     inputs = module.random_inputs(problem, rng)
-    got = module.call(problem, inputs, device=DEVICE)
+    got = run(problem, inputs, device=DEVICE)
     error = verify.relative_error(got, module.reference(problem, inputs))
     assert error <= verify.tolerance(op, problem.dtype), f"{problem.name}: relative error {error:.3e}"

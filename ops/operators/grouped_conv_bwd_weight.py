@@ -16,19 +16,24 @@ import math
 
 import numpy as np
 
-from .. import dtypes, geometry, render, runtime
+from .. import dtypes, geometry
+from .. import render as mlir
 from .. import reference as reference_ops
-from ..problem import (
-    LAYOUTS, ConvProblem, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation,
-)
-from ..validation import check, check_type, padding_pairs, positive_int_tuple
+from ..operator import Choices, run
+from ..problem import ConvBwdWeightProblem, activation_from_params, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation
+from ..validation import check, check_type
 
 OP = "grouped_conv_bwd_weight"
+Problem = ConvBwdWeightProblem
 
 
-def result_dtype(problem: ConvProblem) -> str:
-    """grad_w's dtype: ``out_dtype`` where given, else the inputs' dtype."""
-    return problem.out_dtype or problem.dtype
+def result_dtype(problem: ConvBwdWeightProblem) -> str:
+    """grad_w's dtype: ``out_dtype``, the inputs' dtype or float32."""
+    return problem.out_dtype
+
+
+def results(problem: ConvBwdWeightProblem) -> list:
+    return [(problem.weight_shape, problem.out_dtype)]
 
 
 def _out_dtype_name(out_dtype, dtype: str) -> str:
@@ -46,7 +51,7 @@ def _out_dtype_name(out_dtype, dtype: str) -> str:
     return name
 
 
-def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, layout, out_dtype=None) -> ConvProblem:
+def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, layout, out_dtype=None) -> ConvBwdWeightProblem:
     """Check every argument and build the problem, before anything is compiled."""
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
     out_shape, grad_dtype = array_shape_dtype(OP, "grad_out", grad_out)
@@ -59,26 +64,15 @@ def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, la
         f"{OP}: grad_out has batch {out_shape[0] if out_shape else None}, but x has batch {x_shape[0] if x_shape else None}",
     )
     problem = conv_problem(
-        OP,
-        layout=layout,
-        dtype=grad_dtype,
-        input_shape=x_shape,
-        output_shape=out_shape,
-        output_name="grad_out",
-        weight_shape=None,
-        filter_spatial=kernel_size,
-        groups=groups,
-        stride=stride,
-        padding=padding,
-        dilation=dilation,
+        ConvBwdWeightProblem, OP, layout=layout, dtype=grad_dtype, input_shape=x_shape, output_shape=out_shape,
+        filter_spatial=kernel_size, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=grad_dtype,
     )
     check_dtype(OP, "x", x_dtype)
     check(
         x_dtype == grad_dtype,
         f"{OP}: x and grad_out must have the same dtype, but got {x_dtype} and {grad_dtype}",
     )
-    name = _out_dtype_name(out_dtype, grad_dtype)
-    return dataclasses.replace(problem, out_dtype=None if name == grad_dtype else name)
+    return dataclasses.replace(problem, out_dtype=_out_dtype_name(out_dtype, grad_dtype))
 
 
 def _reassociation(groups: list[list[int]]) -> str:
@@ -101,17 +95,17 @@ def _split_batch_and_channels(rank: int, channels_last: bool, split: bool) -> st
 GPU_PARALLEL_ACCUMULATORS = 1 << 22
 
 
-def batch_split_choices(problem: ConvProblem) -> list[int]:
+def batch_split_choices(problem: ConvBwdWeightProblem) -> list[int]:
     """The chunk counts J the batch can split into (J divides N), smallest first."""
     return [j for j in range(1, problem.batch + 1) if problem.batch % j == 0]
 
 
-def form_candidates(problem: ConvProblem) -> list[dict]:
+def form_candidates(problem: ConvBwdWeightProblem) -> list[dict]:
     """The template forms build_tools/tune.py times for a problem: every batch split."""
     return [{"batch_split": j} for j in batch_split_choices(problem)]
 
 
-def default_batch_split(problem: ConvProblem, target=None) -> int:
+def default_batch_split(problem: ConvBwdWeightProblem, target=None) -> int:
     """J without a tuned choice: on a GPU, the fewest chunks giving ~2^22 partial sums; on the CPU, 1.
 
     Two cores have all the parallel work they need in the weight gradient itself, and a split costs a
@@ -123,7 +117,7 @@ def default_batch_split(problem: ConvProblem, target=None) -> int:
     return next((j for j in batch_split_choices(problem) if j * weight >= GPU_PARALLEL_ACCUMULATORS), problem.batch)
 
 
-def loop_names(problem: ConvProblem, split: bool = False) -> list[str]:
+def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
     """The convolution's iteration dims: the partial sums' (parallel: the chunk j when split, then the weight's),
     then the batch (within a chunk) and the output positions (reduced)."""
     rank = problem.rank
@@ -133,17 +127,20 @@ def loop_names(problem: ConvProblem, split: bool = False) -> list[str]:
     return [*parallel, "n", *(f"o{a}" for a in range(rank))]
 
 
-def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, target=None,
-                batch_split: int | None = None) -> str:
+def forms(problem: ConvBwdWeightProblem, target=None) -> list[dict]:
+    """One form: the batch split J for the target (``default_batch_split``); the tuning tables may pick another."""
+    return [{"batch_split": default_batch_split(problem, target)}]
+
+
+def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst).
 
-    ``configs`` may map 0 (the one convolution, as phase 0 of ops/tuning.py's tables) to an IREE
+    ``choices.configs`` may map 0 (the one convolution, as phase 0 of ops/tuning.py's tables) to an IREE
     ``#iree_codegen.compilation_info`` pinned on the convolution; without one IREE picks the configuration.
-    ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum); by
-    default ``default_batch_split(problem, target)``; a tuned choice comes from ops/tuning.py's tables.
+    The form's ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum).
     """
-    config = (configs or {}).get(0)
-    chunks = default_batch_split(problem, target) if batch_split is None else batch_split
+    config = choices.configs.get(0)
+    chunks = choices.choose(forms(problem, choices.target))["batch_split"]
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",
@@ -195,47 +192,42 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
     x_value, x_type, pad_x = "%x", "!x", []
     if any(taken == 0 for _, taken, _ in reads):
         # every window reads padding only: x_padded is zeros (taps times zero, as PyTorch's reference kernels compute)
-        pad_x = [
-            f"  %zero_element = arith.constant 0.0 : {element}",
-            "  %x_padded_empty = tensor.empty() : !x_padded",
-            f"  %x_padded = linalg.fill ins(%zero_element : {element}) outs(%x_padded_empty : !x_padded) -> !x_padded",
-        ]
+        pad_x.append(mlir.render("grouped_conv_bwd_weight.zeros", element=element))
         x_value = "%x_padded"
     else:
         if taken_shape != problem.input_shape:
             # the last windows end inside x: what no window reads is left out
-            x_type = render.tensor(taken_shape, element)
-            pad_x.append(
-                f"  %x_read = tensor.extract_slice %x[{render.index_list([0] * (rank + 2))}] [{render.index_list(taken_shape)}] "
-                f"[{render.index_list([1] * (rank + 2))}] : !x to {x_type}"
-            )
+            x_type = mlir.tensor(taken_shape, element)
+            pad_x.append(mlir.indent(mlir.render(
+                "common.slice", result="%x_read", source="%x", offsets=mlir.index_list([0] * (rank + 2)),
+                sizes=mlir.index_list(taken_shape), strides=mlir.index_list([1] * (rank + 2)), source_type="!x",
+                result_type=x_type,
+            ), 2))
             x_value = "%x_read"
         if any(pad_low) or any(pad_high):
-            index_args = ", ".join(f"%i{a}: index" for a in range(rank + 2))
-            pad_x += [
-                f"  %zero_element = arith.constant 0.0 : {element}",
-                f"  %x_padded = tensor.pad {x_value} low[{render.index_list(pad_low)}] high[{render.index_list(pad_high)}] {{",
-                f"  ^bb0({index_args}):",
-                f"    tensor.yield %zero_element : {element}",
-                f"  }} : {x_type} to !x_padded",
-            ]
+            pad_x.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
+            pad_x.append(mlir.indent(mlir.render(
+                "common.zero_pad", result="%x_padded", source=x_value, low=mlir.index_list(pad_low),
+                high=mlir.index_list(pad_high), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
+                zero="%zero_element", element=element, source_type=x_type, result_type="!x_padded",
+            ), 2))
             x_value = "%x_padded"
     pad_x = "\n".join(pad_x) if pad_x else "  // no padding is read: x is used as it is"
 
     widen_x, x32 = dtypes.widen("%xv", element, "%x32")
     widen_g, g32 = dtypes.widen("%gv", element, "%g32")
-    to_accumulator = render.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension"
+    to_accumulator = mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension"
     narrow, stored = dtypes.narrow("%a", out_element, "%v")
 
-    store_domain = render.dims("d", rank + 2)
-    chunks_domain = render.dims("d", rank + 3)  # the weight's dims, then the chunk j
-    sum_chunks = render.render(
-        "grouped_conv_bwd_weight_chunk_sum", batch_split=chunks,
-        chunks_map=render.affine_map(chunks_domain, [chunks_domain[-1], *store_domain]),
-        chunks_out_map=render.affine_map(chunks_domain, store_domain),
-        chunks_iterators=render.iterators(["parallel"] * (rank + 2) + ["reduction"]),
+    store_domain = mlir.dims("d", rank + 2)
+    chunks_domain = mlir.dims("d", rank + 3)  # the weight's dims, then the chunk j
+    sum_chunks = mlir.render(
+        "grouped_conv_bwd_weight.chunk_sum", batch_split=chunks,
+        chunks_map=mlir.affine_map(chunks_domain, [chunks_domain[-1], *store_domain]),
+        chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
+        chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
-    return render.render(
+    return mlir.render(
         "grouped_conv_bwd_weight",
         rank=rank,
         layout=problem.layout,
@@ -245,28 +237,28 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
         element=element,
         problem_name=problem.name,
         function=problem.name,
-        x_type=render.tensor(problem.input_shape, element),
-        grad_out_type=render.tensor(problem.output_shape, element),
-        grad_w_type=render.tensor(problem.weight_shape, out_element),
-        x_padded_type=render.tensor(x_padded_shape, element),
-        x_groups_type=render.tensor(x_groups_shape, element),
-        grad_out_groups_type=render.tensor(grad_out_groups_shape, element),
-        acc_type=render.tensor([sizes[name] for name in acc_dims], dtypes.ACCUMULATOR),
-        partial_flat_type=render.tensor((*chunk_shape, *problem.weight_shape), dtypes.ACCUMULATOR),
-        acc_flat_type=render.tensor(problem.weight_shape, dtypes.ACCUMULATOR),
+        x_type=mlir.tensor(problem.input_shape, element),
+        grad_out_type=mlir.tensor(problem.output_shape, element),
+        grad_w_type=mlir.tensor(problem.weight_shape, out_element),
+        x_padded_type=mlir.tensor(x_padded_shape, element),
+        x_groups_type=mlir.tensor(x_groups_shape, element),
+        grad_out_groups_type=mlir.tensor(grad_out_groups_shape, element),
+        acc_type=mlir.tensor([sizes[name] for name in acc_dims], dtypes.ACCUMULATOR),
+        partial_flat_type=mlir.tensor((*chunk_shape, *problem.weight_shape), dtypes.ACCUMULATOR),
+        acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR),
         batch_split=chunks,
         batch_chunk=sizes["n"],
         reduction_length=problem.batch * math.prod(problem.output_spatial),
         pad_x=pad_x,
         x_source=x_value,
         x_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
-        x_groups_shape=render.index_list(x_groups_shape),
+        x_groups_shape=mlir.index_list(x_groups_shape),
         grad_out_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
-        grad_out_groups_shape=render.index_list(grad_out_groups_shape),
-        x_map=render.affine_map(domain, x_map),
-        grad_out_map=render.affine_map(domain, grad_out_map),
-        acc_map=render.affine_map(domain, [d[name] for name in acc_dims]),
-        conv_iterators=render.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
+        grad_out_groups_shape=mlir.index_list(grad_out_groups_shape),
+        x_map=mlir.affine_map(domain, x_map),
+        grad_out_map=mlir.affine_map(domain, grad_out_map),
+        acc_map=mlir.affine_map(domain, [d[name] for name in acc_dims]),
+        conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=to_accumulator,
         x32=x32,
@@ -276,9 +268,9 @@ def render_mlir(problem: ConvProblem, configs: dict[int, str] | None = None, tar
         ),
         sum_chunks=sum_chunks,
         summed="%acc" if split else "%partial_flat",
-        store_map=render.affine_map(store_domain, store_domain),
-        store_iterators=render.iterators(["parallel"] * (rank + 2)),
-        narrow=render.indent(narrow, 4),
+        store_map=mlir.affine_map(store_domain, store_domain),
+        store_iterators=mlir.iterators(["parallel"] * (rank + 2)),
+        narrow=mlir.indent(narrow, 4),
         stored=stored,
     )
 
@@ -303,62 +295,34 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, paddi
         x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
         layout=layout, out_dtype=out_dtype,
     )
-    return runtime.run(
-        problem, render_mlir, [x, grad_out],
-        results=[(problem.weight_shape, result_dtype(problem))], device=device, out=out,
-    )
+    return run(problem, [x, grad_out], device, out)
 
 
 # --- Problem construction, inputs and reference for the command line and the benchmarks ---------------
 
 
 def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, groups=1, stride=1,
-                        padding=0, dilation=1, layout="NHWC", dtype="float16", out_dtype=None) -> ConvProblem:
+                        padding=0, dilation=1, layout="NHWC", dtype="float16", out_dtype=None) -> ConvBwdWeightProblem:
     """A problem from CK-style parameters (no arrays needed), checked like a call's arguments.
 
     As in CK's example (G, N, K, C), ``in_channels`` (C) and ``out_channels`` (K) are per group: x holds
     ``groups*in_channels`` channels and grad_out ``groups*out_channels``.
     """
-    rank = len(input_spatial)
-    channels_last_layout = LAYOUTS.get(layout, (rank, True))[1]  # conv_problem reports a bad layout
-    filters = positive_int_tuple(OP, "kernel_size", filter_spatial, rank)
-    strides = positive_int_tuple(OP, "stride", stride, rank)
-    dilations = positive_int_tuple(OP, "dilation", dilation, rank)
-    pads = padding_pairs(OP, padding, rank)
-    output_spatial = tuple(
-        geometry.conv_output_size(input_spatial[a], filters[a], strides[a], dilations[a], *pads[a])
-        for a in range(rank)
-    )
     problem = conv_problem(
-        OP, layout=layout, dtype=dtype,
-        input_shape=join_activation(batch, tuple(input_spatial), groups * in_channels, channels_last_layout),
-        output_shape=join_activation(batch, output_spatial, groups * out_channels, channels_last_layout),
-        output_name="grad_out", weight_shape=None, filter_spatial=filters, groups=groups,
-        stride=strides, padding=pads, dilation=dilations,
+        ConvBwdWeightProblem, OP, layout=layout, dtype=dtype, output_shape=None, output_channels=groups * out_channels,
+        input_shape=activation_from_params(batch, input_spatial, groups * in_channels, layout),
+        filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=dtype,
     )
-    name = _out_dtype_name(out_dtype, problem.dtype)
-    return dataclasses.replace(problem, out_dtype=None if name == problem.dtype else name)
+    return dataclasses.replace(problem, out_dtype=_out_dtype_name(out_dtype, problem.dtype))
 
 
-def random_inputs(problem: ConvProblem, rng) -> list:
-    numpy_dtype = dtypes.numpy_dtype(problem.dtype)
-    return [
-        rng.standard_normal(problem.input_shape, dtype="float32").astype(numpy_dtype),
-        rng.standard_normal(problem.output_shape, dtype="float32").astype(numpy_dtype),
-    ]
+def random_inputs(problem: ConvBwdWeightProblem, rng) -> list:
+    return [dtypes.random_normal(rng, problem.input_shape, problem.dtype),
+            dtypes.random_normal(rng, problem.output_shape, problem.dtype)]
 
 
-def reference(problem: ConvProblem, inputs) -> np.ndarray:
+def reference(problem: ConvBwdWeightProblem, inputs) -> np.ndarray:
     """float64 grad_w from the direct definition, in the problem's layout."""
     return in_layout(problem.channels_last, lambda x, grad_out: reference_ops.conv_bwd_weight(
         x, grad_out, problem.filter_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
     ), *inputs)
-
-
-def call(problem: ConvProblem, inputs, device=None, out=None):
-    x, grad_out = inputs
-    return grouped_conv_bwd_weight(
-        x, grad_out, groups=problem.groups, kernel_size=problem.filter_spatial, stride=problem.stride,
-        padding=problem.padding, dilation=problem.dilation, layout=problem.layout, out_dtype=result_dtype(problem),
-        device=device, out=out,
-    )

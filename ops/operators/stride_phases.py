@@ -1,0 +1,368 @@
+"""The stride-phase form of convolution backward-data, shared by ``conv_bwd_data`` and ``grouped_conv_bwd_data``.
+
+``mlir/conv_bwd_data.mlir`` derives it: one stride-1 convolution per stride phase (``geometry.bwd_data_phases``),
+each storing its own positions of grad_in. This module computes the values its fragments take: each phase's
+window of grad_out, its flipped sub-filter, its convolution and its store. What a store fuses (the D tensors and
+the epilogue of ``grouped_conv_bwd_data``) comes in as a ``Fusion``; without one a store only casts.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .. import dtypes, geometry
+from .. import render as mlir
+from ..operator import Choices
+from ..problem import ConvBwdDataProblem
+
+_CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
+
+
+def phases(problem: ConvBwdDataProblem) -> list[tuple[geometry.PhaseAxis, ...]]:
+    """The stride phases with at least one tap on every axis (the cartesian product of the axes' phases)."""
+    return list(itertools.product(*_axis_phases(problem)))
+
+
+def _axis_phases(problem: ConvBwdDataProblem) -> list[list[geometry.PhaseAxis]]:
+    return [
+        geometry.bwd_data_phases(
+            problem.input_spatial[a], problem.output_spatial[a], problem.filter_spatial[a],
+            problem.stride[a], problem.dilation[a], problem.padding[a][0],
+        )
+        for a in range(problem.rank)
+    ]
+
+
+def fully_covered(problem: ConvBwdDataProblem) -> bool:
+    """Whether the phases together reach every input position (then no position needs an initial value)."""
+    return all(sum(p.rows for p in axis) == size for axis, size in zip(_axis_phases(problem), problem.input_spatial))
+
+
+def phases_for_target(problem: ConvBwdDataProblem, target=None) -> list[tuple[geometry.PhaseAxis, ...]]:
+    """The phases as the target compiles them best: on llvm-cpu, a one-tap axis of a phase whose other axes
+    have several taps gets one zero tap (see PhaseAxis.with_zero_taps); GPUs take the phases as they are."""
+    result = phases(problem)
+    if target is None or target.backend != "llvm-cpu":
+        return result
+    return [
+        tuple(p.with_zero_taps(1) if p.taps == 1 and any(q.taps > 1 for q in phase) else p for p in phase)
+        for phase in result
+    ]
+
+
+def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
+    """The forms to compile for ``target``, in order: when one fails to compile, the next is used (ops.tuning).
+
+    ``weight_flip``: the taps are flipped by a gather (index arithmetic) or by an indexing map with a negative
+    coefficient. IREE 3.13 fails each on some shapes of the GPU targets: NVPTX cannot select the gather's
+    vectorized index arithmetic ("Cannot select v2i16 umul_lohi", 3x3 float16 layers), and the map's tiled
+    operands fail linalg's shape check when a sub-filter is small ("inferred input/output operand ... to be
+    greater than or equal to 2"). So the GPU targets try the gather, then the map; llvm-cpu takes only the
+    gather (its tiling cannot take a negative coefficient).
+
+    ``d_read``: a phase's store reads its rows of a D tensor by a strided slice or through its indexing map
+    (``s*m + offset``). IREE 3.13's CUDA backend mis-indexed the slice on a small shape (docs/perf/h100-sweep),
+    so the GPUs read through the map (slices last, should that not compile); llvm-cpu, whose dispatch formation
+    rejects the map on some small grouped shapes, takes the slice.
+    """
+    if target is None or target.backend != "llvm-cpu":
+        flips = [{"weight_flip": "gather"}, {"weight_flip": "map"}]
+        return [{**flip, "d_read": read} for read in ("map", "slice") for flip in flips]
+    return [{"weight_flip": "gather", "d_read": "slice"}]
+
+
+@dataclass(frozen=True)
+class Operands:
+    """Extra operands of a linalg.generic: SSA values, their types, block arguments, and each one's indexing map
+    results (dim names of the generic's domain), with the lines that define the values."""
+
+    values: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    block_args: list[str] = field(default_factory=list)
+    indices: list[list[str]] = field(default_factory=list)
+    lines: str = ""
+
+
+class Fusion:
+    """What the stores fuse: nothing (``conv_bwd_data``). ``grouped_conv_bwd_data`` overrides each method."""
+
+    epilogue = False  # whether the stores compute more than a cast (then unreached positions hold f(0, d..))
+
+    def declarations(self) -> tuple[str, str, str]:
+        """(type aliases, function arguments, function-level lines) of the fused tensors."""
+        return "", "", ""
+
+    def operands(self, index_of: dict, phase=None, index: int | None = None, d_read: str = "slice") -> Operands:
+        """The fused tensors as operands of a store over dims ``index_of`` (role -> index expression): a phase's
+        store (``phase``), or the initial grad_in (no phase)."""
+        return Operands()
+
+    def body(self, acc: str) -> tuple[list[str], str]:
+        """(lines, f32 value): what the store computes from the accumulator value ``acc``."""
+        return [], acc
+
+
+def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str) -> tuple[str, str, list[int]]:
+    """Crop and zero-pad grad_out (channels-last) to the window phase ``index`` convolves: (lines, value, shape)."""
+    n, k = problem.batch, problem.groups * problem.out_channels
+    crop_lo, crop_hi = ([p.grad_out_crop[side] for p in phase] for side in (0, 1))
+    pad_lo, pad_hi = ([p.window_pad[side] for p in phase] for side in (0, 1))
+    cropped = [o - lo - hi for o, lo, hi in zip(problem.output_spatial, crop_lo, crop_hi)]
+    padded = [c + lo + hi for c, lo, hi in zip(cropped, pad_lo, pad_hi)]
+    lines = []
+    value, value_type = ("%grad_out" if problem.channels_last else "%grad_out_cl"), "!grad_out_cl"
+    if any(crop_lo) or any(crop_hi):
+        cropped_type = mlir.tensor([n, *cropped, k], element)
+        lines.append(mlir.render(
+            "common.slice", result=f"%go_{index}_cropped", source=value, offsets=mlir.index_list([0, *crop_lo, 0]),
+            sizes=mlir.index_list([n, *cropped, k]), strides=mlir.index_list([1] * (problem.rank + 2)),
+            source_type=value_type, result_type=cropped_type,
+        ))
+        value, value_type = f"%go_{index}_cropped", cropped_type
+    if any(pad_lo) or any(pad_hi):
+        lines.append(mlir.render(
+            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *pad_lo, 0]),
+            high=mlir.index_list([0, *pad_hi, 0]), index_args=", ".join(f"%i{a}: index" for a in range(problem.rank + 2)),
+            zero="%zero_element", element=element, source_type=value_type,
+            result_type=mlir.tensor([n, *padded, k], element),
+        ))
+        value = f"%go_{index}"
+    return mlir.indent("\n".join(lines), 2), value, [n, *padded, k]
+
+
+def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool) -> tuple[str, list[int]]:
+    """The phase's flipped sub-filter from the weight: (fragment, shape (U.., K, C), or (G, U.., K, C) grouped).
+
+    ``gather``: by index arithmetic in the body (every target; handles zero taps); else through an indexing map
+    with a negative coefficient (the GPU targets).
+    """
+    rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
+    element = dtypes.mlir_element_type(problem.dtype)
+    grouped = groups > 1
+    shape = [groups, *(p.filter_taps for p in phase), k, c] if grouped else [*(p.filter_taps for p in phase), k, c]
+    dims = mlir.dims("d", len(shape))
+    common = {
+        "index": index, "element": element,
+        "phase_filter_type": mlir.tensor(shape, element),
+        "phase_filter_iterators": mlir.iterators(["parallel"] * len(shape)),
+        "phase_filter_map": mlir.affine_map(dims, dims),
+        # grouped: read the (G, K, ...) view of the weight (!weight_groups), so no index needs g*K + k
+        "weight_view": "%weight_groups" if grouped else "%weight",
+        "weight_view_type": "!weight_groups" if grouped else "!weight",
+    }
+    if not gather:
+        u = dims[1:1 + rank] if grouped else dims[:rank]
+        taps_read = [f"{p.flipped_first_tap} - {u[a]} * {p.tap_step}" for a, p in enumerate(phase)]
+        rows = [dims[0], dims[-2]] if grouped else [dims[-2]]
+        read = [*rows, *taps_read, dims[-1]] if problem.channels_last else [*rows, dims[-1], *taps_read]
+        return mlir.render("conv_bwd_data.filter_flip", **common, weight_map=mlir.affine_map(dims, read)), shape
+
+    def index_line(result: str, dim: int) -> str:
+        return mlir.render("conv_bwd_data.gather_index", result=result, dim=dim)
+
+    first = 1 if grouped else 0
+    lines = [index_line("%g", 0)] if grouped else []
+    real = []  # per axis with zero taps, the i1 "u is a real tap"
+    for a, p in enumerate(phase):
+        lines.append(index_line(f"%u{a}", first + a))
+        if p.zero_taps:
+            lines.append(mlir.render("conv_bwd_data.gather_zero_taps", axis=a, taps=p.taps))
+            real.append(f"%real{a}")
+        lines.append(mlir.render("conv_bwd_data.gather_tap", axis=a, flipped_first_tap=p.flipped_first_tap,
+                                   tap_step=p.tap_step, u=f"%u{a}_clamped" if p.zero_taps else f"%u{a}"))
+    if real:
+        lines.insert(0, mlir.render("conv_bwd_data.gather_zero_index"))
+    lines += [index_line("%k", first + rank), index_line("%c", first + rank + 1)]
+    row_values = ["%g", "%k"] if grouped else ["%k"]
+    filter_taps = [f"%f{a}" for a in range(rank)]
+    weight_indices = [*row_values, *filter_taps, "%c"] if problem.channels_last else [*row_values, "%c", *filter_taps]
+    tap_value, select = "%tap", ""
+    if real:
+        all_real = real[0]
+        for position, value in enumerate(real[1:]):
+            lines.append(mlir.indent(mlir.render("common.and", result=f"%all_real{position}", a=all_real, b=value), 4))
+            all_real = f"%all_real{position}"
+        tap_value = "%tap_or_zero"
+        select = mlir.render("conv_bwd_data.gather_select", real=all_real, element=element)
+    return mlir.render(
+        "conv_bwd_data.filter_gather", **common, tap_indices="\n".join(lines),
+        weight_indices=mlir.index_list(weight_indices), zero_tap_select=select, tap_value=tap_value,
+    ), shape
+
+
+def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
+                 filter_shape: list[int], config: str | None) -> tuple[str, list[int]]:
+    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op, or a grouped linalg.generic."""
+    rank, groups, c = problem.rank, problem.groups, problem.in_channels
+    rows = [p.rows for p in phase]
+    if groups == 1:
+        acc_shape = [problem.batch, *rows, c]
+        return mlir.render(
+            "conv_bwd_data.named",
+            index=index, conv_op=_CONV_OPS[rank], window=window_value,
+            window_type=mlir.tensor(window_shape, element), filter_type=mlir.tensor(filter_shape, element),
+            acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+            sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
+            dispatch_config=f", compilation_info = {config}" if config else "",
+        ), acc_shape
+    k = problem.out_channels
+    acc_shape = [problem.batch, *rows, groups, c]
+    grouped_window = [*window_shape[:-1], groups, k]
+    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    domain = ["n", *m, "g", "c", *u, "k"]
+    window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" for a, p in enumerate(phase)), "g", "k"]
+    reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
+    widen_x, x = dtypes.widen("%x", element, "%x_f32")
+    widen_w, w = dtypes.widen("%w", element, "%w_f32")
+    return mlir.render(
+        "conv_bwd_data.grouped",
+        index=index, element=element, window=window_value,
+        window_type=mlir.tensor(window_shape, element), grouped_window_type=mlir.tensor(grouped_window, element),
+        reassociation=str(reassociation), grouped_window_shape=mlir.index_list(grouped_window),
+        filter_type=mlir.tensor(filter_shape, element), acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        window_map=mlir.affine_map(domain, window_index),
+        filter_map=mlir.affine_map(domain, ["g", *u, "k", "c"]),
+        acc_map=mlir.affine_map(domain, ["n", *m, "g", "c"]),
+        iterators=mlir.iterators(["parallel"] * (rank + 3) + ["reduction"] * (rank + 1)),
+        extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4), x=x, w=w,
+        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+    ), acc_shape
+
+
+def _term(dim: str, coefficient: int, offset: int) -> str:
+    """``dim * coefficient + offset`` as MLIR prints it (no ``* 1``, no ``+ 0``)."""
+    text = dim if coefficient == 1 else f"{dim} * {coefficient}"
+    return text if offset == 0 else f"{text} + {offset}"
+
+
+def _store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
+    """(lines, stored value) of a store's body: the fused epilogue, then the cast to the stored dtype."""
+    lines, value = fusion.body(acc)
+    narrow, value = dtypes.narrow(value, element, "%stored")
+    return "\n".join([*lines, *([mlir.indent(narrow, 4)] if narrow else [])]), value
+
+
+def _store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shape: list[int], fusion: Fusion, into: str,
+           d_read: str) -> dict:
+    """Epilogue and cast of one phase's accumulator, inserted with the phase's stride into grad_in."""
+    rank, groups, c = problem.rank, problem.groups, problem.in_channels
+    rows = [p.rows for p in phase]
+    m = mlir.dims("m", rank)
+    acc_read = ["n", *m, "c"] if groups == 1 else ["n", *m, "g", "c"]
+    if problem.channels_last:
+        domain = ["n", *m, "g", "c"]
+        store_shape = [problem.batch, *rows, groups, c]
+        reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
+        stored_shape = [problem.batch, *rows, groups * c]
+        offsets = [0, *(p.grad_in_offset for p in phase), 0]
+        strides = [1, *problem.stride, 1]
+    else:
+        domain = ["n", "g", "c", *m]
+        store_shape = [problem.batch, groups, c, *rows]
+        reassociation = [[0], [1, 2]] + [[i] for i in range(3, rank + 3)]
+        stored_shape = [problem.batch, groups * c, *rows]
+        offsets = [0, 0, *(p.grad_in_offset for p in phase)]
+        strides = [1, 1, *problem.stride]
+    rows_of_d = {a: _term(m[a], problem.stride[a], phase[a].grad_in_offset) if d_read == "map" else m[a] for a in range(rank)}
+    fused = fusion.operands({"n": "n", "g": "g", "c": "c", **rows_of_d}, phase, index, d_read)
+    maps = [mlir.affine_map(domain, acc_read), *(mlir.affine_map(domain, i) for i in fused.indices),
+            mlir.affine_map(domain, domain)]
+    body, stored = _store_body(fusion, element, "%acc")
+    return {
+        "d_views": fused.lines,
+        "next": index + 1, "into": into, "acc_type": mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        "store_type": mlir.tensor(store_shape, element), "stored_type": mlir.tensor(stored_shape, element),
+        "reassociation": str(reassociation), "store_maps": ", ".join(maps),
+        "store_iterators": mlir.iterators(["parallel"] * len(domain)),
+        "d_operands": "".join(f", {v}" for v in fused.values), "d_types": "".join(f", {t}" for t in fused.types),
+        "d_block_args": "".join(f", {b}" for b in fused.block_args),
+        "store_body": body, "stored": stored,
+        "insert_offsets": mlir.index_list(offsets), "insert_sizes": mlir.index_list(stored_shape),
+        "insert_strides": mlir.index_list(strides),
+    }
+
+
+def _initial_grad_in(problem: ConvBwdDataProblem, element: str, fusion: Fusion) -> tuple[str, str]:
+    """What positions no phase writes hold: nothing to do if every position is reached; else 0, or f(0, d...)."""
+    if fully_covered(problem) and phases(problem):
+        return "  // every grad_in position is reached by exactly one phase: no initial value needed", "%dst"
+    domain = mlir.dims("i", problem.rank + 2)
+    spatial = domain[1:-1] if problem.channels_last else domain[2:]
+    index_of = {"n": domain[0], "channel": domain[-1] if problem.channels_last else domain[1], **dict(enumerate(spatial))}
+    if not fusion.epilogue:
+        return mlir.render("conv_bwd_data.fill_zero", element=element), "%grad_in_0"
+    fused = fusion.operands(index_of)
+    body, stored = _store_body(fusion, element, "%zero")
+    return mlir.render(
+        "conv_bwd_data.fill_epilogue", element=element,
+        maps=", ".join([*(mlir.affine_map(domain, i) for i in fused.indices), mlir.affine_map(domain, domain)]),
+        iterators=mlir.iterators(["parallel"] * len(domain)),
+        ins=f"ins({', '.join(fused.values)} : {', '.join(fused.types)}) " if fused.values else "",
+        block_args="".join(f"{b}, " for b in fused.block_args), store_body=body, stored=stored,
+    ), "%grad_in_0"
+
+
+def _weight_groups(problem: ConvBwdDataProblem) -> tuple[str, str]:
+    """(alias, lines): for grouped problems, the weight as (G, K, *filter, C) (or (G, K, C, *filter)), a free reshape."""
+    if problem.groups == 1:
+        return "", "  // one group: the phases read the weight as it is"
+    shape = list(problem.weight_shape)
+    view_shape = [problem.groups, problem.out_channels, *shape[1:]]
+    alias = f"!weight_groups = {mlir.tensor(view_shape, dtypes.mlir_element_type(problem.dtype))}\n"
+    return alias, mlir.indent(mlir.render(
+        "common.expand", result="%weight_groups", source="%weight",
+        reassociation=[[0, 1]] + [[i + 1] for i in range(1, len(shape))], shape=mlir.index_list(view_shape),
+        source_type="!weight", result_type="!weight_groups",
+    ), 2)
+
+
+def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fusion: Fusion | None = None) -> str:
+    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, fused tensors.., dst).
+
+    ``form`` (``forms``' keys, every one given): ``weight_flip``, how each phase's taps are flipped, ``"gather"``
+    (index arithmetic; every target) or ``"map"`` (an indexing map with a negative coefficient; not llvm-cpu);
+    ``d_read``: how a phase's store reads its rows of a D tensor, ``"slice"`` or ``"map"``. ``choices.configs``
+    maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution.
+    """
+    fusion = fusion or Fusion()
+    element = dtypes.mlir_element_type(problem.dtype)
+    rank = problem.rank
+    cpu = choices.target is not None and choices.target.backend == "llvm-cpu"
+    if problem.channels_last:
+        to_channels_last = "  // grad_out is channels-last already"
+    else:
+        to_channels_last = mlir.render("conv_bwd_data.channels_last", permutation=mlir.index_list([0, *range(2, rank + 2), 1]))
+    init, current = _initial_grad_in(problem, element, fusion)
+    phase_texts = []
+    for index, phase in enumerate(phases_for_target(problem, choices.target)):
+        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map")
+        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
+        conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape,
+                                            choices.configs.get(index))
+        store_values = _store(index, phase, problem, element, acc_shape, fusion, current, form["d_read"])
+        current = f"%grad_in_{index + 1}"
+        phase_texts.append(mlir.render(
+            "conv_bwd_data.phase", index=index, element=element,
+            tap_description=", ".join(
+                f"{p.first_tap} + {p.tap_step}*t (t < {p.taps})" + (f" and {p.zero_taps} zero tap(s)" if p.zero_taps else "")
+                for p in phase
+            ),
+            rows_description=", ".join(f"{p.grad_in_offset} + {s}*m (m < {p.rows})" for p, s in zip(phase, problem.stride)),
+            phase_filter_type=mlir.tensor(filter_shape, element), phase_filter=phase_filter,
+            grad_out_window=window_text, convolution=conv_text, **store_values,
+        ))
+    aliases, arguments, views = fusion.declarations()
+    weight_alias, weight_view = _weight_groups(problem)
+    return mlir.render(
+        "conv_bwd_data",
+        rank=rank, layout=problem.layout, element=element, problem_name=problem.name, function=problem.name,
+        groups=problem.groups, epilogue=problem.epilogue.text if problem.epilogue else "none (grad_in = acc)",
+        grad_out_type=mlir.tensor(problem.output_shape, element),
+        weight_type=mlir.tensor(problem.weight_shape, element),
+        grad_in_type=mlir.tensor(problem.input_shape, element),
+        grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
+        extra_aliases=aliases + weight_alias, extra_arguments=arguments,
+        grad_out_to_channels_last=to_channels_last, weight_view=weight_view, d_views=views,
+        initial=init, phases="\n".join(phase_texts), result=current,
+    )
