@@ -30,7 +30,7 @@ DEFAULT_TARGETS = "rocm:gfx942"
 
 
 def module_specs(op: str, problem, target: targets.Target, extra_flags: tuple[str, ...] = ()) -> list[compiler.ModuleSpec]:
-    return tuning.module_specs(problem, catalog.OPERATORS[op].render_mlir, target, extra_flags)
+    return tuning.module_specs(problem, target, extra_flags)
 
 
 def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str,

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ops import catalog, runtime, verify
+from ops.operator import run
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
     import torch
@@ -91,9 +92,9 @@ def torch_grouped_conv_bwd_data(problem, inputs, device):
         return None
     from ops import epilogue as epilogues
 
-    ds = [_torch_tensor(d, device, False) for d in inputs[2:]]
-    root = epilogues.parse_canonical(problem.epilogue) if problem.epilogue else None
-    params = catalog.OPERATORS["grouped_conv_bwd_data"].param_values(problem)  # the values our module ran with
+    ds = [_torch_tensor(d, device, False) for d in inputs[2:2 + len(problem.d_shapes)]]
+    root = problem.epilogue.root if problem.epilogue else None
+    params = catalog.OPERATORS["grouped_conv_bwd_data"].param_values(problem, inputs)  # the values our module ran with
 
     def call():
         grad_in = call_conv()[0]
@@ -213,11 +214,10 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
     while len(input_sets) < 3 and set_bytes * (len(input_sets) + 1) < (1 << 30):  # rotate sets that fit in cache
         input_sets.append([runtime.to_device(a, device) for a in module.random_inputs(problem, rng)])
     # the public call, once, for the result's shape and dtype; then poison it and check the timed path fills it
-    result = module.call(problem, input_sets[0], device=device)
+    result = run(problem, input_sets[0], device)
     out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
-    function = runtime.function_for(problem, module.render_mlir, device, extra_flags)
-    module_arguments = getattr(module, "module_arguments", lambda _, inputs: list(inputs))
-    argument_sets = [module_arguments(problem, inputs) for inputs in input_sets]
+    function = runtime.function_for(problem, device, extra_flags)
+    argument_sets = input_sets
     function(*argument_sets[0], out)
     error = verify.relative_error(out.to_host(), module.reference(problem, host_inputs))
     ok = error <= verify.tolerance(op, problem.dtype)

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from ops import catalog, compiler, dtypes, runtime, targets, tuning, verify
+from ops.operators import stride_phases
+from ops.problem import ConvBwdDataProblem
 
 # (backend, element type) -> (intrinsic, M, N, K, subgroup size)
 INTRINSICS = {
@@ -95,7 +97,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     element = dtypes.mlir_element_type(problem.dtype)
     intrinsic = INTRINSICS[(target.backend, element)]
     version = compiler.installed_compiler_version()
-    phases = len(module.phases(problem)) if hasattr(module, "phases") else 0
+    phases = len(stride_phases.phases(problem)) if isinstance(problem, ConvBwdDataProblem) else 1
     candidates = [{"id": "default", "phase": None, "config": None}]
     for form in getattr(module, "form_candidates", lambda _: [])(problem):
         label = "-".join(f"{key}{value}" for key, value in form.items())
@@ -112,7 +114,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         configs = {candidate["phase"]: candidate["config"]} if candidate["config"] else None
         # as the runtime does: the first of the forms (and fallback flags) that compiles
         error = None
-        for spec in tuning.module_specs(problem, module.render_mlir, target, configs=configs, options=candidate.get("render")):
+        for spec in tuning.module_specs(problem, target, configs=configs, options=candidate.get("render")):
             path = spec.path(out / candidate["id"], version)
             try:
                 if not path.is_file():
@@ -123,9 +125,9 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         return {**candidate, "error": str(error).splitlines()[-1][:300]}
 
     # a form identical to the default module (the default's own choice) is not timed twice
-    default_key = tuning.module_spec(problem, module.render_mlir, target).key(version)
+    default_key = tuning.module_spec(problem, target).key(version)
     candidates = [c for c in candidates if c["id"] == "default" or not c.get("render") or
-                  tuning.module_spec(problem, module.render_mlir, target, options=c["render"]).key(version) != default_key]
+                  tuning.module_spec(problem, target, options=c["render"]).key(version) != default_key]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         built = list(pool.map(build, candidates))
     ok = [c for c in built if "module" in c]
@@ -152,7 +154,7 @@ def time_candidates(directory: Path, device: str, out: Path, repeat: int) -> int
         vm_module = runtime.rt.VmModule.mmap(instance, str(directory / candidate["module"]))
         context = runtime.rt.SystemContext(vm_modules=[vm_module], config=runtime.rt.Config(device=hal_device))
         function = context.modules.module[spec["function"]]
-        result_dtype = getattr(module, "result_dtype", lambda p: p.dtype)(problem)
+        (_, result_dtype), = module.results(problem)
         out_array = runtime.to_device(np.full(expected.shape, np.nan, dtypes.numpy_dtype(result_dtype)), device)
         try:
             function(*inputs, out_array)

@@ -2,6 +2,9 @@
 
     import ops
     grad_in = ops.conv_bwd_data(grad_out, weight, input_shape=x.shape, stride=2, padding=1)
+
+Importing ``ops`` loads no IREE module: the runtime comes with the first call (or ``ops.to_device``), so the
+problem algebra, the templates and their tests need neither.
 """
 
 from .compiler import CompileError, DamagedModuleError, MissingModuleError
@@ -9,8 +12,16 @@ from .operators.avgpool3d import avgpool3d_bwd
 from .operators.conv_bwd_data import conv_bwd_data
 from .operators.grouped_conv_bwd_data import grouped_conv_bwd_data
 from .operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
-from .operators.maxpool2d import maxpool2d_bwd, maxpool2d_fwd
-from .runtime import to_device
+from .operators.maxpool2d import maxpool2d_bwd
+from .operators.maxpool2d_fwd import maxpool2d_fwd
+
+
+def to_device(array, device: str = "local-task"):
+    """Copy a NumPy array to ``device`` once, for chaining calls without host round trips."""
+    from . import runtime
+
+    return runtime.to_device(array, device)
+
 
 __all__ = [
     "conv_bwd_data",

@@ -12,7 +12,7 @@ from .operators import OPERATORS as _ALL
 from .validation import check
 
 OPERATORS = {op: _ALL[op] for op in ("conv_bwd_data", "grouped_conv_bwd_data", "grouped_conv_bwd_weight",
-                                     "maxpool2d_bwd", "avgpool3d_bwd") if op in _ALL}
+                                     "maxpool2d_bwd", "avgpool3d_bwd")}
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

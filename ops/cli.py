@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from . import catalog, compiler, runtime, targets, tuning, verify
+from .operator import run
 
 
 def _parse_value(text: str):
@@ -51,7 +52,7 @@ def artifact_targets(op: str, problem) -> list[str]:
     version = compiler.compiler_version()
     found = []
     for name in ("rocm:gfx942", "rocm:gfx90a", "rocm:gfx1100", "cuda:sm_80", "llvm-cpu"):
-        spec = tuning.module_spec(problem, catalog.OPERATORS[op].render_mlir, targets.parse_target(name))
+        spec = tuning.module_spec(problem, targets.parse_target(name))
         if spec.path(compiler.artifacts_dir(), version).is_file():
             found.append(name)
     return found
@@ -74,12 +75,12 @@ def run_problem(op: str, name: str, *, device: str, verify_result: bool, repeat:
     compiles_before = compiler.stats["compiles"]
     _progress(f"first call on {device} (renders and compiles for {target} unless a module is cached)")
     start = time.perf_counter()
-    result = module.call(problem, inputs, device=device)
+    result = run(problem, inputs, device)
     first_call = time.perf_counter() - start
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        module.call(problem, inputs, device=device, out=result)
+        run(problem, inputs, device, out=result)
         times.append(time.perf_counter() - start)
     median = statistics.median(times) if times else first_call
     moved = sum(a.nbytes for a in host_inputs) + int(np.prod(result.shape)) * np.dtype(result.dtype).itemsize

@@ -111,8 +111,17 @@ class WindowProblem:
     def channels_last(self) -> bool:
         return LAYOUTS[self.layout][1]
 
-    def _padding_name(self) -> str:
-        return "x".join(f"{lo}_{hi}" for lo, hi in self.padding)
+    @property
+    def name(self) -> str:
+        """Readable, deterministic, and covering every parameter: the module's function and file name."""
+        windows = f"_s{_dims(self.stride)}_d{_dims(self.dilation)}_p{'x'.join(f'{lo}_{hi}' for lo, hi in self.padding)}"
+        return f"{self.op}_{self._name_sizes()}{windows}{self._name_suffix()}"
+
+    def _name_sizes(self) -> str:
+        raise NotImplementedError
+
+    def _name_suffix(self) -> str:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -152,17 +161,11 @@ class ConvProblem(WindowProblem):
             * math.prod(self.output_spatial) * math.prod(self.filter_spatial)
         )
 
-    @property
-    def name(self) -> str:
-        """Readable, deterministic, and covering every parameter: the module's function and file name."""
+    def _name_sizes(self) -> str:
         return (
-            f"{self.op}_{self.rank}d_{self.layout.lower()}_{self.dtype}_n{self.batch}_g{self.groups}"
-            f"_c{self.in_channels}_k{self.out_channels}_i{_dims(self.input_spatial)}_f{_dims(self.filter_spatial)}"
-            f"_s{_dims(self.stride)}_d{_dims(self.dilation)}_p{self._padding_name()}{self._name_suffix()}"
+            f"{self.rank}d_{self.layout.lower()}_{self.dtype}_n{self.batch}_g{self.groups}_c{self.in_channels}"
+            f"_k{self.out_channels}_i{_dims(self.input_spatial)}_f{_dims(self.filter_spatial)}"
         )
-
-    def _name_suffix(self) -> str:
-        return ""
 
 
 @dataclass(frozen=True)
@@ -316,10 +319,12 @@ def channels_last(array):
 
 
 def in_layout(channels_last_layout: bool, function, *arrays):
-    """Apply a channels-last ``function`` to channels-first ``arrays`` too: convert in, call, convert back."""
+    """Apply a channels-last ``function`` to channels-first ``arrays`` too: convert in, call, convert back (each
+    result, when it returns a tuple). The one home of layout conversion."""
     if channels_last_layout:
         return function(*arrays)
-    return channels_first(function(*(channels_last(a) for a in arrays)))
+    result = function(*(channels_last(a) for a in arrays))
+    return tuple(channels_first(r) for r in result) if isinstance(result, tuple) else channels_first(result)
 
 
 def channels_first(array):
@@ -363,17 +368,14 @@ class PoolProblem(WindowProblem):
     def overlapping(self) -> bool:
         return any(j > 1 for j in self.candidates)
 
-    @property
-    def name(self) -> str:
-        """Readable, deterministic, and covering every parameter: the module's function and file name."""
+    def _name_sizes(self) -> str:
         return (
-            f"{self.op}_{self.layout.lower()}_{self.dtype}_n{self.batch}_c{self.channels}_i{_dims(self.input_spatial)}"
-            f"_o{_dims(self.output_spatial)}_k{_dims(self.kernel)}_s{_dims(self.stride)}_d{_dims(self.dilation)}"
-            f"_p{self._padding_name()}{'_ceil' if self.ceil_mode else ''}{self._name_suffix()}"
+            f"{self.layout.lower()}_{self.dtype}_n{self.batch}_c{self.channels}_i{_dims(self.input_spatial)}"
+            f"_o{_dims(self.output_spatial)}_k{_dims(self.kernel)}"
         )
 
     def _name_suffix(self) -> str:
-        return ""
+        return "_ceil" if self.ceil_mode else ""
 
 
 @dataclass(frozen=True)
@@ -384,7 +386,7 @@ class AvgPoolProblem(PoolProblem):
     divisor_override: int | None
 
     def _name_suffix(self) -> str:
-        suffix = "" if self.count_include_pad else "_nopadcount"
+        suffix = super()._name_suffix() + ("" if self.count_include_pad else "_nopadcount")
         if self.divisor_override is not None:
             suffix += f"_div{self.divisor_override}".replace("-", "m")
         return suffix
@@ -397,7 +399,7 @@ class MaxPoolProblem(PoolProblem):
     index_dtype: str
 
     def _name_suffix(self) -> str:
-        return f"_{self.index_dtype}"
+        return f"{super()._name_suffix()}_{self.index_dtype}"
 
 
 @dataclass(frozen=True)
@@ -409,7 +411,7 @@ class MaxPoolBwdProblem(PoolProblem):
     index_dtype: str | None
 
     def _name_suffix(self) -> str:
-        return f"_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
+        return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
 
 
 def pool_problem(

@@ -44,7 +44,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import compiler, dtypes, geometry, runtime, targets, tuning
-from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d
+from .operator import run
+from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
 from .validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
 
 __all__ = [
@@ -127,7 +128,6 @@ class _Plan:
     """One kernel call: the frozen problem, the tensors it reads and writes (in its layout), what to return."""
 
     problem: Callable  # () -> the frozen problem: built only where a kernel runs or precompile records it
-    render: Callable
     inputs: list  # contiguous tensors in the kernel's layout, in the module function's argument order
     writes: list  # contiguous views of the destinations
     returns: tuple  # the tensors handed back to PyTorch (the destinations, in PyTorch's shapes)
@@ -136,13 +136,13 @@ class _Plan:
         return self.returns[0] if len(self.returns) == 1 else self.returns
 
 
-_recording: list | None = None  # precompile(): plans' (problem, render) are noted, nothing runs
+_recording: list | None = None  # precompile(): plans' problems are noted, nothing runs
 _recording_lock = threading.Lock()
 
 
 def _note(plan: _Plan) -> None:
     if _recording is not None:
-        _recording.append((plan.problem(), plan.render))
+        _recording.append(plan.problem())
 
 
 def _wrap(hal_device, t: Tensor):
@@ -166,9 +166,7 @@ def _launch(plan: _Plan):
     destinations = tuple(_wrap(hal_device, t) for t in plan.writes)
     if plan.inputs[0].device.type == "cuda":
         torch.cuda.current_stream().synchronize()  # PyTorch's writes of the inputs are done (see the header)
-    runtime.run(plan.problem(), plan.render, arguments,
-                results=[(tuple(t.shape), _TORCH_DTYPES[t.dtype]) for t in plan.writes],
-                device=driver, out=destinations)
+    run(plan.problem(), arguments, driver, destinations)
     return plan.result()
 
 
@@ -233,7 +231,7 @@ def _plan_conv_backward_input(grad_output: Tensor, weight: Tensor, relu_output: 
         _input_grad_problem, *(_array(v) for v in views[:2]), _array(views[2]) if relu_output is not None else None,
         tuple(out_view.shape), tuple(stride), _pairs(padding), tuple(dilation), groups, _layout(rank, cl),
     )
-    return _Plan(problem, conv_bwd_data.render_mlir, views, [out_view], (grad_input,))
+    return _Plan(problem, views, [out_view], (grad_input,))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -251,12 +249,12 @@ def _plan_conv_backward_weight(input: Tensor, grad_output: Tensor, weight_size: 
     views = [_kernel_view(input, cl), _kernel_view(grad_output, cl)]
     problem = functools.partial(_weight_grad_problem, *(_array(v) for v in views), tuple(weight_size[2:]),
                                 tuple(stride), _pairs(padding), tuple(dilation), groups, _layout(rank, cl))
-    return _Plan(problem, grouped_conv_bwd_weight.render_mlir, views, [_kernel_view(grad_weight, cl)], (grad_weight,))
+    return _Plan(problem, views, [_kernel_view(grad_weight, cl)], (grad_weight,))
 
 
 @functools.lru_cache(maxsize=4096)
 def _max_pool_problem(x: _Array, kernel_size, stride, padding, dilation, ceil_mode: bool, layout: str):
-    return maxpool2d.normalize_fwd(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+    return maxpool2d_fwd.normalize(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
                                    ceil_mode=ceil_mode, layout=layout)
 
 
@@ -271,13 +269,13 @@ def _plan_max_pool2d(input: Tensor, kernel_size: List[int], stride: List[int], p
                                                            padding[a], padding[a], ceil_mode) for a in range(2))]
     y = _empty(size, input, cl)
     indices = _empty(size, input, cl, dtype=torch.int64)
-    return _Plan(problem, maxpool2d.render_mlir, [view], [_kernel_view(y, cl), _kernel_view(indices, cl)], (y, indices))
+    return _Plan(problem, [view], [_kernel_view(y, cl), _kernel_view(indices, cl)], (y, indices))
 
 
 @functools.lru_cache(maxsize=4096)
 def _max_pool_backward_problem(grad_out: _Array, indices: _Array, input_shape, kernel_size, stride, padding, dilation,
                                ceil_mode: bool, layout: str):
-    return maxpool2d.normalize_bwd(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride,
+    return maxpool2d.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride,
                                    padding=padding, dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=None,
                                    layout=layout)
 
@@ -292,7 +290,7 @@ def _plan_max_pool2d_backward(grad_output: Tensor, indices: Tensor, input_size: 
     problem = functools.partial(_max_pool_backward_problem, *(_array(v) for v in views), tuple(out_view.shape),
                                 tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation), ceil_mode,
                                 _layout(2, cl))
-    return _Plan(problem, maxpool2d.render_mlir, views, [out_view], (grad_input,))
+    return _Plan(problem, views, [out_view], (grad_input,))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -313,7 +311,7 @@ def _plan_avg_pool3d_backward(grad_output: Tensor, input_size: List[int], kernel
     problem = functools.partial(_avg_pool_backward_problem, _array(view), tuple(out_view.shape), tuple(kernel_size),
                                 tuple(stride), tuple(padding), ceil_mode, count_include_pad, divisor_override,
                                 _layout(3, cl))
-    return _Plan(problem, avgpool3d.render_mlir, [view], [out_view], (grad_input,))
+    return _Plan(problem, [view], [out_view], (grad_input,))
 
 
 # --- The registered operators ----------------------------------------------------------------------------
@@ -593,7 +591,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
     x = input.unsqueeze(0) if unbatched else input
     if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        maxpool2d.normalize_fwd(_Array(tuple(x.shape), np.dtype(np.float32)), kernel_size=kernel, stride=stride,
+        maxpool2d_fwd.normalize(_Array(tuple(x.shape), np.dtype(np.float32)), kernel_size=kernel, stride=stride,
                                 padding=pads, dilation=dilation, ceil_mode=ceil_mode, layout="NCHW")
     y, indices = _max_pool2d_op(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
     if unbatched:
@@ -790,7 +788,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
         if outputs:
             torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
     alternatives = list({specs[0].name + specs[0].key(None): specs for specs in (
-        tuning.module_specs(problem, render, target) for problem, render in plans)}.values())
+        tuning.module_specs(problem, target) for problem in plans)}.values())
     done = []
 
     def build(specs):

@@ -88,8 +88,7 @@ def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), con
     with ``options`` is then the only one.
     """
     configs = {**configs_for(problem, target), **(configs or {})}
-    module = operator(problem)
-    render = module.render if callable(getattr(module, "render", None)) else (lambda problem, choices: module.render_mlir(problem))  # TEMPORARY
+    render = operator(problem).render
     mlirs = [render(problem, Choices(target, form, configs)) for form in forms_for(problem, target, options)]
     flags = (*flags_for(problem, target), *extra_flags)
     return [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))

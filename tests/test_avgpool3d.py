@@ -10,6 +10,7 @@ import pytest
 import iree.runtime as rt
 
 from ops import catalog, compiler, runtime, targets, verify
+from ops.operator import run as run_problem
 from ops.operators import avgpool3d as op
 from ops.operators.avgpool3d import avgpool3d_bwd
 from ops.problem import channels_first, channels_last
@@ -49,7 +50,7 @@ PROBLEMS = {name: op.problem_from_params(**params) for name, params in CASES.ite
 
 def run(problem, inputs):
     out = poisoned(problem.input_shape, problem.dtype)
-    op.call(problem, inputs, out=out)
+    run_problem(problem, inputs, out=out)
     return out.to_host().copy()
 
 
@@ -163,7 +164,7 @@ def test_every_problem_lowers_to_one_dispatch(tmp_path, name, target):
     problem = PROBLEMS[name]
     from iree.compiler import ir
 
-    mlir = op.render_mlir(problem)
+    mlir = op.render(problem)
     module = ir.Module.parse(mlir, ir.Context())
     assert f"func.func @{problem.name}(" in str(module)
     assert "iree_linalg_ext.scatter" not in mlir and "atomic_rmw" not in mlir
@@ -179,7 +180,7 @@ def test_every_problem_lowers_to_one_dispatch(tmp_path, name, target):
 def test_the_video_layer_is_one_elementwise_dispatch_on_the_cpu(tmp_path):
     problem = catalog.problem("avgpool3d_bwd", "video_2x2x2")
     assert not problem.overlapping
-    mlir = op.render_mlir(problem)
+    mlir = op.render(problem)
     assert "!candidates = tensor<i8>" in mlir and '"reduction"' not in mlir
     dump = tmp_path / "dump"
     compiler.compile_module(compiler.ModuleSpec(problem.name, mlir, targets.parse_target("llvm-cpu")), tmp_path / "m.vmfb", dump_dir=dump)
@@ -195,4 +196,4 @@ def test_an_axis_with_one_overlapping_window(layout, rng):
                                dilation=(2, 1, 2), padding=(0, 0, 1), layout=layout, dtype="float32")
     assert p.output_spatial[1] == 1 and p.candidates[1] == 1
     inputs = op.random_inputs(p, rng)
-    assert verify.relative_error(op.call(p, inputs), op.reference(p, inputs)) <= verify.tolerance(op.OP, "float32")
+    assert verify.relative_error(run_problem(p, inputs), op.reference(p, inputs)) <= verify.tolerance(op.OP, "float32")

@@ -29,7 +29,6 @@ NO_MMA = {
 def expected_contractions(op, problem) -> int | None:
     """Contraction dispatches the operator's design gives (None: not a convolution)."""
     if op in ("conv_bwd_data", "grouped_conv_bwd_data"):
-        module = catalog.OPERATORS[op]
         return sum(1 for phase in stride_phases.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
     if op == "grouped_conv_bwd_weight":
         return 1

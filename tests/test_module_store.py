@@ -85,6 +85,7 @@ import os, sys
 import numpy as np
 import mmap  # noqa: F401  (imported lazily by iree.runtime's copy_buffer)
 import iree.compiler.version  # imported while this process may still read the installer's files (root's pyenv)
+import iree.runtime  # ops imports it on the first call: here, while the installer's files are readable
 import ops
 from ops.operators import conv_bwd_data as op
 if os.geteuid() == 0:  # root writes anything: drop to nobody, so the read-only module really is read-only

@@ -134,8 +134,8 @@ def test_fused_relu_conv_matches_relu_then_conv(name, seeded):
 def test_fused_relu_kernel_is_one_grouped_backward_data_with_the_mask(monkeypatch, seeded):
     tensors, kwargs = conv_tensors(CONV_CASES["2d_s2_g4"], torch.float32, memory_format_last=False)
     launched = []
-    original = runtime.run
-    monkeypatch.setattr(runtime, "run", lambda problem, *a, **k: launched.append(problem) or original(problem, *a, **k))
+    original = runtime.execute
+    monkeypatch.setattr(runtime, "execute", lambda problem, *a, **k: launched.append(problem) or original(problem, *a, **k))
     forward_backward(lambda *t: otorch.conv2d(*t, **kwargs, input_activation="relu"), tensors)
     assert [p.op for p in launched] == ["grouped_conv_bwd_data", "grouped_conv_bwd_weight"]
     assert launched[0].epilogue is not None and launched[0].d_shapes == (tuple(tensors[0].shape),)

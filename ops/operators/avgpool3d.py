@@ -2,8 +2,8 @@
 
 ``grad_in = avgpool3d_bwd(grad_out, input_shape=..., kernel_size=...)`` is the gradient of
 ``torch.nn.functional.avg_pool3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-divisor_override)`` with respect to ``x``. The template is ``mlir/avgpool3d_bwd.mlir`` (its header derives
-the gather identity); the window arithmetic is spelled by ``pool_windows``.
+divisor_override)`` with respect to ``x``. The template is the pooling backward gather ``mlir/pool_bwd.mlir``
+(its header derives the gather identity; ``pool_windows`` fills it) with average pooling's fragments.
 
 PyTorch's rules, kept exactly: stride defaults to the kernel size; padding at most half the window; ceil_mode
 windows must start inside the input or the left padding, and a window running past the padded end is clipped
@@ -18,31 +18,43 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, geometry, render, runtime
+from .. import dtypes, geometry
+from .. import render as mlir
+from ..operator import Choices, run
 from .. import reference as reference_ops
-from ..problem import LAYOUTS, PoolProblem, array_shape_dtype, channels_first, channels_last, join_activation, pool_problem
+from ..problem import AvgPoolProblem, activation_from_params, array_shape_dtype, avg_pool_fields, in_layout, pool_problem
 from ..validation import check
 from . import pool_windows as windows
 
 OP = "avgpool3d_bwd"
+Problem = AvgPoolProblem
+
+
+def results(problem: AvgPoolProblem) -> list:
+    return [(problem.input_shape, problem.dtype)]
+
+
+def forms(problem: AvgPoolProblem, target=None) -> list[dict]:
+    return [{}]
+
 
 # Named problems (CK's example default first), for the catalog and the command line.
 # Named problems (CK's defaults and real layers) live in build_tools/manifests/ck_examples.json.
 
 
 def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
-              divisor_override, layout) -> PoolProblem:
+              divisor_override, layout) -> AvgPoolProblem:
     """Check every argument and build the problem, before anything is compiled."""
     out_shape, out_dtype = array_shape_dtype(OP, "grad_out", grad_out)
     check(len(out_shape) == 5, f"{OP}: grad_out must be 5-D (N, C, D, H, W or N, D, H, W, C), but has shape {out_shape!r}")
+    fields = avg_pool_fields(OP, count_include_pad, divisor_override)
     return pool_problem(
-        OP, rank=3, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
-        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-        count_include_pad=count_include_pad, divisor_override=divisor_override,
+        AvgPoolProblem, OP, rank=3, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
+        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode, **fields,
     )
 
 
-def tap_counts(problem: PoolProblem) -> list[tuple[int, ...]]:
+def tap_counts(problem: AvgPoolProblem) -> list[tuple[int, ...]]:
     """Per axis, per window: the taps the divisor counts (its product over the axes is the divisor)."""
     return [
         geometry.pool_tap_counts(
@@ -53,66 +65,49 @@ def tap_counts(problem: PoolProblem) -> list[tuple[int, ...]]:
     ]
 
 
-def _divisor(problem: PoolProblem) -> tuple[str, list[str]]:
+def _divisor(problem: AvgPoolProblem) -> tuple[str, str]:
     """(function-level tables, body lines defining ``%divisor``): the override, or the product of the per-axis
     tap counts, folded into one constant over the axes where every window counts the same, and read from a
     table (indexed by the window) on the others."""
     if problem.divisor_override is not None:
-        return (
-            f"  // divisor_override: every window divides by {problem.divisor_override}",
-            [f"%divisor = arith.constant {float(problem.divisor_override)} : f32"],
-        )
-    uniform, tables, lines = 1, [], []
+        return (mlir.render("pool_bwd.avg_override", divisor=problem.divisor_override),
+                mlir.render("pool_bwd.avg_divisor", divisor=float(problem.divisor_override)))
+    uniform, table_axes = 1, []
     for x, counts in zip(windows.axis_letters(problem), tap_counts(problem)):
         if len(set(counts)) == 1:
             uniform *= counts[0]
-            continue
-        table_type = render.tensor([len(counts)], "f32")
-        tables.append(f"  %tap_counts_{x} = arith.constant dense<[{', '.join(str(float(c)) for c in counts)}]> : {table_type}")
-        lines.append(f"%divisor_{x} = tensor.extract %tap_counts_{x}[%o_{x}_clamped] : {table_type}")
-    if not tables:
-        return "  // every window counts the same taps", [f"%divisor = arith.constant {float(uniform)} : f32"]
-    product = "%divisor_uniform"
-    lines.insert(0, f"{product} = arith.constant {float(uniform)} : f32")
-    factors = [line.split(" = ")[0] for line in lines[1:]]
-    for k, factor in enumerate(factors):
-        target = "%divisor" if k == len(factors) - 1 else f"%divisor_{k}"
-        lines.append(f"{target} = arith.mulf {product}, {factor} : f32")
-        product = target
-    header = "  // Taps each window counts along the axes where windows differ (padding, ceil_mode); the divisor is their product"
-    return "\n".join([header, *tables]), lines
+        else:
+            table_axes.append((x, counts))
+    if not table_axes:
+        return mlir.render("pool_bwd.avg_uniform"), mlir.render("pool_bwd.avg_divisor", divisor=float(uniform))
+    tables, reads = [], []
+    for x, counts in table_axes:
+        table_type = mlir.tensor([len(counts)], "f32")
+        tables.append(mlir.render("pool_bwd.avg_table", x=x, counts=mlir.index_list(float(c) for c in counts),
+                                    table_type=table_type))
+        reads.append(mlir.render("pool_bwd.avg_tap_count", x=x, table_type=table_type))
+    factors = ["%divisor_uniform", *(f"%divisor_{x}" for x, _ in table_axes)]
+    products = windows.fold("pool_bwd.avg_multiply", "%divisor", factors)
+    return (mlir.render("pool_bwd.avg_tables", tables="\n".join(tables)),
+            mlir.render("pool_bwd.avg_divisor_product", uniform=float(uniform), reads="\n".join(reads),
+                          products=products))
 
 
-def render_mlir(problem: PoolProblem) -> str:
+def render(problem: AvgPoolProblem, choices: Choices = Choices()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, dst)."""
     element = dtypes.mlir_element_type(problem.dtype)
-    window_lines, _, window_indices = windows.window_of_position_lines(problem)
-    tables, divisor_lines = _divisor(problem)
-    g_line, g32 = windows.to_f32("%g", element)
-    reductions = windows.reductions(problem)
-    return render.render(
-        "avgpool3d_bwd",
-        layout=problem.layout,
-        problem_name=problem.name,
-        function=problem.name,
-        candidates=" x ".join(str(j) for j in problem.candidates),
-        element=element,
-        grad_out_type=render.tensor(problem.output_shape, element),
-        grad_in_type=render.tensor(problem.input_shape, element),
-        acc_type=render.tensor(problem.input_shape, dtypes.ACCUMULATOR),
-        candidates_type=windows.candidates_type(problem),
-        divisor_tables=tables,
-        candidates_map=windows.trailing_map(problem, reductions),
-        acc_map=windows.grid_map(problem, reductions),
-        gather_iterators=windows.iterators(problem, reductions),
-        windows_of_position=windows.body([*windows.grid_index_lines(problem), *window_lines]),
-        divisor=windows.body(divisor_lines),
-        window_indices=windows.layout_indices(problem, "%n", "%c", window_indices),
-        g_to_f32=g_line,
-        g32=g32,
-        grid_map=windows.grid_map(problem),
-        grid_iterators=windows.iterators(problem),
-        store_body=windows.store_body(element),
+    tables, divisor = _divisor(problem)
+    g_to_f32, g32 = windows.to_f32("%g", element)
+    return windows.render_gather(
+        problem,
+        title="Average-pool 3-D backward",
+        inputs="grad_out",
+        contribution_note=mlir.render("pool_bwd.avg_note"),
+        prologue=tables,
+        contribution=mlir.render(
+            "pool_bwd.avg_contribution", divisor=divisor, window_indices=windows.window_indices(problem),
+            g_to_f32=g_to_f32, g32=g32,
+        ),
     )
 
 
@@ -129,7 +124,7 @@ def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0,
     problem = normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
                         dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
                         divisor_override=divisor_override, layout=layout)
-    return runtime.run(problem, render_mlir, [grad_out], results=[(problem.input_shape, problem.dtype)], device=device, out=out)
+    return run(problem, [grad_out], device, out)
 
 
 # --- Problem construction, inputs and reference for the command line, the benchmarks and the tests -----
@@ -137,36 +132,23 @@ def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0,
 
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
                         ceil_mode=False, count_include_pad=True, divisor_override=None, layout="NDHWC",
-                        dtype="float16") -> PoolProblem:
+                        dtype="float16") -> AvgPoolProblem:
     """A problem from parameters (no arrays needed), checked like a call's arguments."""
-    channels_last_layout = LAYOUTS.get(layout, (3, True))[1]  # pool_problem reports a bad layout
+    fields = avg_pool_fields(OP, count_include_pad, divisor_override)
     return pool_problem(
-        OP, rank=3, layout=layout, dtype=dtype,
-        input_shape=join_activation(batch, tuple(input_spatial), channels, channels_last_layout),
-        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-        count_include_pad=count_include_pad, divisor_override=divisor_override,
+        AvgPoolProblem, OP, rank=3, layout=layout, dtype=dtype,
+        input_shape=activation_from_params(batch, input_spatial, channels, layout),
+        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode, **fields,
     )
 
 
-def random_inputs(problem: PoolProblem, rng) -> list:
-    return [rng.standard_normal(problem.output_shape, dtype="float32").astype(dtypes.numpy_dtype(problem.dtype))]
+def random_inputs(problem: AvgPoolProblem, rng) -> list:
+    return [dtypes.random_normal(rng, problem.output_shape, problem.dtype)]
 
 
-def reference(problem: PoolProblem, inputs) -> np.ndarray:
+def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
     """float64 grad_in from the window-by-window definition, in the problem's layout."""
-    (grad_out,) = inputs
-    result = reference_ops.avgpool_bwd(
-        grad_out if problem.channels_last else channels_last(grad_out), problem.input_spatial, problem.kernel,
-        problem.stride, problem.dilation, problem.padding, problem.count_include_pad, problem.divisor_override,
-    )
-    return result if problem.channels_last else channels_first(result)
-
-
-def call(problem: PoolProblem, inputs, device=None, out=None):
-    (grad_out,) = inputs
-    return avgpool3d_bwd(
-        grad_out, input_shape=problem.input_shape, kernel_size=problem.kernel, stride=problem.stride,
-        padding=problem.padding, dilation=problem.dilation, ceil_mode=problem.ceil_mode,
-        count_include_pad=problem.count_include_pad, divisor_override=problem.divisor_override,
-        layout=problem.layout, device=device, out=out,
-    )
+    return in_layout(problem.channels_last, lambda grad_out: reference_ops.avgpool_bwd(
+        grad_out, problem.input_spatial, problem.kernel, problem.stride, problem.dilation, problem.padding,
+        problem.count_include_pad, problem.divisor_override,
+    ), *inputs)

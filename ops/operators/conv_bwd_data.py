@@ -20,15 +20,14 @@ Problem = ConvBwdDataProblem
 forms = stride_phases.forms
 
 
-def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layout, groups=1, op=OP,
-              **fields) -> ConvBwdDataProblem:
-    """Check every argument and build the problem, before anything is compiled (``fields``: the fused epilogue's,
-    for grouped_conv_bwd_data)."""
+def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layout, groups=1, op=OP) -> ConvBwdDataProblem:
+    """Check every argument and build the problem, before anything is compiled (``op``: the operator named in
+    messages; grouped_conv_bwd_data checks its convolution here)."""
     out_shape, out_dtype = array_shape_dtype(op, "grad_out", grad_out)
     weight_shape, weight_dtype = array_shape_dtype(op, "weight", weight)
     problem = conv_problem(
         ConvBwdDataProblem, op, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
-        weight_shape=weight_shape, groups=groups, stride=stride, padding=padding, dilation=dilation, **fields,
+        weight_shape=weight_shape, groups=groups, stride=stride, padding=padding, dilation=dilation,
     )
     check(
         weight_dtype == out_dtype,

@@ -154,7 +154,7 @@ class _Fusion(stride_phases.Fusion):
         (G, C), read at the phase's rows either by a strided slice (``d_read="slice"``: a view, and every indexing
         map stays a projected permutation) or by the store's indexing map (``"map"``: ``index_of`` gives spatial
         roles as ``s*m + offset``, see ``stride_phases.forms``)."""
-        problem, fused, lines = self.problem, stride_phases.Operands(), []
+        problem, values, types, block_args, indices, lines = self.problem, [], [], [], [], []
         for j, view in enumerate(self.views):
             element = dtypes.mlir_element_type(problem.d_dtypes[j])
             if phase is None:
@@ -171,12 +171,11 @@ class _Fusion(stride_phases.Fusion):
                     sizes=mlir.index_list(sizes),
                     strides=mlir.index_list([problem.stride[r] if isinstance(r, int) else 1 for r in roles]),
                 ))
-            fused.values.append(value)
-            fused.types.append(value_type)
-            fused.block_args.append(f"%d{j}_value: {element}")
-            fused.indices.append([index_of[r] for r in roles])
-        return stride_phases.Operands(fused.values, fused.types, fused.block_args, fused.indices,
-                                      mlir.indent("\n".join(lines), 2))
+            values.append(value)
+            types.append(value_type)
+            block_args.append(f"%d{j}_value: {element}")
+            indices.append([index_of[r] for r in roles])
+        return stride_phases.Operands(values, types, block_args, indices, mlir.indent("\n".join(lines), 2))
 
     def body(self, acc: str) -> tuple[list[str], str]:
         """D values to f32, the parameters read, then the epilogue."""

@@ -1,10 +1,10 @@
-"""2-D max pooling, forward with indices and backward (CK example ``49_maxpool2d_bwd``), PyTorch's semantics.
+"""2-D max pooling backward (CK example ``49_maxpool2d_bwd``), PyTorch's semantics; the forward is ``maxpool2d_fwd``.
 
-``y, indices = maxpool2d_fwd(x, kernel_size=...)`` is ``torch.nn.functional.max_pool2d(x, ...,
-return_indices=True)``; ``grad_in = maxpool2d_bwd(grad_out, input_shape=..., kernel_size=..., indices=...)``
-(or ``x=...``, the argmax recomputed) is its gradient with respect to ``x``. Templates:
-``mlir/maxpool2d_fwd.mlir`` and ``mlir/maxpool2d_bwd.mlir`` around the shared window scan
-``mlir/maxpool2d_argmax.mlir``; the gather identity is derived in ``maxpool2d_bwd.mlir``'s header.
+``grad_in = maxpool2d_bwd(grad_out, input_shape=..., kernel_size=..., indices=...)`` (or ``x=...``, the argmax
+recomputed) is the gradient of ``torch.nn.functional.max_pool2d(x, ..., return_indices=True)`` with respect to
+``x``. Templates: ``mlir/maxpool2d_fwd.mlir``
+(its window scan a fragment the backward reuses for ``x=...``) and the pooling backward gather ``mlir/pool_bwd.mlir``
+(its header derives the gather identity) with max pooling's fragments.
 
 PyTorch's rules, kept exactly: stride defaults to the kernel size; padding at most half the window
 (``kernel_size // 2``); ``ceil_mode`` windows must start inside the input or the left padding; the first
@@ -17,22 +17,28 @@ from __future__ import annotations
 
 import numpy as np
 
-import iree.runtime as rt
-
-from .. import dtypes, render, runtime
+from .. import dtypes
+from .. import render as mlir
+from ..operator import Choices, run
 from .. import reference as reference_ops
 from ..problem import (
-    LAYOUTS, POOL_INDEX_DTYPES, PoolProblem, array_shape_dtype, channels_first, channels_last, join_activation, pool_problem,
+    POOL_INDEX_DTYPES, MaxPoolBwdProblem, activation_from_params, array_shape_dtype, channels_last, in_layout,
+    pool_problem,
 )
 from ..validation import check, check_type
-from . import pool_windows as windows
+from . import maxpool2d_fwd as fwd, pool_windows as windows
+from .maxpool2d_fwd import window_max as reference_fwd
 
-FWD, BWD = "maxpool2d_fwd", "maxpool2d_bwd"
-_INDEX_TYPES = {"int64": "i64", "int32": "i32"}
-_NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}  # -inf, spelled as its bits
+OP = BWD = "maxpool2d_bwd"
+Problem = MaxPoolBwdProblem
 
-# Named problems (CK's example defaults first), for the catalog and the command line: maxpool2d_bwd.
-# Named problems (CK's defaults and real layers) live in build_tools/manifests/ck_examples.json.
+
+def results(problem: MaxPoolBwdProblem) -> list:
+    return [(problem.input_shape, problem.dtype)]
+
+
+def forms(problem: MaxPoolBwdProblem, target=None) -> list[dict]:
+    return [{}]
 
 
 # --- Normalization --------------------------------------------------------------------------------------
@@ -42,17 +48,7 @@ def _check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
     check(len(shape) == 4, f"{op}: {name} must be 4-D (N, C, H, W or N, H, W, C), but has shape {shape!r}")
 
 
-def normalize_fwd(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout) -> PoolProblem:
-    x_shape, x_dtype = array_shape_dtype(FWD, "x", x)
-    _check_rank(FWD, "x", x_shape)
-    return pool_problem(
-        FWD, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
-        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-        index_dtype="int64",
-    )
-
-
-def normalize_bwd(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, indices, x, layout) -> PoolProblem:
+def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, indices, x, layout) -> MaxPoolBwdProblem:
     """Check every argument (indices' values too, for NumPy indices) before anything is compiled."""
     out_shape, out_dtype = array_shape_dtype(BWD, "grad_out", grad_out)
     check(
@@ -61,7 +57,7 @@ def normalize_bwd(grad_out, *, input_shape, kernel_size, stride, padding, dilati
         + ("both" if indices is not None else "neither"),
     )
     _check_rank(BWD, "grad_out", out_shape)
-    source, index_dtype = ("x", "") if indices is None else ("indices", "")
+    source, index_dtype = ("x", None) if indices is None else ("indices", None)
     if indices is not None:
         index_shape, index_dtype = array_shape_dtype(BWD, "indices", indices)
         check_type(
@@ -70,7 +66,7 @@ def normalize_bwd(grad_out, *, input_shape, kernel_size, stride, padding, dilati
         )
         check(index_shape == out_shape, f"{BWD}: indices has shape {index_shape!r}, but grad_out has shape {out_shape!r}")
     problem = pool_problem(
-        BWD, rank=2, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
+        MaxPoolBwdProblem, BWD, rank=2, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
         source=source, index_dtype=index_dtype,
     )
@@ -83,7 +79,7 @@ def normalize_bwd(grad_out, *, input_shape, kernel_size, stride, padding, dilati
     return problem
 
 
-def check_indices(problem: PoolProblem, indices: np.ndarray) -> None:
+def check_indices(problem: MaxPoolBwdProblem, indices: np.ndarray) -> None:
     """Every index must be a tap of its own window: the gather reads nothing else.
 
     (Indices already on the device are not copied back to be checked; an entry that is not a tap of its
@@ -114,7 +110,7 @@ def check_indices(problem: PoolProblem, indices: np.ndarray) -> None:
         )
 
 
-def _layout_position(problem: PoolProblem, channels_last_position: tuple[int, ...]) -> tuple[int, ...]:
+def _layout_position(problem: MaxPoolBwdProblem, channels_last_position: tuple[int, ...]) -> tuple[int, ...]:
     n, oh, ow, c = channels_last_position
     return (n, oh, ow, c) if problem.channels_last else (n, c, oh, ow)
 
@@ -122,136 +118,49 @@ def _layout_position(problem: PoolProblem, channels_last_position: tuple[int, ..
 # --- Rendering ------------------------------------------------------------------------------------------
 
 
-def _argmax_fragment(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str) -> str:
-    tap_lines, clamped = windows.tap_position_lines(problem)
-    position_map, operands = windows.flat_position(problem, clamped)
-    tap_lines += [
-        f"%position_index = affine.apply {position_map}({operands})",
-        f"%position = arith.index_cast %position_index : index to {index_type}",
-    ]
-    tap_lines = [*windows.grid_index_lines(problem), *tap_lines]
-    return render.render(
-        "maxpool2d_argmax",
-        element=element,
-        index_type=index_type,
-        max_destination=max_destination,
-        argmax_destination=argmax_destination,
-        taps_map=windows.trailing_map(problem, 2),
-        grid_map=windows.grid_map(problem, 2),
-        scan_iterators=windows.iterators(problem, 2),
-        tap_positions=windows.body(tap_lines),
-        x_indices=windows.layout_indices(problem, "%n", "%c", clamped),
+def _source(problem: MaxPoolBwdProblem, element: str, index_type: str) -> dict[str, str]:
+    """The gather's source of each window's argmax: the operand %indices, or the forward's scan of the operand %x."""
+    indices_type = mlir.tensor(problem.output_shape, index_type)
+    if problem.source == "indices":
+        return dict(
+            inputs="grad_out and the forward's indices",
+            source_types=mlir.render("pool_bwd.max_indices_types", indices_type=indices_type),
+            source_argument=", %indices: !argmax",
+            prologue=mlir.render("pool_bwd.max_indices"),
+        )
+    return dict(
+        inputs="grad_out and x (the argmax of every window recomputed, as the forward finds it)",
+        source_types=mlir.render(
+            "pool_bwd.max_x_types", indices_type=indices_type, x_type=mlir.tensor(problem.input_shape, element),
+            window_max_type=mlir.tensor(problem.output_shape, element), taps_type=mlir.tensor(problem.kernel, "i8"),
+        ),
+        source_argument=", %x: !x",
+        prologue=mlir.render(
+            "pool_bwd.max_x", neg_inf=fwd.NEG_INF[element], element=element,
+            no_position=problem.input_spatial[0] * problem.input_spatial[1], index_type=index_type,
+            scan=fwd.window_scan(problem, element, index_type, "%max_empty", "%argmax_empty"),
+        ),
     )
 
 
-def _scan_types(problem: PoolProblem, element: str) -> str:
-    return "\n".join([
-        f"!x = {render.tensor(problem.input_shape, element)}",
-        f"!window_max = {render.tensor(problem.output_shape, element)}",
-        f"!taps = {render.tensor(problem.kernel, 'i8')}",
-    ])
-
-
-def render_fwd(problem: PoolProblem) -> str:
+def render(problem: MaxPoolBwdProblem, choices: Choices = Choices()) -> str:
+    """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst)."""
     element = dtypes.mlir_element_type(problem.dtype)
-    index_type = _INDEX_TYPES[problem.index_dtype]
-    return render.render(
-        "maxpool2d_fwd",
-        layout=problem.layout,
-        problem_name=problem.name,
-        function=problem.name,
-        element=element,
-        index_type=index_type,
-        x_type=render.tensor(problem.input_shape, element),
-        y_type=render.tensor(problem.output_shape, element),
-        indices_type=render.tensor(problem.output_shape, index_type),
-        taps_type=render.tensor(problem.kernel, "i8"),
-        neg_inf=_NEG_INF[element],
-        no_position=problem.input_spatial[0] * problem.input_spatial[1],
-        argmax=_argmax_fragment(problem, element, index_type, "%y_dst", "%indices_dst"),
+    index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
+    g_to_f32, g32 = windows.to_f32("%g", element)
+    return windows.render_gather(
+        problem,
+        title="Max-pool 2-D backward",
+        contribution_note=mlir.render("pool_bwd.max_note"),
+        contribution=mlir.render(
+            "pool_bwd.max_contribution", width=problem.input_spatial[1], index_type=index_type,
+            window_indices=windows.window_indices(problem), g_to_f32=g_to_f32, g32=g32,
+        ),
+        **_source(problem, element, index_type),
     )
-
-
-def render_bwd(problem: PoolProblem) -> str:
-    element = dtypes.mlir_element_type(problem.dtype)
-    from_x = problem.source == "x"
-    index_type = _INDEX_TYPES["int64" if from_x else problem.index_dtype]
-    if from_x:
-        source_types = _scan_types(problem, element)
-        source_argument = "%x: !x"
-        argmax_source = "\n".join([
-            "  // The argmax of every window, recomputed by the forward's scan (its own dispatch: the gather",
-            "  // reads it with tensor.extract, which no producer fuses into).",
-            f"  %neg_inf = arith.constant {_NEG_INF[element]} : {element}",
-            f"  %no_position = arith.constant {problem.input_spatial[0] * problem.input_spatial[1]} : {index_type}",
-            "  %max_empty = tensor.empty() : !window_max",
-            "  %argmax_empty = tensor.empty() : !argmax",
-            _argmax_fragment(problem, element, index_type, "%max_empty", "%argmax_empty"),
-        ])
-        description = "x (the argmax of every window recomputed, as the forward finds it)"
-    else:
-        source_types = ""
-        source_argument = "%indices: !argmax"
-        argmax_source = "  // indices: each window's argmax, from maxpool2d_fwd"
-        description = "the forward's indices"
-    window_lines, positions, window_indices = windows.window_of_position_lines(problem)
-    position_map, position_operands = windows.flat_position(problem, positions)
-    g_line, g32 = windows.to_f32("%g", element)
-    reductions = windows.reductions(problem)
-    return render.render(
-        "maxpool2d_bwd",
-        layout=problem.layout,
-        problem_name=problem.name,
-        function=problem.name,
-        source_description=description,
-        candidates=" x ".join(str(j) for j in problem.candidates),
-        element=element,
-        index_type=index_type,
-        grad_out_type=render.tensor(problem.output_shape, element),
-        grad_in_type=render.tensor(problem.input_shape, element),
-        indices_type=render.tensor(problem.output_shape, index_type),
-        acc_type=render.tensor(problem.input_shape, dtypes.ACCUMULATOR),
-        candidates_type=windows.candidates_type(problem),
-        source_types=source_types,
-        source_argument=source_argument,
-        argmax_source=argmax_source,
-        candidates_map=windows.trailing_map(problem, reductions),
-        acc_map=windows.grid_map(problem, reductions),
-        gather_iterators=windows.iterators(problem, reductions),
-        windows_of_position=windows.body([*windows.grid_index_lines(problem), *window_lines]),
-        position_map=position_map,
-        position_operands=position_operands,
-        window_indices=windows.layout_indices(problem, "%n", "%c", window_indices),
-        g_to_f32=g_line,
-        g32=g32,
-        grid_map=windows.grid_map(problem),
-        grid_iterators=windows.iterators(problem),
-        store_body=windows.store_body(element),
-    )
-
-
-def render_mlir(problem: PoolProblem) -> str:
-    return render_fwd(problem) if problem.op == FWD else render_bwd(problem)
 
 
 # --- Public entry points --------------------------------------------------------------------------------
-
-
-def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, layout="NHWC", device=None, out=None):
-    """2-D max pooling with PyTorch's indices: ``(y, indices)``.
-
-    x: ``(N, H, W, C)`` (``NHWC``) or ``(N, C, H, W)`` (``NCHW``); y and indices (int64, the flat position
-    ``h*W + w`` of each window's maximum inside its (n, c) plane) have the output's shape in the same layout.
-    ``kernel_size``/``stride`` (default: the kernel size)/``dilation``: an int or one per spatial dim;
-    ``padding``: an int, one per dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``.
-    ``out``, optional: a pair of DeviceArrays (y, indices) that receive the results.
-    """
-    problem = normalize_fwd(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                            ceil_mode=ceil_mode, layout=layout)
-    return runtime.run(
-        problem, render_mlir, [x],
-        results=[(problem.output_shape, problem.dtype), (problem.output_shape, "int64")], device=device, out=out,
-    )
 
 
 def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -263,66 +172,41 @@ def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0,
     recomputed with the forward's rules). Each window's gradient goes to its argmax; overlapping windows
     add up. Other parameters as in :func:`maxpool2d_fwd`. ``out``, optional: a DeviceArray for grad_in.
     """
-    problem = normalize_bwd(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
-                            dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout)
+    problem = normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
+                        dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout)
     source = indices if indices is not None else x
-    return runtime.run(
-        problem, render_mlir, [grad_out, source], results=[(problem.input_shape, problem.dtype)], device=device, out=out,
-    )
+    return run(problem, [grad_out, source], device, out)
 
 
 # --- Problem construction, inputs and reference for the command line, the benchmarks and the tests -----
 
 
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
-                        ceil_mode=False, layout="NHWC", dtype="float16", source="indices", index_dtype="int64",
-                        op=BWD) -> PoolProblem:
-    """A maxpool2d_bwd (or, with ``op="maxpool2d_fwd"``, forward) problem from parameters, checked like a call."""
-    channels_last_layout = LAYOUTS.get(layout, (2, True))[1]  # pool_problem reports a bad layout
-    input_shape = join_activation(batch, tuple(input_spatial), channels, channels_last_layout)
-    if op == FWD:
-        return pool_problem(FWD, rank=2, layout=layout, dtype=dtype, input_shape=input_shape, input_name="x",
-                            output_name="x", kernel_size=kernel_size, stride=stride, padding=padding,
-                            dilation=dilation, ceil_mode=ceil_mode, index_dtype="int64")
-    return pool_problem(BWD, rank=2, layout=layout, dtype=dtype, input_shape=input_shape, kernel_size=kernel_size,
-                        stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode, source=source,
-                        index_dtype=index_dtype if source == "indices" else "")
-
-
-def reference_fwd(problem: PoolProblem, x) -> tuple[np.ndarray, np.ndarray]:
-    """float64 (y, indices) from PyTorch's window scan, in the problem's layout."""
-    y, indices = reference_ops.maxpool2d_fwd(
-        x if problem.channels_last else channels_last(x),
-        problem.kernel, problem.stride, problem.dilation, problem.padding, problem.output_spatial,
+                        ceil_mode=False, layout="NHWC", dtype="float16", source="indices", index_dtype="int64") -> MaxPoolBwdProblem:
+    """A problem from parameters, checked like a call's arguments."""
+    input_shape = activation_from_params(batch, input_spatial, channels, layout)
+    check(source in ("indices", "x"), f"{BWD}: source must be one of indices, x, but got {source!r}")
+    check_type(
+        source == "x" or index_dtype in POOL_INDEX_DTYPES,
+        f"{BWD}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
     )
-    return (y, indices) if problem.channels_last else (channels_first(y), channels_first(indices))
+    return pool_problem(MaxPoolBwdProblem, BWD, rank=2, layout=layout, dtype=dtype, input_shape=input_shape,
+                        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
+                        source=source, index_dtype=index_dtype if source == "indices" else None)
 
 
-def random_inputs(problem: PoolProblem, rng) -> list:
+def random_inputs(problem: MaxPoolBwdProblem, rng) -> list:
     """[grad_out, indices or x]: normal values; indices are the forward's on a random x."""
-    numpy_dtype = dtypes.numpy_dtype(problem.dtype)
-    grad_out = rng.standard_normal(problem.output_shape, dtype="float32").astype(numpy_dtype)
-    x = rng.standard_normal(problem.input_shape, dtype="float32").astype(numpy_dtype)
+    grad_out = dtypes.random_normal(rng, problem.output_shape, problem.dtype)
+    x = dtypes.random_normal(rng, problem.input_shape, problem.dtype)
     if problem.source == "x":
         return [grad_out, x]
     return [grad_out, reference_fwd(problem, x)[1].astype(problem.index_dtype)]
 
 
-def reference(problem: PoolProblem, inputs) -> np.ndarray:
+def reference(problem: MaxPoolBwdProblem, inputs) -> np.ndarray:
     """float64 grad_in: the scatter-add of grad_out at each window's argmax, in the problem's layout."""
     grad_out, source = inputs
     indices = reference_fwd(problem, source)[1] if problem.source == "x" else np.asarray(source)
-    if not problem.channels_last:
-        grad_out, indices = channels_last(grad_out), channels_last(indices)
-    grad_in = reference_ops.maxpool2d_bwd(grad_out, indices, problem.input_spatial)
-    return grad_in if problem.channels_last else channels_first(grad_in)
-
-
-def call(problem: PoolProblem, inputs, device=None, out=None):
-    grad_out, source = inputs
-    return maxpool2d_bwd(
-        grad_out, input_shape=problem.input_shape, kernel_size=problem.kernel, stride=problem.stride,
-        padding=problem.padding, dilation=problem.dilation, ceil_mode=problem.ceil_mode,
-        indices=source if problem.source == "indices" else None, x=source if problem.source == "x" else None,
-        layout=problem.layout, device=device, out=out,
-    )
+    return in_layout(problem.channels_last, lambda g, i: reference_ops.maxpool2d_bwd(g, i, problem.input_spatial),
+                     grad_out, indices)

@@ -9,7 +9,7 @@ the epilogue of ``grouped_conv_bwd_data``) comes in as a ``Fusion``; without one
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import dtypes, geometry
 from .. import render as mlir
@@ -77,10 +77,10 @@ class Operands:
     """Extra operands of a linalg.generic: SSA values, their types, block arguments, and each one's indexing map
     results (dim names of the generic's domain), with the lines that define the values."""
 
-    values: list[str] = field(default_factory=list)
-    types: list[str] = field(default_factory=list)
-    block_args: list[str] = field(default_factory=list)
-    indices: list[list[str]] = field(default_factory=list)
+    values: tuple = ()
+    types: tuple = ()
+    block_args: tuple = ()
+    indices: tuple = ()
     lines: str = ""
 
 

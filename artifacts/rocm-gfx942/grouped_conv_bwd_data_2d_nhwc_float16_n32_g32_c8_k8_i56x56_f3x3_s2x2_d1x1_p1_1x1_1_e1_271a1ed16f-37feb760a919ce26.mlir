@@ -1,0 +1,236 @@
+// Convolution backward-data (CK examples 17_convnd_bwd_data and 38_grouped_conv_bwd_data_multiple_d),
+// 2-D, layout NHWC, 32 group(s), epilogue: where(d0 > 0.0, acc, 0.0).
+//
+// The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), per group g:
+//     out[n, o, g, k] = sum_{f, c} in[n, i, g, c] * w[g, k, f, c]      where   s*o + d*f = i + p_lo
+// Backward-data is that identity read from the input side: every input position i sums
+// grad_out[n, o, g, k] * w[g, k, f, c] over the (o, f, k) that land on it.
+//
+// Stride phases (CK's YTilde = s / gcd(s, d)): the taps f = f0 + (s/g)*t of phase f0 land exactly on
+// the input positions i = s*m + r - p_lo, where d*f0 = r + s*q, with o = m - q - (d/g)*t. So phase f0 is a
+// stride-1 convolution, dilation d/g, of the zero-padded output gradient with its taps flipped (u = T-1-t):
+//     acc[n, m, g, c] = sum_{u, k} grad_out_padded[n, m' + (d/g)*u, g, k] * w_phase[g, u, k, c]
+// No multiply-add touches an inserted zero. Each phase's accumulator (float32) goes through the epilogue
+// grad_in = f(acc, d0, d1, ...) and the cast to f16 in the dispatch that computes it, and is inserted
+// with stride s into grad_in: every position is written once, by the phase that reaches it. Positions no
+// phase reaches get f(0, d0, ...) (zero without an epilogue). Stride 1 has a single phase: the padded
+// output gradient convolved with the flipped filter.
+//
+// Each phase's filter is gathered from the weight (flip and transpose) by a small linalg.generic: indexing
+// maps stay free of negative coefficients, which llvm-cpu's tiling cannot take.
+//
+// Problem: grouped_conv_bwd_data_2d_nhwc_float16_n32_g32_c8_k8_i56x56_f3x3_s2x2_d1x1_p1_1x1_1_e1_271a1ed16f
+
+!grad_out = tensor<32x28x28x256xf16>
+!weight = tensor<256x3x3x8xf16>
+!grad_in = tensor<32x56x56x256xf16>
+!grad_out_cl = tensor<32x28x28x256xf16>
+!d0 = tensor<32x56x56x256xf16>
+!weight_groups = tensor<32x8x3x3x8xf16>
+
+func.func @grouped_conv_bwd_data_2d_nhwc_float16_n32_g32_c8_k8_i56x56_f3x3_s2x2_d1x1_p1_1x1_1_e1_271a1ed16f(%grad_out: !grad_out, %weight: !weight, %d0: !d0, %dst: !grad_in {iree.abi.output = 0 : index}) -> !grad_in {
+  %zero = arith.constant 0.0 : f32
+  %zero_element = arith.constant 0.0 : f16
+  // grad_out is channels-last already
+  %weight_groups = tensor.expand_shape %weight [[0, 1], [2], [3], [4]] output_shape [32, 8, 3, 3, 8] : !weight into !weight_groups
+  %d0_split = tensor.expand_shape %d0 [[0], [1], [2], [3, 4]] output_shape [32, 56, 56, 32, 8] : !d0 into tensor<32x56x56x32x8xf16>
+  // every grad_in position is reached by exactly one phase: no initial value needed
+  // Phase 0: taps f = 0 + 2*t (t < 2), 0 + 2*t (t < 2); writes grad_in positions 1 + 2*m (m < 28), 1 + 2*m (m < 28).
+  %w_0_empty = tensor.empty() : tensor<32x2x2x8x8xf16>
+  // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
+  // with a negative coefficient
+  %w_0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      outs(%w_0_empty : tensor<32x2x2x8x8xf16>) {
+  ^bb0(%unused: f16):
+    %g = linalg.index 0 : index
+    %u0 = linalg.index 1 : index
+    %f0 = affine.apply affine_map<(u) -> (2 - u * 2)>(%u0)
+    %u1 = linalg.index 2 : index
+    %f1 = affine.apply affine_map<(u) -> (2 - u * 2)>(%u1)
+    %k = linalg.index 3 : index
+    %c = linalg.index 4 : index
+    %tap = tensor.extract %weight_groups[%g, %k, %f0, %f1, %c] : !weight_groups
+
+    linalg.yield %tap : f16
+  } -> tensor<32x2x2x8x8xf16>
+  %go_0 = tensor.pad %grad_out low[0, 0, 0, 0] high[0, 1, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zero_element : f16
+  } : !grad_out_cl to tensor<32x29x29x256xf16>
+  %acc_0_empty = tensor.empty() : tensor<32x28x28x32x8xf32>
+  %acc_0_zero = linalg.fill ins(%zero : f32) outs(%acc_0_empty : tensor<32x28x28x32x8xf32>) -> tensor<32x28x28x32x8xf32>
+  // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
+  %window_0_groups = tensor.expand_shape %go_0 [[0], [1], [2], [3, 4]] output_shape [32, 29, 29, 32, 8] : tensor<32x29x29x256xf16> into tensor<32x29x29x32x8xf16>
+  %acc_0 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0 + u0 * 1, m1 + u1 * 1, g, k)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (g, u0, u1, k, c)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%window_0_groups, %w_0 : tensor<32x29x29x32x8xf16>, tensor<32x2x2x8x8xf16>) outs(%acc_0_zero : tensor<32x28x28x32x8xf32>) {
+  ^bb0(%x: f16, %w: f16, %a: f32):
+    %x_f32 = arith.extf %x : f16 to f32
+    %w_f32 = arith.extf %w : f16 to f32
+    %product = arith.mulf %x_f32, %w_f32 : f32
+    %sum = arith.addf %a, %product : f32
+    linalg.yield %sum : f32
+  } -> tensor<32x28x28x32x8xf32>
+
+  %store_0_empty = tensor.empty() : tensor<32x28x28x32x8xf16>
+  %store_0 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0 * 2 + 1, m1 * 2 + 1, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc_0, %d0_split : tensor<32x28x28x32x8xf32>, tensor<32x56x56x32x8xf16>) outs(%store_0_empty : tensor<32x28x28x32x8xf16>) {
+  ^bb0(%acc: f32, %d0_value: f16, %unused: f16):
+    %d0_f32 = arith.extf %d0_value : f16 to f32
+    %e0 = arith.constant 0.000000000e+00 : f32
+    %e1 = arith.cmpf ogt, %d0_f32, %e0 : f32
+    %e2 = arith.constant 0.000000000e+00 : f32
+    %e3 = arith.select %e1, %acc, %e2 : f32
+    %stored = arith.truncf %e3 : f32 to f16
+    linalg.yield %stored : f16
+  } -> tensor<32x28x28x32x8xf16>
+  %stored_0 = tensor.collapse_shape %store_0 [[0], [1], [2], [3, 4]] : tensor<32x28x28x32x8xf16> into tensor<32x28x28x256xf16>
+  %grad_in_1 = tensor.insert_slice %stored_0 into %dst[0, 1, 1, 0] [32, 28, 28, 256] [1, 2, 2, 1] : tensor<32x28x28x256xf16> into !grad_in
+  // Phase 1: taps f = 0 + 2*t (t < 2), 1 + 2*t (t < 1); writes grad_in positions 1 + 2*m (m < 28), 0 + 2*m (m < 28).
+  %w_1_empty = tensor.empty() : tensor<32x2x1x8x8xf16>
+  // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
+  // with a negative coefficient
+  %w_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      outs(%w_1_empty : tensor<32x2x1x8x8xf16>) {
+  ^bb0(%unused: f16):
+    %g = linalg.index 0 : index
+    %u0 = linalg.index 1 : index
+    %f0 = affine.apply affine_map<(u) -> (2 - u * 2)>(%u0)
+    %u1 = linalg.index 2 : index
+    %f1 = affine.apply affine_map<(u) -> (1 - u * 2)>(%u1)
+    %k = linalg.index 3 : index
+    %c = linalg.index 4 : index
+    %tap = tensor.extract %weight_groups[%g, %k, %f0, %f1, %c] : !weight_groups
+
+    linalg.yield %tap : f16
+  } -> tensor<32x2x1x8x8xf16>
+  %go_1 = tensor.pad %grad_out low[0, 0, 0, 0] high[0, 1, 0, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zero_element : f16
+  } : !grad_out_cl to tensor<32x29x28x256xf16>
+  %acc_1_empty = tensor.empty() : tensor<32x28x28x32x8xf32>
+  %acc_1_zero = linalg.fill ins(%zero : f32) outs(%acc_1_empty : tensor<32x28x28x32x8xf32>) -> tensor<32x28x28x32x8xf32>
+  // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
+  %window_1_groups = tensor.expand_shape %go_1 [[0], [1], [2], [3, 4]] output_shape [32, 29, 28, 32, 8] : tensor<32x29x28x256xf16> into tensor<32x29x28x32x8xf16>
+  %acc_1 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0 + u0 * 1, m1 + u1 * 1, g, k)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (g, u0, u1, k, c)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%window_1_groups, %w_1 : tensor<32x29x28x32x8xf16>, tensor<32x2x1x8x8xf16>) outs(%acc_1_zero : tensor<32x28x28x32x8xf32>) {
+  ^bb0(%x: f16, %w: f16, %a: f32):
+    %x_f32 = arith.extf %x : f16 to f32
+    %w_f32 = arith.extf %w : f16 to f32
+    %product = arith.mulf %x_f32, %w_f32 : f32
+    %sum = arith.addf %a, %product : f32
+    linalg.yield %sum : f32
+  } -> tensor<32x28x28x32x8xf32>
+
+  %store_1_empty = tensor.empty() : tensor<32x28x28x32x8xf16>
+  %store_1 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0 * 2 + 1, m1 * 2, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc_1, %d0_split : tensor<32x28x28x32x8xf32>, tensor<32x56x56x32x8xf16>) outs(%store_1_empty : tensor<32x28x28x32x8xf16>) {
+  ^bb0(%acc: f32, %d0_value: f16, %unused: f16):
+    %d0_f32 = arith.extf %d0_value : f16 to f32
+    %e0 = arith.constant 0.000000000e+00 : f32
+    %e1 = arith.cmpf ogt, %d0_f32, %e0 : f32
+    %e2 = arith.constant 0.000000000e+00 : f32
+    %e3 = arith.select %e1, %acc, %e2 : f32
+    %stored = arith.truncf %e3 : f32 to f16
+    linalg.yield %stored : f16
+  } -> tensor<32x28x28x32x8xf16>
+  %stored_1 = tensor.collapse_shape %store_1 [[0], [1], [2], [3, 4]] : tensor<32x28x28x32x8xf16> into tensor<32x28x28x256xf16>
+  %grad_in_2 = tensor.insert_slice %stored_1 into %grad_in_1[0, 1, 0, 0] [32, 28, 28, 256] [1, 2, 2, 1] : tensor<32x28x28x256xf16> into !grad_in
+  // Phase 2: taps f = 1 + 2*t (t < 1), 0 + 2*t (t < 2); writes grad_in positions 0 + 2*m (m < 28), 1 + 2*m (m < 28).
+  %w_2_empty = tensor.empty() : tensor<32x1x2x8x8xf16>
+  // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
+  // with a negative coefficient
+  %w_2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      outs(%w_2_empty : tensor<32x1x2x8x8xf16>) {
+  ^bb0(%unused: f16):
+    %g = linalg.index 0 : index
+    %u0 = linalg.index 1 : index
+    %f0 = affine.apply affine_map<(u) -> (1 - u * 2)>(%u0)
+    %u1 = linalg.index 2 : index
+    %f1 = affine.apply affine_map<(u) -> (2 - u * 2)>(%u1)
+    %k = linalg.index 3 : index
+    %c = linalg.index 4 : index
+    %tap = tensor.extract %weight_groups[%g, %k, %f0, %f1, %c] : !weight_groups
+
+    linalg.yield %tap : f16
+  } -> tensor<32x1x2x8x8xf16>
+  %go_2 = tensor.pad %grad_out low[0, 0, 0, 0] high[0, 0, 1, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):
+    tensor.yield %zero_element : f16
+  } : !grad_out_cl to tensor<32x28x29x256xf16>
+  %acc_2_empty = tensor.empty() : tensor<32x28x28x32x8xf32>
+  %acc_2_zero = linalg.fill ins(%zero : f32) outs(%acc_2_empty : tensor<32x28x28x32x8xf32>) -> tensor<32x28x28x32x8xf32>
+  // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
+  %window_2_groups = tensor.expand_shape %go_2 [[0], [1], [2], [3, 4]] output_shape [32, 28, 29, 32, 8] : tensor<32x28x29x256xf16> into tensor<32x28x29x32x8xf16>
+  %acc_2 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0 + u0 * 1, m1 + u1 * 1, g, k)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (g, u0, u1, k, c)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%window_2_groups, %w_2 : tensor<32x28x29x32x8xf16>, tensor<32x1x2x8x8xf16>) outs(%acc_2_zero : tensor<32x28x28x32x8xf32>) {
+  ^bb0(%x: f16, %w: f16, %a: f32):
+    %x_f32 = arith.extf %x : f16 to f32
+    %w_f32 = arith.extf %w : f16 to f32
+    %product = arith.mulf %x_f32, %w_f32 : f32
+    %sum = arith.addf %a, %product : f32
+    linalg.yield %sum : f32
+  } -> tensor<32x28x28x32x8xf32>
+
+  %store_2_empty = tensor.empty() : tensor<32x28x28x32x8xf16>
+  %store_2 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0 * 2, m1 * 2 + 1, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc_2, %d0_split : tensor<32x28x28x32x8xf32>, tensor<32x56x56x32x8xf16>) outs(%store_2_empty : tensor<32x28x28x32x8xf16>) {
+  ^bb0(%acc: f32, %d0_value: f16, %unused: f16):
+    %d0_f32 = arith.extf %d0_value : f16 to f32
+    %e0 = arith.constant 0.000000000e+00 : f32
+    %e1 = arith.cmpf ogt, %d0_f32, %e0 : f32
+    %e2 = arith.constant 0.000000000e+00 : f32
+    %e3 = arith.select %e1, %acc, %e2 : f32
+    %stored = arith.truncf %e3 : f32 to f16
+    linalg.yield %stored : f16
+  } -> tensor<32x28x28x32x8xf16>
+  %stored_2 = tensor.collapse_shape %store_2 [[0], [1], [2], [3, 4]] : tensor<32x28x28x32x8xf16> into tensor<32x28x28x256xf16>
+  %grad_in_3 = tensor.insert_slice %stored_2 into %grad_in_2[0, 0, 1, 0] [32, 28, 28, 256] [1, 2, 2, 1] : tensor<32x28x28x256xf16> into !grad_in
+  // Phase 3: taps f = 1 + 2*t (t < 1), 1 + 2*t (t < 1); writes grad_in positions 0 + 2*m (m < 28), 0 + 2*m (m < 28).
+  %w_3_empty = tensor.empty() : tensor<32x1x1x8x8xf16>
+  // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
+  // with a negative coefficient
+  %w_3 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      outs(%w_3_empty : tensor<32x1x1x8x8xf16>) {
+  ^bb0(%unused: f16):
+    %g = linalg.index 0 : index
+    %u0 = linalg.index 1 : index
+    %f0 = affine.apply affine_map<(u) -> (1 - u * 2)>(%u0)
+    %u1 = linalg.index 2 : index
+    %f1 = affine.apply affine_map<(u) -> (1 - u * 2)>(%u1)
+    %k = linalg.index 3 : index
+    %c = linalg.index 4 : index
+    %tap = tensor.extract %weight_groups[%g, %k, %f0, %f1, %c] : !weight_groups
+
+    linalg.yield %tap : f16
+  } -> tensor<32x1x1x8x8xf16>
+
+  %acc_3_empty = tensor.empty() : tensor<32x28x28x32x8xf32>
+  %acc_3_zero = linalg.fill ins(%zero : f32) outs(%acc_3_empty : tensor<32x28x28x32x8xf32>) -> tensor<32x28x28x32x8xf32>
+  // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
+  %window_3_groups = tensor.expand_shape %grad_out [[0], [1], [2], [3, 4]] output_shape [32, 28, 28, 32, 8] : tensor<32x28x28x256xf16> into tensor<32x28x28x32x8xf16>
+  %acc_3 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0 + u0 * 1, m1 + u1 * 1, g, k)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (g, u0, u1, k, c)>, affine_map<(n, m0, m1, g, c, u0, u1, k) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%window_3_groups, %w_3 : tensor<32x28x28x32x8xf16>, tensor<32x1x1x8x8xf16>) outs(%acc_3_zero : tensor<32x28x28x32x8xf32>) {
+  ^bb0(%x: f16, %w: f16, %a: f32):
+    %x_f32 = arith.extf %x : f16 to f32
+    %w_f32 = arith.extf %w : f16 to f32
+    %product = arith.mulf %x_f32, %w_f32 : f32
+    %sum = arith.addf %a, %product : f32
+    linalg.yield %sum : f32
+  } -> tensor<32x28x28x32x8xf32>
+
+  %store_3_empty = tensor.empty() : tensor<32x28x28x32x8xf16>
+  %store_3 = linalg.generic {indexing_maps = [affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0 * 2, m1 * 2, g, c)>, affine_map<(n, m0, m1, g, c) -> (n, m0, m1, g, c)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc_3, %d0_split : tensor<32x28x28x32x8xf32>, tensor<32x56x56x32x8xf16>) outs(%store_3_empty : tensor<32x28x28x32x8xf16>) {
+  ^bb0(%acc: f32, %d0_value: f16, %unused: f16):
+    %d0_f32 = arith.extf %d0_value : f16 to f32
+    %e0 = arith.constant 0.000000000e+00 : f32
+    %e1 = arith.cmpf ogt, %d0_f32, %e0 : f32
+    %e2 = arith.constant 0.000000000e+00 : f32
+    %e3 = arith.select %e1, %acc, %e2 : f32
+    %stored = arith.truncf %e3 : f32 to f16
+    linalg.yield %stored : f16
+  } -> tensor<32x28x28x32x8xf16>
+  %stored_3 = tensor.collapse_shape %store_3 [[0], [1], [2], [3, 4]] : tensor<32x28x28x32x8xf16> into tensor<32x28x28x256xf16>
+  %grad_in_4 = tensor.insert_slice %stored_3 into %grad_in_3[0, 0, 0, 0] [32, 28, 28, 256] [1, 2, 2, 1] : tensor<32x28x28x256xf16> into !grad_in
+  return %grad_in_4 : !grad_in
+}

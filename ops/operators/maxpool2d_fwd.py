@@ -1,0 +1,136 @@
+"""2-D max pooling's forward with PyTorch's indices (the forward of CK example ``49_maxpool2d_bwd``).
+
+``y, indices = maxpool2d_fwd(x, kernel_size=...)`` is ``torch.nn.functional.max_pool2d(x, ..., return_indices=True)``.
+Template: ``mlir/maxpool2d_fwd.mlir``, whose window scan (PyTorch's tie and NaN rules as a total order) is also
+the argmax that ``maxpool2d_bwd`` recomputes from ``x``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .. import reference as reference_ops
+from .. import render as mlir
+from ..operator import Choices, run
+from ..problem import MaxPoolProblem, PoolProblem, activation_from_params, array_shape_dtype, in_layout, pool_problem
+from ..validation import check
+from . import pool_windows as windows
+
+OP = FWD = "maxpool2d_fwd"
+Problem = MaxPoolProblem
+INDEX_TYPES = {"int64": "i64", "int32": "i32"}
+NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}  # -inf, spelled as its bits
+
+
+def _check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
+    check(len(shape) == 4, f"{op}: {name} must be 4-D (N, C, H, W or N, H, W, C), but has shape {shape!r}")
+
+
+def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout) -> MaxPoolProblem:
+    x_shape, x_dtype = array_shape_dtype(FWD, "x", x)
+    _check_rank(FWD, "x", x_shape)
+    return pool_problem(
+        MaxPoolProblem, FWD, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
+        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
+        index_dtype="int64",
+    )
+
+
+def results(problem: MaxPoolProblem) -> list:
+    return [(problem.output_shape, problem.dtype), (problem.output_shape, "int64")]
+
+
+def forms(problem: MaxPoolProblem, target=None) -> list[dict]:
+    return [{}]
+
+
+def window_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str) -> str:
+    """The forward's window scan (``maxpool2d_fwd.scan``), defining ``%max`` and ``%indices`` in the destinations."""
+    batch, channel, spatial = windows.grid_dims(problem)
+    letters = windows.axis_letters(problem)
+    taps = []
+    for a, x in enumerate(letters):
+        size = problem.input_spatial[a]
+        taps += [
+            mlir.render("maxpool2d_fwd.tap", x=x, window_dim=spatial[a], tap_dim=problem.rank + 2 + a,
+                          s=problem.stride[a], d=problem.dilation[a], p_lo=problem.padding[a][0], size=size),
+            mlir.render("common.clamp", value=f"%i_{x}", last=size - 1),
+        ]
+    return mlir.render(
+        "maxpool2d_fwd.scan",
+        element=element,
+        index_type=index_type,
+        max_destination=max_destination,
+        argmax_destination=argmax_destination,
+        taps_map=windows.trailing_map(problem, 2),
+        grid_map=windows.grid_map(problem, 2),
+        scan_iterators=windows.iterators(problem, 2),
+        batch_dim=batch,
+        channel_dim=channel,
+        taps=mlir.indent("\n".join(taps), 2),
+        width=problem.input_spatial[1],
+        x_indices=windows.layout_indices(problem, "%n", "%c", [f"%i_{x}_clamped" for x in letters]),
+    )
+
+
+def render(problem: MaxPoolProblem, choices: Choices = Choices()) -> str:
+    """The problem's module: one function, ``problem.name``, taking (x, y_dst, indices_dst)."""
+    element = dtypes.mlir_element_type(problem.dtype)
+    index_type = INDEX_TYPES[problem.index_dtype]
+    return mlir.render(
+        "maxpool2d_fwd",
+        layout=problem.layout,
+        problem_name=problem.name,
+        function=problem.name,
+        element=element,
+        index_type=index_type,
+        x_type=mlir.tensor(problem.input_shape, element),
+        y_type=mlir.tensor(problem.output_shape, element),
+        indices_type=mlir.tensor(problem.output_shape, index_type),
+        taps_type=mlir.tensor(problem.kernel, "i8"),
+        neg_inf=NEG_INF[element],
+        no_position=problem.input_spatial[0] * problem.input_spatial[1],
+        scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst"), 2),
+    )
+
+
+def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, layout="NHWC", device=None, out=None):
+    """2-D max pooling with PyTorch's indices: ``(y, indices)``.
+
+    x: ``(N, H, W, C)`` (``NHWC``) or ``(N, C, H, W)`` (``NCHW``); y and indices (int64, the flat position
+    ``h*W + w`` of each window's maximum inside its (n, c) plane) have the output's shape in the same layout.
+    ``kernel_size``/``stride`` (default: the kernel size)/``dilation``: an int or one per spatial dim;
+    ``padding``: an int, one per dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``.
+    ``out``, optional: a pair of DeviceArrays (y, indices) that receive the results.
+    """
+    problem = normalize(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                        ceil_mode=ceil_mode, layout=layout)
+    return run(problem, [x], device, out)
+
+
+# --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------
+
+
+def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
+                        ceil_mode=False, layout="NHWC", dtype="float16") -> MaxPoolProblem:
+    """A problem from parameters, checked like a call's arguments."""
+    return pool_problem(MaxPoolProblem, FWD, rank=2, layout=layout, dtype=dtype, input_name="x", output_name="x",
+                        input_shape=activation_from_params(batch, input_spatial, channels, layout),
+                        kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
+                        index_dtype="int64")
+
+
+def random_inputs(problem: MaxPoolProblem, rng) -> list:
+    return [dtypes.random_normal(rng, problem.input_shape, problem.dtype)]
+
+
+def window_max(problem: PoolProblem, x) -> tuple[np.ndarray, np.ndarray]:
+    """float64 (y, indices) from PyTorch's window scan, in the problem's layout (of any max-pooling problem)."""
+    return in_layout(problem.channels_last, lambda a: reference_ops.maxpool2d_fwd(
+        a, problem.kernel, problem.stride, problem.dilation, problem.padding, problem.output_spatial), x)
+
+
+def reference(problem: MaxPoolProblem, inputs) -> tuple[np.ndarray, np.ndarray]:
+    (x,) = inputs
+    return window_max(problem, x)

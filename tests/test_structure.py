@@ -1,0 +1,32 @@
+"""The package's shape: importing it loads no IREE module, and every operator declares the protocol."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ops import operator as protocol
+from ops.operators import OPERATORS
+
+
+def test_importing_ops_and_rendering_loads_no_iree_module():
+    code = (
+        "import sys, ops\n"
+        "from ops import catalog, tuning, targets\n"
+        "for op, name, problem in catalog.problems('ck_examples'):\n"
+        "    tuning.module_specs(problem, targets.parse_target('llvm-cpu'))\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('iree'))\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_operator_module_declares_the_protocol():
+    declared = [name for name in protocol.Operator.__annotations__]
+    assert {"OP", "Problem", "normalize", "render", "reference", "results", "forms"} <= set(declared)
+    for op, module in OPERATORS.items():
+        missing = [name for name in declared if not hasattr(module, name)]
+        assert not missing, f"{op}: {missing}"
+        assert module.OP == op
+        assert callable(module.render) and isinstance(module.Problem, type)
