@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, runtime, verify
+from ops import catalog, compiler, dtypes, render, runtime, targets, verify
 from ops.operator import run
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
@@ -188,6 +188,34 @@ def measure_ceilings(device: str, dtype: str) -> dict:
 # --- the benchmark -------------------------------------------------------------------------------------
 
 
+def gemm_shape(problem) -> tuple[int, int, int, int] | None:
+    """(G, M, N, K) of a convolution's implicit GEMM per group, with the convolution's multiply-adds: backward-data
+    M = N*O positions, N = C, K = K*F; backward-weight M = K, N = F*C, K = N*O (None: not a convolution)."""
+    if not hasattr(problem, "filter_spatial"):
+        return None
+    positions, taps = problem.batch * math.prod(problem.output_spatial), math.prod(problem.filter_spatial)
+    if problem.op == "grouped_conv_bwd_weight":
+        return problem.groups, problem.out_channels, taps * problem.in_channels, positions
+    return problem.groups, positions, problem.in_channels, problem.out_channels * taps
+
+
+def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
+    """IREE's own batch_matmul of the problem's implicit-GEMM shape (``mlir/gemm_ceiling.mlir``), timed like ours."""
+    shape = gemm_shape(problem)
+    if shape is None:
+        return None
+    groups, m, n, k = shape
+    name = f"gemm_ceiling_g{groups}_m{m}_n{n}_k{k}_{problem.dtype}"
+    mlir = render.render("gemm_ceiling", function=name, groups=groups, m=m, n=n, k=k,
+                         element=dtypes.mlir_element_type(problem.dtype))
+    function = runtime._load([compiler.ModuleSpec(name, mlir, targets.target_for_device(device))], device)
+    a = runtime.to_device(dtypes.random_normal(rng, (groups, m, k), problem.dtype), device)
+    b = runtime.to_device(dtypes.random_normal(rng, (groups, k, n), problem.dtype), device)
+    c = runtime.empty((groups, m, n), "float32", device)
+    function(a, b, c)
+    return _median_seconds(lambda: function(a, b, c), repeat)
+
+
 def kernel_times(call, calls: int = 5) -> list[dict]:
     """Device time per call of each GPU kernel ``call`` launches, from CUPTI (torch.profiler), slowest first."""
     from torch.profiler import ProfilerActivity, profile
@@ -206,7 +234,7 @@ def kernel_times(call, calls: int = 5) -> list[dict]:
 
 
 def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings,
-                  kernels: bool = False) -> dict:
+                  kernels: bool = False, gemm: bool = False) -> dict:
     module = catalog.OPERATORS[op]
     host_inputs = module.random_inputs(problem, rng)
     input_sets = [[runtime.to_device(a, device) for a in host_inputs]]
@@ -231,6 +259,7 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         "tflops": flops / ours / 1e12, "gbytes_per_s": moved / ours / 1e9, "bytes": moved, "flops": flops,
         "floor_seconds": max(flops / ceilings["matmul_flops_per_s"], moved / ceilings["copy_bytes_per_s"]),
         "torch_seconds": None,
+        "iree_gemm_seconds": iree_gemm_seconds(problem, device, repeat, rng) if gemm else None,
     }
     if kernels and torch is not None and TORCH_DEVICE[device] == "cuda":
         row["kernels"] = kernel_times(lambda: function(*argument_sets[0], out))
@@ -249,7 +278,8 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
 
 
 def print_table(rows: list[dict]) -> None:
-    header = ["problem", "dtype", "check", "ours ms", "TFLOP/s", "GB/s", "torch ms", "vs torch", "floor ms", "of floor"]
+    header = ["problem", "dtype", "check", "ours ms", "TFLOP/s", "GB/s", "torch ms", "vs torch", "IREE GEMM ms",
+              "vs GEMM", "floor ms", "of floor"]
     lines = [header]
     for r in rows:
         torch_ms = r["torch_seconds"] * 1e3 if r["torch_seconds"] else None
@@ -257,6 +287,8 @@ def print_table(rows: list[dict]) -> None:
             f"{r['operator']}/{r['problem']}", r["dtype"], f"{'ok' if r['ok'] else 'FAIL'} {r['error']:.1e}",
             f"{r['seconds'] * 1e3:.3f}", f"{r['tflops']:.2f}", f"{r['gbytes_per_s']:.0f}",
             f"{torch_ms:.3f}" if torch_ms else "-", f"{r['torch_seconds'] / r['seconds']:.2f}x" if torch_ms else "-",
+            f"{r['iree_gemm_seconds'] * 1e3:.3f}" if r.get("iree_gemm_seconds") else "-",
+            f"{r['iree_gemm_seconds'] / r['seconds']:.2f}x" if r.get("iree_gemm_seconds") else "-",
             f"{r['floor_seconds'] * 1e3:.3f}", f"{r['floor_seconds'] / r['seconds']:.0%}",
         ])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -298,6 +330,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="key=value", help="override a parameter of every problem (e.g. batch=8)")
     parser.add_argument("--out", type=Path, default=Path("artifacts/bench"))
     parser.add_argument("--kernels", action="store_true", help="also record each dispatch's device time (GPU, PyTorch's profiler)")
+    parser.add_argument("--gemm", action="store_true", help="also time IREE's own batch_matmul of each convolution's implicit-GEMM shape")
     args = parser.parse_args(argv)
 
     from ops.cli import parse_overrides
@@ -321,7 +354,7 @@ def main(argv=None) -> int:
             print(f"ceilings ({problem.dtype}): {json.dumps(ceilings_by_dtype[problem.dtype])}", flush=True)
         print(f"... {op}/{name}", file=sys.stderr, flush=True)
         rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng,
-                                  ceilings_by_dtype[problem.dtype], args.kernels))
+                                  ceilings_by_dtype[problem.dtype], args.kernels, args.gemm))
         # written after every problem, so a run cut short keeps what it measured
         (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
     plot(rows, args.out / f"{stem}.png")

@@ -41,20 +41,7 @@ func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.out
 ${pad_x}
   %x_groups = tensor.expand_shape ${x_source} ${x_groups_reassociation} output_shape [${x_groups_shape}] : !x_padded into !x_groups
   %grad_out_groups = tensor.expand_shape %grad_out ${grad_out_groups_reassociation} output_shape [${grad_out_groups_shape}] : !grad_out into !grad_out_groups
-  %partial_empty = tensor.empty() : !partial
-  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
-  // partial[j, g, k, f, c] += x_padded[j, nc, s*o + d*f, g, c] * grad_out[j, nc, o, g, k], per axis
-  // (channels-first: the same sums)
-  %partial = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
-      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial)${dispatch_config} {
-  ^bb0(%xv: ${element}, %gv: ${element}, %sum: f32):
-${to_accumulator}
-    %product = arith.mulf ${x32}, ${g32} : f32
-    %new_sum = arith.addf %sum, %product : f32
-    linalg.yield %new_sum : f32
-  } -> !partial
-  %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat
-${sum_chunks}
+${contraction}
   %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}
       ins(${summed} : !acc_flat) outs(%dst : !grad_w) {
   ^bb0(%a: f32, %unused: ${out_element}):
@@ -82,3 +69,61 @@ ${narrow}
   %zero_element = arith.constant 0.0 : ${element}
   %x_padded_empty = tensor.empty() : !x_padded
   %x_padded = linalg.fill ins(%zero_element : ${element}) outs(%x_padded_empty : !x_padded) -> !x_padded
+
+// fragment generic: the convolution-form linalg.generic (the GPU targets; llvm-cpu's fallback), J partial sums
+  %partial_empty = tensor.empty() : !partial
+  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
+  // partial[j, g, k, f, c] += x_padded[j, nc, s*o + d*f, g, c] * grad_out[j, nc, o, g, k], per axis
+  // (channels-first: the same sums)
+  %partial = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
+      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial)${dispatch_config} {
+  ^bb0(%xv: ${element}, %gv: ${element}, %sum: f32):
+${to_accumulator}
+    %product = arith.mulf ${x32}, ${g32} : f32
+    %new_sum = arith.addf %sum, %product : f32
+    linalg.yield %new_sum : f32
+  } -> !partial
+  %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat
+${sum_chunks}
+
+// fragment im2col: on llvm-cpu, the windows gathered (im2col), then a matmul per group
+  // IREE's CPU backend gives the convolution-form linalg.generic no convolution pipeline (a few GFLOP/s), but compiles
+  // linalg.batch_matmul well. Per group, with grad_out's (g, k) moved first (one copy):
+  //     cols[g, (n, o), (f, c)] = x_padded[n, s*o + d*f, g, c]
+  //     grad_w[g, k, (f, c)] = sum_{(n, o)} grad_out_t[g, k, (n, o)] * cols[g, (n, o), (f, c)]
+  // The taps are gathered in ${chunks} chunk(s) of ${chunk_taps} (chunks of leading tap rows: a chunk's cols holds its
+  // taps' copies of x), each chunk's product inserted at its taps of the float32 result.
+  %grad_out_t_empty = tensor.empty() : ${grad_out_t_type}
+  %grad_out_t = linalg.generic {indexing_maps = [${grad_out_t_read}, ${grad_out_t_map}], iterator_types = ${grad_out_t_iterators}}
+      ins(%grad_out_groups : !grad_out_groups) outs(%grad_out_t_empty : ${grad_out_t_type}) {
+  ^bb0(%gv: ${element}, %unused: ${element}):
+    linalg.yield %gv : ${element}
+  } -> ${grad_out_t_type}
+  %grad_out_matrix = tensor.collapse_shape %grad_out_t ${grad_out_t_reassociation} : ${grad_out_t_type} into ${grad_out_matrix_type}
+  %taps_0 = tensor.empty() : ${taps_type}
+${chunk_matmuls}
+${taps_to_weight}
+
+// fragment im2col_chunk: one chunk of taps: gathered, contracted, inserted
+  // the x rows this chunk's fixed leading taps read: s*o + d*f on those axes
+  %x_${chunk} = tensor.extract_slice %x_groups[${x_offsets}] [${x_sizes}] [${x_strides}] : !x_groups to ${x_chunk_type}
+  %cols_${chunk}_empty = tensor.empty() : ${cols_type}
+  %cols_${chunk} = linalg.generic {indexing_maps = [${x_map}, ${cols_map}], iterator_types = ${cols_iterators}}
+      ins(%x_${chunk} : ${x_chunk_type}) outs(%cols_${chunk}_empty : ${cols_type}) {
+  ^bb0(%xv: ${element}, %unused: ${element}):
+    linalg.yield %xv : ${element}
+  } -> ${cols_type}
+  %cols_${chunk}_matrix = tensor.collapse_shape %cols_${chunk} ${cols_reassociation} : ${cols_type} into ${cols_matrix_type}
+  %product_${chunk}_empty = tensor.empty() : ${product_type}
+  %product_${chunk}_zero = linalg.fill ins(%zero : f32) outs(%product_${chunk}_empty : ${product_type}) -> ${product_type}
+  %product_${chunk} = linalg.batch_matmul ins(%grad_out_matrix, %cols_${chunk}_matrix : ${grad_out_matrix_type}, ${cols_matrix_type}) outs(%product_${chunk}_zero : ${product_type}) -> ${product_type}
+  %product_${chunk}_taps = tensor.expand_shape %product_${chunk} ${product_reassociation} output_shape [${product_taps_shape}] : ${product_type} into ${product_taps_type}
+  %taps_${next_chunk} = tensor.insert_slice %product_${chunk}_taps into %taps_${chunk}[${taps_offsets}] [${product_taps_shape}] [${taps_strides}] : ${product_taps_type} into ${taps_type}
+
+// fragment taps_channels_last: the result (g, k, f, c) is grad_w's layout: a free reshape
+  %acc = tensor.collapse_shape %taps_${chunks} ${taps_reassociation} : ${taps_type} into !acc_flat
+
+// fragment taps_channels_first: the result (g, k, f, c), transposed to grad_w's (g, k, c, f)
+  %taps_t_empty = tensor.empty() : ${taps_t_type}
+  %taps_t = linalg.transpose ins(%taps_${chunks} : ${taps_type}) outs(%taps_t_empty : ${taps_t_type}) permutation = [${permutation}]
+  %acc = tensor.collapse_shape %taps_t ${taps_reassociation} : ${taps_t_type} into !acc_flat

@@ -31,7 +31,8 @@ def _gpu_phases(monkeypatch):
 
 
 def _gpu_batch_split(monkeypatch):
-    monkeypatch.setattr(grouped_conv_bwd_weight, "default_batch_split", lambda problem, target=None: problem.batch)
+    monkeypatch.setattr(grouped_conv_bwd_weight, "forms",
+                        lambda problem, target=None: [{"batch_split": problem.batch, "contraction": "generic"}])
 
 
 FORMS = {

@@ -12,6 +12,7 @@ J batch chunks of partial sums that a second, small dispatch adds (``default_bat
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -128,8 +129,13 @@ def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
 
 
 def forms(problem: ConvBwdWeightProblem, target=None) -> list[dict]:
-    """One form: the batch split J for the target (``default_batch_split``); the tuning tables may pick another."""
-    return [{"batch_split": default_batch_split(problem, target)}]
+    """GPUs: one form, the batch split J for the target (``default_batch_split``; the tuning tables may pick another).
+    llvm-cpu: the im2col form (``"contraction": "im2col"``: the windows gathered, a batch_matmul per group), then the
+    convolution-form generic."""
+    generic = {"batch_split": default_batch_split(problem, target), "contraction": "generic"}
+    if target is None or target.backend != "llvm-cpu" or problem.in_channels * problem.out_channels == 1:
+        return [generic]  # depthwise: a 1 x 1 matmul per group would only add the gather
+    return [{"batch_split": 1, "contraction": "im2col"}, generic]
 
 
 def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
@@ -140,7 +146,10 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     The form's ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum).
     """
     config = choices.configs.get(0)
-    chunks = choices.choose(forms(problem, choices.target))["batch_split"]
+    form = choices.choose(forms(problem, choices.target))
+    chunks = form["batch_split"]
+    if chunks != 1 and "contraction" not in choices.form:
+        form["contraction"] = "generic"  # a batch split asked for (the tuner, tests): J partial sums are the generic's
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",
@@ -227,6 +236,21 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
+    if form["contraction"] == "im2col":
+        check(not split, f"{OP}: the im2col form reduces the whole batch at once (batch_split 1), but got {chunks}")
+        contraction, summed = _im2col(problem, element, x_groups_shape, grad_out_groups_shape), "%acc"
+    else:
+        contraction, summed = mlir.render(
+            "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, x_map),
+            grad_out_map=mlir.affine_map(domain, grad_out_map), acc_map=mlir.affine_map(domain, [d[name] for name in acc_dims]),
+            conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
+            dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+            to_accumulator=to_accumulator, x32=x32, g32=g32, element=element,
+            acc_flat_reassociation=_reassociation(
+                [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
+            ),
+            sum_chunks=sum_chunks,
+        ), "%acc" if split else "%partial_flat"
     return mlir.render(
         "grouped_conv_bwd_weight",
         rank=rank,
@@ -255,24 +279,98 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
         x_groups_shape=mlir.index_list(x_groups_shape),
         grad_out_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
         grad_out_groups_shape=mlir.index_list(grad_out_groups_shape),
-        x_map=mlir.affine_map(domain, x_map),
-        grad_out_map=mlir.affine_map(domain, grad_out_map),
-        acc_map=mlir.affine_map(domain, [d[name] for name in acc_dims]),
-        conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
-        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
-        to_accumulator=to_accumulator,
-        x32=x32,
-        g32=g32,
-        acc_flat_reassociation=_reassociation(
-            [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
-        ),
-        sum_chunks=sum_chunks,
-        summed="%acc" if split else "%partial_flat",
+        contraction=contraction,
+        summed=summed,
         store_map=mlir.affine_map(store_domain, store_domain),
         store_iterators=mlir.iterators(["parallel"] * (rank + 2)),
         narrow=mlir.indent(narrow, 4),
         stored=stored,
     )
+
+
+# The im2col form's gathered windows, at most this many times the bytes of the inputs (x, grad_out): the taps are
+# gathered in chunks of leading tap rows that fit.
+CPU_GATHER_BUDGET = 4
+
+
+def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int], grad_out_groups_shape: list[int]) -> str:
+    """The llvm-cpu form (``mlir/grouped_conv_bwd_weight.mlir``'s ``im2col``): grad_out with (g, k) first, the windows
+    of x gathered in chunks of taps, a batch_matmul per chunk into the float32 result (g, k, f.., c)."""
+    rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
+    outputs, filters, cl = list(problem.output_spatial), list(problem.filter_spatial), problem.channels_last
+    itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
+    inputs = (math.prod(problem.input_shape) + math.prod(problem.output_shape)) * itemsize
+    positions = n * math.prod(outputs)
+    lead = next((lead for lead in range(rank + 1)
+                 if groups * positions * math.prod(filters[lead:]) * c * itemsize <= CPU_GATHER_BUDGET * inputs), rank)
+    chunk_taps = math.prod(filters[lead:])
+    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
+
+    # grad_out_t[g, k, n, o..] = grad_out[n, o.., g, k] (channels-first: grad_out[n, g, k, o..])
+    t_domain = ["g", "k", "n", *o]
+    t_read = ["n", *o, "g", "k"] if cl else ["n", "g", "k", *o]
+    grad_out_t = [groups, k, n, *outputs]
+    taps_shape = [groups, k, *filters, c]
+    chunk_product = [groups, k, *([1] * lead), *filters[lead:], c]
+    cols_shape = [groups, n, *outputs, *filters[lead:], c]
+    cols_domain = ["g", "n", *o, *f[lead:], "c"]
+    texts = []
+    chunks = list(itertools.product(*(range(size) for size in filters[:lead])))
+    for number, fixed in enumerate(chunks):
+        # x rows s*o + d*f: on a fixed axis a strided slice from d*f, then o itself
+        offsets, sizes, strides, windows = [], [], [], []
+        for a in range(rank):
+            s, dl = problem.stride[a], problem.dilation[a]
+            if a < lead:
+                offsets.append(dl * fixed[a]); sizes.append(outputs[a]); strides.append(s); windows.append(o[a])
+            else:
+                offsets.append(0); sizes.append(x_groups_shape[1 + a] if cl else x_groups_shape[3 + a]); strides.append(1)
+                windows.append(f"{_term(o[a], s)} + {_term(f[a], dl)}")
+        if cl:
+            x_offsets, x_sizes, x_strides = [0, *offsets, 0, 0], [n, *sizes, groups, c], [1, *strides, 1, 1]
+            x_read = ["n", *windows, "g", "c"]
+        else:
+            x_offsets, x_sizes, x_strides = [0, 0, 0, *offsets], [n, groups, c, *sizes], [1, 1, 1, *strides]
+            x_read = ["n", "g", "c", *windows]
+        texts.append(mlir.render(
+            "grouped_conv_bwd_weight.im2col_chunk", chunk=number, next_chunk=number + 1, element=element,
+            x_offsets=mlir.index_list(x_offsets), x_sizes=mlir.index_list(x_sizes), x_strides=mlir.index_list(x_strides),
+            x_chunk_type=mlir.tensor(x_sizes, element), x_map=mlir.affine_map(cols_domain, x_read),
+            cols_type=mlir.tensor(cols_shape, element), cols_map=mlir.affine_map(cols_domain, cols_domain),
+            cols_iterators=mlir.iterators(["parallel"] * len(cols_domain)),
+            cols_reassociation=_reassociation([[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))]),
+            cols_matrix_type=mlir.tensor([groups, positions, chunk_taps * c], element),
+            grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
+            product_type=mlir.tensor([groups, k, chunk_taps * c], dtypes.ACCUMULATOR),
+            product_reassociation=_reassociation([[0], [1], list(range(2, rank + 3))]),
+            product_taps_shape=mlir.index_list(chunk_product),
+            product_taps_type=mlir.tensor(chunk_product, dtypes.ACCUMULATOR),
+            taps_offsets=mlir.index_list([0, 0, *fixed, *([0] * (rank - lead)), 0]),
+            taps_strides=mlir.index_list([1] * len(taps_shape)), taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
+        ))
+    flat = _reassociation([[0, 1], *([i] for i in range(2, rank + 3))])
+    if cl:
+        to_weight = mlir.render("grouped_conv_bwd_weight.taps_channels_last", chunks=len(chunks), taps_reassociation=flat,
+                                taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR))
+    else:
+        to_weight = mlir.render(
+            "grouped_conv_bwd_weight.taps_channels_first", chunks=len(chunks), taps_reassociation=flat,
+            taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
+            taps_t_type=mlir.tensor([groups, k, c, *filters], dtypes.ACCUMULATOR),
+            permutation=mlir.index_list([0, 1, rank + 2, *range(2, rank + 2)]),
+        )
+    return mlir.render(
+        "grouped_conv_bwd_weight.im2col", element=element, chunks=len(chunks), chunk_taps=chunk_taps,
+        grad_out_t_type=mlir.tensor(grad_out_t, element), grad_out_t_read=mlir.affine_map(t_domain, t_read),
+        grad_out_t_map=mlir.affine_map(t_domain, t_domain), grad_out_t_iterators=mlir.iterators(["parallel"] * len(t_domain)),
+        grad_out_t_reassociation=_reassociation([[0], [1], list(range(2, rank + 3))]),
+        grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
+        taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), chunk_matmuls="\n".join(texts), taps_to_weight=to_weight,
+    )
+
+
+def _term(dim: str, coefficient: int) -> str:
+    return dim if coefficient == 1 else f"{dim} * {coefficient}"
 
 
 def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",

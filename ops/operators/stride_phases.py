@@ -9,6 +9,7 @@ the epilogue of ``grouped_conv_bwd_data``) comes in as a ``Fusion``; without one
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from .. import dtypes, geometry
@@ -65,11 +66,16 @@ def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
     (``s*m + offset``). IREE 3.13's CUDA backend mis-indexed the slice on a small shape (docs/perf/h100-sweep),
     so the GPUs read through the map (slices last, should that not compile); llvm-cpu, whose dispatch formation
     rejects the map on some small grouped shapes, takes the slice.
+
+    ``contraction`` (several groups): a convolution-form ``linalg.generic`` (``"generic"``), or on llvm-cpu the taps
+    gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, see ``_im2col``): IREE's CPU backend gives the
+    generic no convolution pipeline.
     """
     if target is None or target.backend != "llvm-cpu":
-        flips = [{"weight_flip": "gather"}, {"weight_flip": "map"}]
+        flips = [{"weight_flip": "gather", "contraction": "generic"}, {"weight_flip": "map", "contraction": "generic"}]
         return [{**flip, "d_read": read} for read in ("map", "slice") for flip in flips]
-    return [{"weight_flip": "gather", "d_read": "slice"}]
+    cpu = [{"weight_flip": "gather", "d_read": "slice", "contraction": contraction} for contraction in ("im2col", "generic")]
+    return cpu if problem.groups > 1 else cpu[1:]
 
 
 @dataclass(frozen=True)
@@ -191,11 +197,18 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool) 
     ), shape
 
 
+# The im2col form's gathered taps, at most this many times the bytes of the module's inputs (grad_out, weight, D
+# tensors): the taps are gathered in chunks of leading tap rows that fit.
+CPU_GATHER_BUDGET = 4
+
+
 def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
-                 filter_shape: list[int], config: str | None) -> tuple[str, list[int]]:
-    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op, or a grouped linalg.generic."""
+                 filter_shape: list[int], config: str | None, contraction: str) -> tuple[str, list[int], list[str]]:
+    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op (one group), a grouped
+    linalg.generic, or the grouped im2col form. Returns (text, the accumulator's shape, its dims' names)."""
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
+    m = mlir.dims("m", rank)
     if groups == 1:
         acc_shape = [problem.batch, *rows, c]
         return mlir.render(
@@ -205,29 +218,92 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
             acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
             sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
             dispatch_config=f", compilation_info = {config}" if config else "",
-        ), acc_shape
+        ), acc_shape, ["n", *m, "c"]
     k = problem.out_channels
-    acc_shape = [problem.batch, *rows, groups, c]
     grouped_window = [*window_shape[:-1], groups, k]
-    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    window_groups = {
+        "index": index, "element": element, "window": window_value,
+        "window_type": mlir.tensor(window_shape, element), "grouped_window_type": mlir.tensor(grouped_window, element),
+        "reassociation": str([[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]),
+        "grouped_window_shape": mlir.index_list(grouped_window), "filter_type": mlir.tensor(filter_shape, element),
+    }
+    if contraction == "im2col":
+        return _im2col(index, phase, problem, element, {**window_groups, "grouped_window_shape_list": grouped_window},
+                       filter_shape), \
+            [groups, problem.batch, *rows, c], ["g", "n", *m, "c"]
+    acc_shape = [problem.batch, *rows, groups, c]
+    u = mlir.dims("u", rank)
     domain = ["n", *m, "g", "c", *u, "k"]
     window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" for a, p in enumerate(phase)), "g", "k"]
-    reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
     widen_x, x = dtypes.widen("%x", element, "%x_f32")
     widen_w, w = dtypes.widen("%w", element, "%w_f32")
     return mlir.render(
-        "conv_bwd_data.grouped",
-        index=index, element=element, window=window_value,
-        window_type=mlir.tensor(window_shape, element), grouped_window_type=mlir.tensor(grouped_window, element),
-        reassociation=str(reassociation), grouped_window_shape=mlir.index_list(grouped_window),
-        filter_type=mlir.tensor(filter_shape, element), acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        "conv_bwd_data.grouped", **window_groups, acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
         window_map=mlir.affine_map(domain, window_index),
         filter_map=mlir.affine_map(domain, ["g", *u, "k", "c"]),
         acc_map=mlir.affine_map(domain, ["n", *m, "g", "c"]),
         iterators=mlir.iterators(["parallel"] * (rank + 3) + ["reduction"] * (rank + 1)),
         extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4), x=x, w=w,
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
-    ), acc_shape
+    ), acc_shape, ["n", *m, "g", "c"]
+
+
+def _im2col_leading_axes(problem: ConvBwdDataProblem, phase) -> int:
+    """How many leading tap axes each chunk fixes (0: all taps in one chunk), the fewest that keep a chunk's
+    gathered taps within CPU_GATHER_BUDGET times the inputs' bytes."""
+    itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
+    inputs = sum(math.prod(s) * dtypes.numpy_dtype(t).itemsize
+                 for s, t in [(problem.output_shape, problem.dtype), (problem.weight_shape, problem.dtype),
+                              *zip(problem.d_shapes, problem.d_dtypes)])
+    window = problem.batch * math.prod(p.rows for p in phase) * problem.groups * problem.out_channels * itemsize
+    for lead in range(problem.rank + 1):
+        if window * math.prod(p.filter_taps for p in phase[lead:]) <= CPU_GATHER_BUDGET * inputs:
+            return lead
+    return problem.rank
+
+
+def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, filter_shape: list[int]) -> str:
+    """The grouped im2col form (``mlir/conv_bwd_data.mlir``'s ``im2col``): chunks of taps gathered, each contracted
+    by a batch_matmul into the accumulator acc[g, (n, m), c]."""
+    rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
+    rows, taps = [p.rows for p in phase], [p.filter_taps for p in phase]
+    lead = _im2col_leading_axes(problem, phase)
+    chunk_taps = math.prod(taps[lead:])
+    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    acc_shape = [groups, n, *rows, c]
+    acc_matrix = [groups, n * math.prod(rows), c]
+    cols_shape = [groups, n, *rows, *taps[lead:], k]
+    cols_matrix = [groups, n * math.prod(rows), chunk_taps * k]
+    domain = ["g", "n", *m, *u[lead:], "k"]
+    filter_chunk = [groups, *([1] * lead), *taps[lead:], k, c]
+    chunks = list(itertools.product(*(range(t) for t in taps[:lead])))
+    texts = []
+    for number, fixed in enumerate(chunks):
+        # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
+        window_index = ["n", *m[:lead], *(f"{m[a]} + {_term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
+        chunk_window = [n, *rows[:lead], *window_groups["grouped_window_shape_list"][1 + lead:]]
+        texts.append(mlir.render(
+            "conv_bwd_data.im2col_chunk", **window_groups, chunk=number, next_chunk=number + 1,
+            window_offsets=mlir.index_list([0, *(t * p.sub_dilation for t, p in zip(fixed, phase)), *([0] * (rank - lead + 2))]),
+            window_sizes=mlir.index_list(chunk_window), window_strides=mlir.index_list([1] * len(chunk_window)),
+            chunk_window_type=mlir.tensor(chunk_window, element),
+            cols_type=mlir.tensor(cols_shape, element), cols_matrix_type=mlir.tensor(cols_matrix, element),
+            window_map=mlir.affine_map(domain, window_index), cols_map=mlir.affine_map(domain, domain),
+            cols_iterators=mlir.iterators(["parallel"] * len(domain)),
+            cols_reassociation=[[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))],
+            filter_offsets=mlir.index_list([0, *fixed, *([0] * (rank - lead)), 0, 0]),
+            filter_sizes=mlir.index_list(filter_chunk), filter_strides=mlir.index_list([1] * len(filter_shape)),
+            filter_chunk_type=mlir.tensor(filter_chunk, element),
+            filter_matrix_type=mlir.tensor([groups, chunk_taps * k, c], element),
+            filter_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
+            acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR),
+        ))
+    return mlir.render(
+        "conv_bwd_data.im2col", **window_groups, chunks=len(chunks), chunk_taps=chunk_taps,
+        chunk_matmuls="\n".join(texts), acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR), acc_shape=mlir.index_list(acc_shape),
+        acc_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
+    )
 
 
 def _term(dim: str, coefficient: int, offset: int) -> str:
@@ -243,13 +319,12 @@ def _store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
     return "\n".join([*lines, *([mlir.indent(narrow, 4)] if narrow else [])]), value
 
 
-def _store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shape: list[int], fusion: Fusion, into: str,
-           d_read: str) -> dict:
-    """Epilogue and cast of one phase's accumulator, inserted with the phase's stride into grad_in."""
+def _store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shape: list[int], acc_read: list[str],
+           fusion: Fusion, into: str, d_read: str) -> dict:
+    """Epilogue and cast of one phase's accumulator (dims ``acc_read``), inserted with the phase's stride into grad_in."""
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
-    acc_read = ["n", *m, "c"] if groups == 1 else ["n", *m, "g", "c"]
     if problem.channels_last:
         domain = ["n", *m, "g", "c"]
         store_shape = [problem.batch, *rows, groups, c]
@@ -338,9 +413,9 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
     for index, phase in enumerate(phases_for_target(problem, choices.target)):
         phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map")
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
-        conv_text, acc_shape = _convolution(index, phase, problem, element, window_value, window_shape, filter_shape,
-                                            choices.configs.get(index))
-        store_values = _store(index, phase, problem, element, acc_shape, fusion, current, form["d_read"])
+        conv_text, acc_shape, acc_read = _convolution(index, phase, problem, element, window_value, window_shape,
+                                                      filter_shape, choices.configs.get(index), form["contraction"])
+        store_values = _store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form["d_read"])
         current = f"%grad_in_{index + 1}"
         phase_texts.append(mlir.render(
             "conv_bwd_data.phase", index=index, element=element,
