@@ -228,8 +228,7 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
         "grouped_window_shape": mlir.index_list(grouped_window), "filter_type": mlir.tensor(filter_shape, element),
     }
     if contraction == "im2col":
-        return _im2col(index, phase, problem, element, {**window_groups, "grouped_window_shape_list": grouped_window},
-                       filter_shape), \
+        return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape), \
             [groups, problem.batch, *rows, c], ["g", "n", *m, "c"]
     acc_shape = [problem.batch, *rows, groups, c]
     u = mlir.dims("u", rank)
@@ -262,7 +261,8 @@ def _im2col_leading_axes(problem: ConvBwdDataProblem, phase) -> int:
     return problem.rank
 
 
-def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, filter_shape: list[int]) -> str:
+def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, grouped_window: list[int],
+            filter_shape: list[int]) -> str:
     """The grouped im2col form (``mlir/conv_bwd_data.mlir``'s ``im2col``): chunks of taps gathered, each contracted
     by a batch_matmul into the accumulator acc[g, (n, m), c]."""
     rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
@@ -276,12 +276,12 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
     cols_matrix = [groups, n * math.prod(rows), chunk_taps * k]
     domain = ["g", "n", *m, *u[lead:], "k"]
     filter_chunk = [groups, *([1] * lead), *taps[lead:], k, c]
+    # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
+    window_index = ["n", *m[:lead], *(f"{m[a]} + {_term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
+    chunk_window = [n, *rows[:lead], *grouped_window[1 + lead:]]
     chunks = list(itertools.product(*(range(t) for t in taps[:lead])))
     texts = []
     for number, fixed in enumerate(chunks):
-        # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
-        window_index = ["n", *m[:lead], *(f"{m[a]} + {_term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
-        chunk_window = [n, *rows[:lead], *window_groups["grouped_window_shape_list"][1 + lead:]]
         texts.append(mlir.render(
             "conv_bwd_data.im2col_chunk", **window_groups, chunk=number, next_chunk=number + 1,
             window_offsets=mlir.index_list([0, *(t * p.sub_dilation for t, p in zip(fixed, phase)), *([0] * (rank - lead + 2))]),
