@@ -12,12 +12,15 @@ import itertools
 import numpy as np
 
 
-def _tap_positions(out_size: int, in_size: int, tap: int, stride: int, dilation: int, pad_lo: int):
-    """For one filter tap: the output positions o and input positions i = s*o + d*f - p_lo inside the input."""
+def _tap_positions(out_size: int, in_size: int, tap: int, stride: int, dilation: int, pad_lo: int) -> tuple[slice, slice]:
+    """For one filter tap: the output positions o and the input positions i = s*o + d*f - p_lo inside the input,
+    as slices (both are arithmetic progressions: o by 1, i by s), so the sums below read and add views."""
     o = np.arange(out_size)
     i = stride * o + dilation * tap - pad_lo
-    inside = (i >= 0) & (i < in_size)
-    return o[inside], i[inside]
+    o, i = o[(i >= 0) & (i < in_size)], i[(i >= 0) & (i < in_size)]
+    if not len(o):
+        return slice(0, 0), slice(0, 0)
+    return slice(int(o[0]), int(o[-1]) + 1), slice(int(i[0]), int(i[-1]) + 1, stride)
 
 
 def _taps_with_positions(filter_size, out_spatial, input_spatial, stride, dilation, padding):
@@ -27,7 +30,7 @@ def _taps_with_positions(filter_size, out_spatial, input_spatial, stride, dilati
             _tap_positions(out_spatial[a], input_spatial[a], tap, stride[a], dilation[a], padding[a][0])
             for a, tap in enumerate(taps)
         ]
-        if all(len(o) for o, _ in positions):  # a tap that reads only padding contributes nothing
+        if all(o.stop > o.start for o, _ in positions):  # a tap that reads only padding contributes nothing
             yield taps, [o for o, _ in positions], [i for _, i in positions]
 
 
@@ -45,11 +48,11 @@ def conv_bwd_data(grad_out, weight, input_spatial, stride, dilation, padding, gr
     c_per_group = weight.shape[-1]
     grad_in = np.zeros((n, *input_spatial, groups * c_per_group))
     for taps, out_index, in_index in _taps_with_positions(filter_size, out_spatial, input_spatial, stride, dilation, padding):
-        go = grad_out[(slice(None), *np.ix_(*out_index), slice(None))]
+        go = grad_out[(slice(None), *out_index, slice(None))]
         for g in range(groups):
             w_tap = weight[(slice(g * k_per_group, (g + 1) * k_per_group), *taps, slice(None))]  # (K, C)
             contribution = go[..., g * k_per_group:(g + 1) * k_per_group] @ w_tap
-            grad_in[(slice(None), *np.ix_(*in_index), slice(g * c_per_group, (g + 1) * c_per_group))] += contribution
+            grad_in[(slice(None), *in_index, slice(g * c_per_group, (g + 1) * c_per_group))] += contribution
     return grad_in
 
 
@@ -142,8 +145,8 @@ def conv_bwd_weight(x, grad_out, filter_spatial, stride, dilation, padding, grou
     k_per_group = grad_out.shape[-1] // groups
     grad_w = np.zeros((groups * k_per_group, *filter_spatial, c_per_group))
     for taps, out_index, in_index in _taps_with_positions(filter_spatial, out_spatial, input_spatial, stride, dilation, padding):
-        xs = x[(slice(None), *np.ix_(*in_index), slice(None))]
-        go = grad_out[(slice(None), *np.ix_(*out_index), slice(None))]
+        xs = x[(slice(None), *in_index, slice(None))]
+        go = grad_out[(slice(None), *out_index, slice(None))]
         for g in range(groups):
             x_g = xs[..., g * c_per_group:(g + 1) * c_per_group]
             go_g = go[..., g * k_per_group:(g + 1) * k_per_group]
