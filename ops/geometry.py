@@ -144,6 +144,19 @@ def window_reads(in_size: int, out_size: int, window: int, stride: int, dilation
     return before, taken, span - before - taken
 
 
+# --- Gathering taps (the CPU's im2col forms) -----------------------------------------------------------
+
+# A chunk of gathered taps may take at most this many times the bytes of the module's inputs.
+CPU_GATHER_BUDGET = 4
+
+
+def gather_leading_axes(taps: list[int], bytes_per_tap: int, input_bytes: int) -> int:
+    """How many leading tap axes each chunk of gathered taps fixes (0: every tap in one chunk): the fewest that keep
+    a chunk, ``bytes_per_tap`` times its taps, within CPU_GATHER_BUDGET times ``input_bytes``."""
+    return next((lead for lead in range(len(taps) + 1)
+                 if bytes_per_tap * math.prod(taps[lead:]) <= CPU_GATHER_BUDGET * input_bytes), len(taps))
+
+
 # --- Pooling windows -----------------------------------------------------------------------------------
 #
 # A pooling window is a filter without weights: window o covers the taps i = s*o + d*f - p_lo, f < window.

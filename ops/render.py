@@ -75,6 +75,12 @@ def i64_array(values) -> str:
     return f"dense<[{', '.join(str(v) for v in values)}]> : tensor<{len(values)}xi64>"
 
 
+def term(dim: str, coefficient: int = 1, offset: int = 0) -> str:
+    """``dim * coefficient + offset`` as MLIR prints it in a map (no ``* 1``, no ``+ 0``)."""
+    text = dim if coefficient == 1 else f"{dim} * {coefficient}"
+    return text if offset == 0 else f"{text} + {offset}"
+
+
 def index_list(values) -> str:
     return ", ".join(str(v) for v in values)
 

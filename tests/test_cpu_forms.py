@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ops import catalog, dtypes
+from ops import catalog, dtypes, geometry
 from ops.operators import grouped_conv_bwd_weight, stride_phases
 
 from lowering import shipped
@@ -40,8 +40,8 @@ def test_a_chunk_of_gathered_taps_stays_within_the_budget():
     itemsize = dtypes.numpy_dtype(video.dtype).itemsize
     window = video.batch * math.prod(p.rows for p in phase) * video.groups * video.out_channels * itemsize
     inputs = (math.prod(video.output_shape) + math.prod(video.weight_shape) + sum(math.prod(s) for s in video.d_shapes)) * itemsize
-    assert window * math.prod(p.filter_taps for p in phase[lead:]) <= stride_phases.CPU_GATHER_BUDGET * inputs
-    assert window * math.prod(p.filter_taps for p in phase[lead - 1:]) > stride_phases.CPU_GATHER_BUDGET * inputs
+    assert window * math.prod(p.filter_taps for p in phase[lead:]) <= geometry.CPU_GATHER_BUDGET * inputs
+    assert window * math.prod(p.filter_taps for p in phase[lead - 1:]) > geometry.CPU_GATHER_BUDGET * inputs
 
 
 def test_depthwise_weight_gradients_keep_the_generic_on_the_cpu():

@@ -170,11 +170,8 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     sizes.update({f"f{a}": problem.filter_spatial[a] for a in range(rank)})
     sizes.update({f"o{a}": problem.output_spatial[a] for a in range(rank)})
 
-    # x_padded index s*o + d*f per axis (coefficient 1 left out, as MLIR prints it)
-    def term(dim: str, coefficient: int) -> str:
-        return d[dim] if coefficient == 1 else f"{d[dim]} * {coefficient}"
-
-    windows = [f"{term(f'o{a}', problem.stride[a])} + {term(f'f{a}', problem.dilation[a])}" for a in range(rank)]
+    # x_padded index s*o + d*f per axis
+    windows = [f"{mlir.term(d[f'o{a}'], problem.stride[a])} + {mlir.term(d[f'f{a}'], problem.dilation[a])}" for a in range(rank)]
     outputs = [d[f"o{a}"] for a in range(rank)]
 
     reads = [
@@ -288,11 +285,6 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     )
 
 
-# The im2col form's gathered windows, at most this many times the bytes of the inputs (x, grad_out): the taps are
-# gathered in chunks of leading tap rows that fit.
-CPU_GATHER_BUDGET = 4
-
-
 def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int], grad_out_groups_shape: list[int]) -> str:
     """The llvm-cpu form (``mlir/grouped_conv_bwd_weight.mlir``'s ``im2col``): grad_out with (g, k) first, the windows
     of x gathered in chunks of taps, a batch_matmul per chunk into the float32 result (g, k, f.., c)."""
@@ -301,8 +293,7 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
     itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
     inputs = (math.prod(problem.input_shape) + math.prod(problem.output_shape)) * itemsize
     positions = n * math.prod(outputs)
-    lead = next((lead for lead in range(rank + 1)
-                 if groups * positions * math.prod(filters[lead:]) * c * itemsize <= CPU_GATHER_BUDGET * inputs), rank)
+    lead = geometry.gather_leading_axes(filters, groups * positions * c * itemsize, inputs)
     chunk_taps = math.prod(filters[lead:])
     o, f = mlir.dims("o", rank), mlir.dims("f", rank)
 
@@ -325,7 +316,7 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
                 offsets.append(dl * fixed[a]); sizes.append(outputs[a]); strides.append(s); windows.append(o[a])
             else:
                 offsets.append(0); sizes.append(x_groups_shape[1 + a] if cl else x_groups_shape[3 + a]); strides.append(1)
-                windows.append(f"{_term(o[a], s)} + {_term(f[a], dl)}")
+                windows.append(f"{mlir.term(o[a], s)} + {mlir.term(f[a], dl)}")
         if cl:
             x_offsets, x_sizes, x_strides = [0, *offsets, 0, 0], [n, *sizes, groups, c], [1, *strides, 1, 1]
             x_read = ["n", *windows, "g", "c"]
@@ -367,10 +358,6 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
         grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
         taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), chunk_matmuls="\n".join(texts), taps_to_weight=to_weight,
     )
-
-
-def _term(dim: str, coefficient: int) -> str:
-    return dim if coefficient == 1 else f"{dim} * {coefficient}"
 
 
 def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",

@@ -197,11 +197,6 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool) 
     ), shape
 
 
-# The im2col form's gathered taps, at most this many times the bytes of the module's inputs (grad_out, weight, D
-# tensors): the taps are gathered in chunks of leading tap rows that fit.
-CPU_GATHER_BUDGET = 4
-
-
 def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
                  filter_shape: list[int], config: str | None, contraction: str) -> tuple[str, list[int], list[str]]:
     """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op (one group), a grouped
@@ -248,17 +243,14 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
 
 
 def _im2col_leading_axes(problem: ConvBwdDataProblem, phase) -> int:
-    """How many leading tap axes each chunk fixes (0: all taps in one chunk), the fewest that keep a chunk's
-    gathered taps within CPU_GATHER_BUDGET times the inputs' bytes."""
+    """How many leading tap axes each chunk fixes (``geometry.gather_leading_axes``): a tap's copy of the window
+    against the inputs' bytes (grad_out, weight, D tensors)."""
     itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
     inputs = sum(math.prod(s) * dtypes.numpy_dtype(t).itemsize
                  for s, t in [(problem.output_shape, problem.dtype), (problem.weight_shape, problem.dtype),
                               *zip(problem.d_shapes, problem.d_dtypes)])
     window = problem.batch * math.prod(p.rows for p in phase) * problem.groups * problem.out_channels * itemsize
-    for lead in range(problem.rank + 1):
-        if window * math.prod(p.filter_taps for p in phase[lead:]) <= CPU_GATHER_BUDGET * inputs:
-            return lead
-    return problem.rank
+    return geometry.gather_leading_axes([p.filter_taps for p in phase], window, inputs)
 
 
 def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, grouped_window: list[int],
@@ -277,7 +269,7 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
     domain = ["g", "n", *m, *u[lead:], "k"]
     filter_chunk = [groups, *([1] * lead), *taps[lead:], k, c]
     # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
-    window_index = ["n", *m[:lead], *(f"{m[a]} + {_term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
+    window_index = ["n", *m[:lead], *(f"{m[a]} + {mlir.term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
     chunk_window = [n, *rows[:lead], *grouped_window[1 + lead:]]
     chunks = list(itertools.product(*(range(t) for t in taps[:lead])))
     texts = []
@@ -304,12 +296,6 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
         acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR), acc_shape=mlir.index_list(acc_shape),
         acc_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
     )
-
-
-def _term(dim: str, coefficient: int, offset: int) -> str:
-    """``dim * coefficient + offset`` as MLIR prints it (no ``* 1``, no ``+ 0``)."""
-    text = dim if coefficient == 1 else f"{dim} * {coefficient}"
-    return text if offset == 0 else f"{text} + {offset}"
 
 
 def _store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
@@ -339,7 +325,7 @@ def _store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_sha
         stored_shape = [problem.batch, groups * c, *rows]
         offsets = [0, 0, *(p.grad_in_offset for p in phase)]
         strides = [1, 1, *problem.stride]
-    rows_of_d = {a: _term(m[a], problem.stride[a], phase[a].grad_in_offset) if d_read == "map" else m[a] for a in range(rank)}
+    rows_of_d = {a: mlir.term(m[a], problem.stride[a], phase[a].grad_in_offset) if d_read == "map" else m[a] for a in range(rank)}
     fused = fusion.operands({"n": "n", "g": "g", "c": "c", **rows_of_d}, phase, index, d_read)
     maps = [mlir.affine_map(domain, acc_read), *(mlir.affine_map(domain, i) for i in fused.indices),
             mlir.affine_map(domain, domain)]
