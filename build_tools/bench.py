@@ -206,9 +206,10 @@ def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
         return None
     groups, m, n, k = shape
     name = f"gemm_ceiling_g{groups}_m{m}_n{n}_k{k}_{problem.dtype}"
+    target = targets.target_for_device(device)
     mlir = render.render("gemm_ceiling", function=name, groups=groups, m=m, n=n, k=k,
-                         element=dtypes.mlir_element_type(problem.dtype))
-    function = runtime._load([compiler.ModuleSpec(name, mlir, targets.target_for_device(device))], device)
+                         element=dtypes.mlir_element_type(problem.dtype), transients=render.transients(target))
+    function = runtime._load([compiler.ModuleSpec(name, mlir, target)], device)
     a = runtime.to_device(dtypes.random_normal(rng, (groups, m, k), problem.dtype), device)
     b = runtime.to_device(dtypes.random_normal(rng, (groups, k, n), problem.dtype), device)
     c = runtime.empty((groups, m, n), "float32", device)

@@ -30,3 +30,9 @@ ${result} = arith.andi ${a}, ${b} : i1
 ${value}_last = arith.constant ${last} : index
 ${value}_low = arith.maxsi ${value}, %c0 : index
 ${value}_clamped = arith.minsi ${value}_low, ${value}_last : index
+
+// fragment transients: on llvm-cpu every module function takes, last, the buffer its intermediate tensors live in. The
+// caller (ops/runtime.py) passes one workspace, kept and reused across calls, of at least the size IREE reports in
+// the function's reflection (iree.abi.transients.size.constant): without it each call's intermediates (the gathered
+// taps: hundreds of MB on the CK problems) would be fresh pages, faulted in on every call.
+, %transients: !hal.buffer {iree.abi.transients}

@@ -26,7 +26,7 @@
 !grad_in = ${grad_in_type}
 !grad_out_cl = ${grad_out_cl_type}
 ${extra_aliases}
-func.func @${function}(%grad_out: !grad_out, %weight: !weight${extra_arguments}, %dst: !grad_in {iree.abi.output = 0 : index}) -> !grad_in {
+func.func @${function}(%grad_out: !grad_out, %weight: !weight${extra_arguments}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero = arith.constant 0.0 : f32
   %zero_element = arith.constant 0.0 : ${element}
 ${grad_out_to_channels_last}
@@ -114,6 +114,16 @@ ${extend}
     %sum = arith.addf %a, %product : f32
     linalg.yield %sum : f32
   } -> ${acc_type}
+
+// fragment depthwise: the phase's convolution, one channel per group (depthwise, K = C = 1): a named op, groups as channels
+  // depthwise: acc[n, m, g] += window[n, m + dilation*u, g] * w[u, g]; IREE's CPU backend gives the named op its
+  // convolution pipeline, vectorized over the groups. The phase's filter (G, U.., 1, 1) is turned to (U.., G)
+  // first: G * taps elements.
+  %w_${index}_taps = tensor.collapse_shape %w_${index} ${filter_reassociation} : ${filter_type} into ${filter_taps_type}
+  %w_${index}_hwc_empty = tensor.empty() : ${filter_hwc_type}
+  %w_${index}_hwc = linalg.transpose ins(%w_${index}_taps : ${filter_taps_type}) outs(%w_${index}_hwc_empty : ${filter_hwc_type}) permutation = [${filter_permutation}]
+  %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}}
+      ins(${window}, %w_${index}_hwc : ${window_type}, ${filter_hwc_type}) outs(%acc_${index}_zero : ${acc_type}) -> ${acc_type}
 
 // fragment im2col: the phase's convolution, several groups, on llvm-cpu: its taps gathered, then a matmul per group
   // IREE's CPU backend gives a grouped convolution-form linalg.generic no convolution pipeline (a few GFLOP/s), but

@@ -6,7 +6,7 @@
 !b = tensor<${groups}x${k}x${n}x${element}>
 !c = tensor<${groups}x${m}x${n}xf32>
 
-func.func @${function}(%a: !a, %b: !b, %dst: !c {iree.abi.output = 0 : index}) -> !c {
+func.func @${function}(%a: !a, %b: !b, %dst: !c {iree.abi.output = 0 : index}${transients}) -> !c {
   %zero = arith.constant 0.0 : f32
   %c_zero = linalg.fill ins(%zero : f32) outs(%dst : !c) -> !c
   %c = linalg.batch_matmul ins(%a, %b : !a, !b) outs(%c_zero : !c) -> !c

@@ -36,7 +36,7 @@
 !partial_flat = ${partial_flat_type}
 !acc_flat = ${acc_flat_type}
 
-func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}) -> !grad_w {
+func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}${transients}) -> !grad_w {
   %zero = arith.constant 0.0 : f32
 ${pad_x}
   %x_groups = tensor.expand_shape ${x_source} ${x_groups_reassociation} output_shape [${x_groups_shape}] : !x_padded into !x_groups
@@ -85,6 +85,26 @@ ${to_accumulator}
   } -> !partial
   %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat
 ${sum_chunks}
+
+// fragment depthwise: on llvm-cpu, depthwise problems (C = K = 1): a named depthwise convolution, the roles swapped
+  // grad_w[g, f] = sum_{n, o} x_padded[n, s*o + d*f, g] * grad_out[n, o, g] is a depthwise convolution of x_padded
+  // (the batch as one more leading spatial axis) with grad_out as its filter (taps (n, o), dilated by (1, s)),
+  // strided by (1, d), into one output position on the batch axis. IREE's CPU backend gives the named op its
+  // convolution pipeline, vectorized over the groups.
+${to_channels_last}
+  %x_dw = tensor.expand_shape ${x_cl} ${x_dw_reassociation} output_shape [${x_dw_shape}] : ${x_cl_type} into ${x_dw_type}
+  %acc_dw_empty = tensor.empty() : ${acc_dw_type}
+  %acc_dw_zero = linalg.fill ins(%zero : f32) outs(%acc_dw_empty : ${acc_dw_type}) -> ${acc_dw_type}
+  %acc_dw = linalg.${conv_op} {dilations = ${dilations}, strides = ${strides}}
+      ins(%x_dw, ${grad_out_cl} : ${x_dw_type}, ${grad_out_cl_type}) outs(%acc_dw_zero : ${acc_dw_type}) -> ${acc_dw_type}
+  %acc_taps = tensor.collapse_shape %acc_dw ${acc_taps_reassociation} : ${acc_dw_type} into ${acc_taps_type}
+  %acc_t_empty = tensor.empty() : ${acc_t_type}
+  %acc_t = linalg.transpose ins(%acc_taps : ${acc_taps_type}) outs(%acc_t_empty : ${acc_t_type}) permutation = [${acc_permutation}]
+  %acc = tensor.expand_shape %acc_t ${acc_reassociation} output_shape [${acc_shape}] : ${acc_t_type} into !acc_flat
+
+// fragment to_channels_last: a channels-first operand of the depthwise form, moved channels-last (a copy)
+  ${result}_empty = tensor.empty() : ${result_type}
+  ${result} = linalg.transpose ins(${source} : ${source_type}) outs(${result}_empty : ${result_type}) permutation = [${permutation}]
 
 // fragment im2col: on llvm-cpu, the windows gathered (im2col), then a matmul per group
   // IREE's CPU backend gives the convolution-form linalg.generic no convolution pipeline (a few GFLOP/s), but compiles

@@ -17,7 +17,7 @@
 !argmax = ${indices_type}
 !taps = ${taps_type}
 
-func.func @${function}(%x: !x, %y_dst: !window_max {iree.abi.output = 0 : index}, %indices_dst: !argmax {iree.abi.output = 1 : index}) -> (!window_max, !argmax) {
+func.func @${function}(%x: !x, %y_dst: !window_max {iree.abi.output = 0 : index}, %indices_dst: !argmax {iree.abi.output = 1 : index}${transients}) -> (!window_max, !argmax) {
   %neg_inf = arith.constant ${neg_inf} : ${element}
   %no_position = arith.constant ${no_position} : ${index_type}
 ${scan}

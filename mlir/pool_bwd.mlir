@@ -29,7 +29,7 @@ ${source_types}
 !acc = ${acc_type}
 !candidates = ${candidates_type}
 
-func.func @${function}(%grad_out: !grad_out${source_argument}, %dst: !grad_in {iree.abi.output = 0 : index}) -> !grad_in {
+func.func @${function}(%grad_out: !grad_out${source_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero = arith.constant 0.0 : f32
 ${prologue}
   %acc_empty = tensor.empty() : !acc

@@ -154,6 +154,14 @@ class ConvProblem(WindowProblem):
         return (k, self.in_channels, *self.filter_spatial)
 
     @property
+    def kind(self) -> str:
+        """The class the tuning tables' rules name (``kinds``): ``"depthwise"`` (several groups of one channel in
+        and out), ``"grouped"`` (several groups) or ``"dense"`` (one group)."""
+        if self.groups == 1:
+            return "dense"
+        return "depthwise" if self.in_channels == self.out_channels == 1 else "grouped"
+
+    @property
     def flops(self) -> int:
         """Multiply-adds of the forward convolution, times two (what CK and cuDNN report)."""
         return (

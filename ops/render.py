@@ -88,3 +88,9 @@ def index_list(values) -> str:
 def indent(text: str, spaces: int = 2) -> str:
     pad = " " * spaces
     return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def transients(target) -> str:
+    """The module function's last argument on llvm-cpu, the workspace for its intermediates (``common.transients``;
+    ops/runtime.py passes it); nothing on the GPUs, whose intermediates IREE allocates in stream order."""
+    return render("common.transients") if target is not None and target.backend == "llvm-cpu" else ""

@@ -8,8 +8,6 @@ straight to the loaded function. NumPy inputs give a NumPy result; when any inpu
 from __future__ import annotations
 
 import threading
-from typing import Callable
-
 import numpy as np
 
 import iree.runtime as rt
@@ -19,7 +17,7 @@ from .validation import check, check_type
 
 _lock = threading.Lock()
 _devices: dict[str, rt.HalDevice] = {}
-_functions: dict[tuple, Callable] = {}
+_functions: dict[tuple, "Function"] = {}
 _instance: rt.VmInstance | None = None
 stats = {"loads": 0}
 
@@ -92,7 +90,61 @@ def empty(shape, dtype: str, device: str) -> rt.DeviceArray:
     return rt.DeviceArray(hal_device, view)
 
 
-def _load(specs: list[compiler.ModuleSpec], driver: str) -> Callable:
+_workspaces = threading.local()
+
+
+def workspace(driver: str, size: int) -> rt.HalBuffer:
+    """This thread's transient workspace on ``driver``, at least ``size`` bytes: allocated once, grown when a module
+    needs more, and reused by every later call (see ``mlir/common.mlir``'s ``transients``). Calls are synchronous,
+    so one call's intermediates are dead when the next call on this thread starts."""
+    buffers = _workspaces.__dict__.setdefault("buffers", {})
+    buffer = buffers.get(driver)
+    if buffer is None or buffer.byte_length() < size:
+        buffers.pop(driver, None)  # the old one is freed before the larger one is allocated
+        buffer = get_device(driver).allocator.allocate_buffer(
+            memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
+            allocation_size=max(size, 64))
+        buffers[driver] = buffer
+    return buffer
+
+
+def release_workspaces() -> None:
+    """Free this thread's transient workspaces (the next call allocates its own again)."""
+    _workspaces.__dict__.pop("buffers", None)
+
+
+class Function:
+    """A loaded module function, called with its arrays (NumPy or DeviceArray: the inputs, then the destinations);
+    returns the destinations, which the module has written. A function that takes a transient workspace
+    (``iree.abi.transients`` in its reflection) gets this thread's, sized from the reflection."""
+
+    def __init__(self, context: rt.SystemContext, vm_function: rt.VmFunction, driver: str):
+        self._system_context = context  # keeps the module and its context alive
+        self._context, self._function, self._driver = context.vm_context, vm_function, driver
+        self._device = get_device(driver)
+        reflection = vm_function.reflection
+        self.transient_bytes = None
+        if "iree.abi.transients.size" in reflection:
+            size = reflection.get("iree.abi.transients.size.constant")
+            if size is None:  # every problem's shapes are static, so IREE states the size
+                raise RuntimeError(f"{vm_function.name}: the module does not state a constant transient size")
+            self.transient_bytes = int(size)
+
+    def __call__(self, *arrays):
+        arrays = [a if isinstance(a, rt.DeviceArray) else rt.asdevicearray(self._device, np.ascontiguousarray(a))
+                  for a in arrays]
+        arguments = rt.VmVariantList(len(arrays) + 1)
+        for array in arrays:
+            arguments.push_ref(array._buffer_view)
+        if self.transient_bytes is not None:
+            arguments.push_ref(workspace(self._driver, self.transient_bytes))
+        self._context.invoke(self._function, arguments, rt.VmVariantList(2))
+        return arrays
+
+
+def _load(specs: list[compiler.ModuleSpec], driver: str) -> Function:
+    """The entry point of the first of ``specs`` that loads (``compiler.load_first``); its results are the
+    destinations, the last ``len(results)`` arrays of a call."""
     global _instance
     hal_device = get_device(driver)
     spec, _, data = compiler.load_first(specs)  # verified against its digest; only these bytes are loaded
@@ -102,10 +154,10 @@ def _load(specs: list[compiler.ModuleSpec], driver: str) -> Callable:
         module = rt.VmModule.copy_buffer(_instance, data)  # read, never opened for writing: read-only files load
         context = rt.SystemContext(vm_modules=[module], config=rt.Config(device=hal_device))
         stats["loads"] += 1
-    return context.modules.module[spec.name]
+    return Function(context, module.lookup_function(spec.name), driver)
 
 
-def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Callable:
+def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Function:
     """The loaded entry point of ``problem``'s module on ``driver``: rendered, compiled and loaded once. ``form``
     replaces the target's choice of the template's form."""
     target = targets.target_for_device(driver)
@@ -170,8 +222,7 @@ def execute(problem, inputs: list, *, results: list[tuple[tuple[int, ...], str]]
     function = function_for(problem, driver, form=form)
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
-    returned = function(*arguments, *destinations)
-    returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    returned = function(*arguments, *destinations)[len(arguments):]
     if not keep_on_device:
         # a copy: to_host() maps the device buffer, which is freed with the DeviceArray (a view would dangle)
         returned = [np.array(r.to_host(), copy=True) for r in returned]

@@ -40,7 +40,9 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 
 
 def _rule_applies(rule: dict, problem) -> bool:
-    return rule["operator"] == getattr(problem, "op", None) and problem.dtype in rule.get("dtypes", [problem.dtype])
+    """A rule names its operator, and may narrow to ``dtypes`` and to ``kinds`` (``ConvProblem.kind``)."""
+    return (rule["operator"] == getattr(problem, "op", None) and problem.dtype in rule.get("dtypes", [problem.dtype])
+            and getattr(problem, "kind", None) in rule.get("kinds", [getattr(problem, "kind", None)]))
 
 
 def configs_for(problem, target: Target) -> dict[int, str]:
@@ -71,11 +73,18 @@ def render_options_for(problem, target: Target) -> dict:
 
 def forms_for(problem, target: Target, options: dict | None = None) -> list[dict]:
     """The template forms to try, in order, for ``problem`` on ``target``: with ``options`` (the tuner's candidate,
-    a test's choice) that one; else the table's choice where it names one; else the operator's own ``forms``."""
+    a test's choice) that one; else the table's entry for the problem where it names one; else the operator's own
+    ``forms``, the one the first rule for its operator, dtype and kind names (``"form"``) put first."""
     chosen = render_options_for(problem, target)
     if options:
         return [{**chosen, **options}]
-    return [chosen] if chosen else operator(problem).forms(problem, target)
+    if chosen:
+        return [chosen]
+    forms = operator(problem).forms(problem, target)
+    preferred = next((r["form"] for r in rules(target.directory_name) if "form" in r and _rule_applies(r, problem)), None)
+    if preferred is not None:  # the rule's form first; the others stay, in order, as fallbacks
+        forms = sorted(forms, key=lambda form: any(form.get(key) != value for key, value in preferred.items()))
+    return forms
 
 
 def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,

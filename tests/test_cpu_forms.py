@@ -1,16 +1,21 @@
 """The llvm-cpu forms of the grouped convolutions: the module the runtime ships for the CPU is the im2col form
 (taps gathered, a batch_matmul per group), IREE compiles its contractions as matmuls, and the gathered taps stay
-within the stated budget. Numerics of these forms are every CPU test's (tests/test_grouped_conv_*)."""
+within the stated budget; each rule of mlir/tuning/llvm-cpu.json names a form its kind of problem has, and that
+form is what ships; the depthwise forms match the definition on every layout. Numerics of the shipped forms are
+every CPU test's (tests/test_grouped_conv_*)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
-from ops import catalog, dtypes, geometry
-from ops.operators import grouped_conv_bwd_weight, stride_phases
+from ops import catalog, dtypes, geometry, render, targets, verify
+from ops.operator import operator, run
+from ops.operators import stride_phases
 
+from conftest import poisoned
 from lowering import shipped
 
 CK = {(op, name): catalog.problem(op, name, batch=1, dtype="float32")
@@ -44,7 +49,58 @@ def test_a_chunk_of_gathered_taps_stays_within_the_budget():
     assert window * math.prod(p.filter_taps for p in phase[lead - 1:]) > geometry.CPU_GATHER_BUDGET * inputs
 
 
-def test_depthwise_weight_gradients_keep_the_generic_on_the_cpu():
-    depthwise = CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")]
-    from ops import targets
-    assert [f["contraction"] for f in grouped_conv_bwd_weight.forms(depthwise, targets.parse_target("llvm-cpu"))] == ["generic"]
+CPU = targets.parse_target("llvm-cpu")
+TABLE = json.loads((render.templates_dir() / "tuning" / "llvm-cpu.json").read_text())
+# one problem of each (operator, kind) the CPU table has a rule for
+EXAMPLES = {
+    ("grouped_conv_bwd_data", "grouped"): CK[("grouped_conv_bwd_data", "ck_default")],
+    ("grouped_conv_bwd_data", "depthwise"): catalog.problem("grouped_conv_bwd_data", "mobilenetv2_b4_144_s2_dw_bwd_data",
+                                                            "zoo", batch=1, dtype="float32"),
+    ("grouped_conv_bwd_weight", "grouped"): CK[("grouped_conv_bwd_weight", "resnext_32x4d")],
+    ("grouped_conv_bwd_weight", "dense"): catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1,
+                                                          in_channels=8, out_channels=6, input_spatial=(7, 6, 5)),
+    ("grouped_conv_bwd_weight", "depthwise"): CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")],
+}
+# each CPU form's contraction: the op in the module, and what IREE names its dispatches
+CONTRACTS_WITH = {"im2col": ("linalg.batch_matmul", "matmul"), "depthwise": ("linalg.depthwise_conv_", "conv")}
+
+
+@pytest.mark.parametrize("rule", [r for r in TABLE["rules"] if "form" in r],
+                         ids=lambda r: f"{r['operator']}-{'+'.join(r['kinds'])}")
+def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_path, rule):
+    assert rule["source"] and rule["why"]
+    for kind in rule["kinds"]:
+        problem = EXAMPLES[(rule["operator"], kind)]
+        assert problem.kind == kind
+        offered = [{key: form.get(key) for key in rule["form"]} for form in operator(problem).forms(problem, CPU)]
+        assert rule["form"] in offered, f"the rule names a form the operator does not offer for {kind} problems"
+        spec, lowered = shipped(problem, "llvm-cpu", tmp_path / kind)
+        op, expected = CONTRACTS_WITH[rule["form"]["contraction"]]
+        assert op in spec.mlir, "the form did not compile: the runtime fell back to another"
+        contractions = [d.name for d in lowered.dispatches if d.is_contraction]
+        assert contractions and all(expected in name for name in contractions), [d.name for d in lowered.dispatches]
+
+
+DEPTHWISE = {  # rank, stride, dilation, padding, layout, dtype
+    "2d_nhwc_s1_f32": ((9, 8), 1, 1, 1, "NHWC", "float32"),
+    "2d_nchw_s2_f16": ((9, 8), 2, 1, 1, "NCHW", "float16"),
+    "2d_nhwc_s3_bf16": ((10, 11), 3, 1, 0, "NHWC", "bfloat16"),
+    "2d_nhwc_s1x2_d2x1_f32": ((8, 9), (1, 2), (2, 1), (1, 0), "NHWC", "float32"),
+    "1d_ncw_s2_d3_f32": ((13,), 2, 3, 1, "NCW", "float32"),
+}
+
+
+@pytest.mark.parametrize("op", ["grouped_conv_bwd_data", "grouped_conv_bwd_weight"])
+@pytest.mark.parametrize("case", list(DEPTHWISE))
+def test_the_depthwise_forms_match_the_definition(rng, op, case):
+    spatial, stride, dilation, padding, layout, dtype = DEPTHWISE[case]
+    problem = catalog.problem(op, "ck_default", batch=2, groups=5, in_channels=1, out_channels=1, input_spatial=spatial,
+                              filter_spatial=(3,) * len(spatial), stride=stride, dilation=dilation, padding=padding,
+                              layout=layout, dtype=dtype)
+    module = operator(problem)
+    inputs = module.random_inputs(problem, rng)
+    (shape, result_dtype), = module.results(problem)
+    got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"),
+              form={"contraction": "depthwise"}).to_host()
+    error = verify.relative_error(got, module.reference(problem, inputs))
+    assert error <= verify.tolerance(op, dtype), error

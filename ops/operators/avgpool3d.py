@@ -101,6 +101,7 @@ def render(problem: AvgPoolProblem, choices: Choices = Choices()) -> str:
     return windows.render_gather(
         problem,
         title="Average-pool 3-D backward",
+        transients=mlir.transients(choices.target),
         inputs="grad_out",
         contribution_note=mlir.render("pool_bwd.avg_note"),
         prologue=tables,

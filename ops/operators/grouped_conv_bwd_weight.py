@@ -130,12 +130,16 @@ def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
 
 def forms(problem: ConvBwdWeightProblem, target=None) -> list[dict]:
     """GPUs: one form, the batch split J for the target (``default_batch_split``; the tuning tables may pick another).
-    llvm-cpu: the im2col form (``"contraction": "im2col"``: the windows gathered, a batch_matmul per group), then the
-    convolution-form generic."""
+    llvm-cpu: the convolution-form generic, and the im2col form (``"contraction": "im2col"``: the windows gathered, a
+    batch_matmul per group) or, for depthwise problems of 1 or 2 spatial axes (where a 1 x 1 matmul per group would
+    only add the gather), the named depthwise convolution (``"depthwise"``).
+    Which one the CPU takes first is ``mlir/tuning/llvm-cpu.json``'s choice per kind of problem."""
     generic = {"batch_split": default_batch_split(problem, target), "contraction": "generic"}
-    if target is None or target.backend != "llvm-cpu" or problem.in_channels * problem.out_channels == 1:
-        return [generic]  # depthwise: a 1 x 1 matmul per group would only add the gather
-    return [{"batch_split": 1, "contraction": "im2col"}, generic]
+    if target is None or target.backend != "llvm-cpu":
+        return [generic]
+    if problem.kind == "depthwise":  # the named depthwise ops go to 3-D: the batch axis takes one
+        return [generic, {"batch_split": 1, "contraction": "depthwise"}] if problem.rank <= 2 else [generic]
+    return [generic, {"batch_split": 1, "contraction": "im2col"}]
 
 
 def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
@@ -233,9 +237,13 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
+    if form["contraction"] in ("im2col", "depthwise"):
+        check(not split, f"{OP}: the {form['contraction']} form reduces the whole batch at once (batch_split 1), "
+                         f"but got {chunks}")
     if form["contraction"] == "im2col":
-        check(not split, f"{OP}: the im2col form reduces the whole batch at once (batch_split 1), but got {chunks}")
         contraction, summed = _im2col(problem, element, x_groups_shape, grad_out_groups_shape), "%acc"
+    elif form["contraction"] == "depthwise":
+        contraction, summed = _depthwise(problem, element, x_value, padded_spatial), "%acc"
     else:
         contraction, summed = mlir.render(
             "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, x_map),
@@ -251,6 +259,7 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     return mlir.render(
         "grouped_conv_bwd_weight",
         rank=rank,
+        transients=mlir.transients(choices.target),
         layout=problem.layout,
         loop_names=", ".join(names),
         acc_names=", ".join(name.upper() for name in acc_dims),
@@ -282,6 +291,49 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
         store_iterators=mlir.iterators(["parallel"] * (rank + 2)),
         narrow=mlir.indent(narrow, 4),
         stored=stored,
+    )
+
+
+_DEPTHWISE_OPS = {2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
+
+
+def _depthwise(problem: ConvBwdWeightProblem, element: str, x_value: str, padded_spatial: list[int]) -> str:
+    """The llvm-cpu form of depthwise problems (``mlir/grouped_conv_bwd_weight.mlir``'s ``depthwise``): a named
+    depthwise convolution over (batch, spatial..) of x_padded with grad_out as the filter, into (1, 1, f.., g)."""
+    rank, groups, n = problem.rank, problem.groups, problem.batch
+    check(problem.kind == "depthwise" and rank + 1 in _DEPTHWISE_OPS,
+          f"{OP}: the depthwise form needs C = K = 1 and at most 2 spatial axes, but got {problem.name}")
+    x_cl_shape, grad_out_cl_shape = [n, *padded_spatial, groups], [n, *problem.output_spatial, groups]
+    x_cl, grad_out_cl, moves = x_value, "%grad_out", []  # x_value (x, its slice or x_padded) has !x_padded's type
+    x_cl_type, grad_out_cl_type = "!x_padded", "!grad_out"
+    if not problem.channels_last:
+        to_last = mlir.index_list([0, *range(2, rank + 2), 1])
+        moves.append(mlir.render("grouped_conv_bwd_weight.to_channels_last", result="%x_cl", source=x_value,
+                                 source_type="!x_padded",
+                                 result_type=mlir.tensor(x_cl_shape, element), permutation=to_last))
+        moves.append(mlir.render("grouped_conv_bwd_weight.to_channels_last", result="%grad_out_cl", source="%grad_out",
+                                 source_type="!grad_out", result_type=mlir.tensor(grad_out_cl_shape, element),
+                                 permutation=to_last))
+        x_cl, grad_out_cl = "%x_cl", "%grad_out_cl"
+        x_cl_type, grad_out_cl_type = mlir.tensor(x_cl_shape, element), mlir.tensor(grad_out_cl_shape, element)
+    filters = list(problem.filter_spatial)
+    acc_dw = [1, 1, *filters, groups]
+    weight_last = [groups, *filters, 1] if problem.channels_last else [groups, 1, *filters]
+    return mlir.render(
+        "grouped_conv_bwd_weight.depthwise",
+        to_channels_last="\n".join(moves) if moves else "  // channels-last already: x_padded and grad_out as they are",
+        x_cl=x_cl, x_cl_type=x_cl_type, grad_out_cl=grad_out_cl, grad_out_cl_type=grad_out_cl_type,
+        x_dw_reassociation=[[0, 1], *([a] for a in range(2, rank + 3))],
+        x_dw_shape=mlir.index_list([1, *x_cl_shape]), x_dw_type=mlir.tensor([1, *x_cl_shape], element),
+        acc_dw_type=mlir.tensor(acc_dw, dtypes.ACCUMULATOR), conv_op=_DEPTHWISE_OPS[rank + 1],
+        dilations=mlir.i64_array([1, *problem.stride]), strides=mlir.i64_array([1, *problem.dilation]),
+        acc_taps_reassociation=[[0, 1, 2], *([a] for a in range(3, rank + 3))],
+        acc_taps_type=mlir.tensor([*filters, groups], dtypes.ACCUMULATOR),
+        acc_t_type=mlir.tensor([groups, *filters], dtypes.ACCUMULATOR),
+        acc_permutation=mlir.index_list([rank, *range(rank)]),
+        acc_reassociation=[[0], *([a] for a in range(1, rank)), [rank, rank + 1]] if problem.channels_last
+        else [[0, 1], *([a] for a in range(2, rank + 2))],
+        acc_shape=mlir.index_list(weight_last),
     )
 
 

@@ -151,6 +151,7 @@ def render(problem: MaxPoolBwdProblem, choices: Choices = Choices()) -> str:
     return windows.render_gather(
         problem,
         title="Max-pool 2-D backward",
+        transients=mlir.transients(choices.target),
         contribution_note=mlir.render("pool_bwd.max_note"),
         contribution=mlir.render(
             "pool_bwd.max_contribution", width=problem.input_spatial[1], index_type=index_type,

@@ -81,6 +81,7 @@ def render(problem: MaxPoolProblem, choices: Choices = Choices()) -> str:
     return mlir.render(
         "maxpool2d_fwd",
         layout=problem.layout,
+        transients=mlir.transients(choices.target),
         problem_name=problem.name,
         function=problem.name,
         element=element,

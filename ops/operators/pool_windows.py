@@ -118,7 +118,7 @@ def to_f32(value: str, element: str) -> tuple[str, str]:
 
 
 def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution_note: str, prologue: str,
-                  contribution: str, source_types: str = "", source_argument: str = "") -> str:
+                  contribution: str, transients: str, source_types: str = "", source_argument: str = "") -> str:
     """The backward module (``mlir/pool_bwd.mlir``): the gather over candidate windows, with the operator's
     pieces: its header note, its function-level prologue, the body lines defining ``%contribution`` (from
     ``%zero``, ``%n``, ``%c``, ``%i_<x>``, the windows of :func:`window_indices` and ``%in_window``), and the
@@ -143,6 +143,7 @@ def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution
         acc_type=render.tensor(problem.input_shape, dtypes.ACCUMULATOR),
         candidates_type=candidates_type(problem),
         source_argument=source_argument,
+        transients=transients,
         prologue=render.indent(prologue, 2),
         candidates_map=trailing_map(problem, count),
         acc_map=grid_map(problem, count),

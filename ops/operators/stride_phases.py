@@ -18,6 +18,7 @@ from ..operator import Choices
 from ..problem import ConvBwdDataProblem
 
 _CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
+_DEPTHWISE_OPS = {1: "depthwise_conv_1d_nwc_wc", 2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
 
 
 def phases(problem: ConvBwdDataProblem) -> list[tuple[geometry.PhaseAxis, ...]]:
@@ -67,15 +68,17 @@ def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
     so the GPUs read through the map (slices last, should that not compile); llvm-cpu, whose dispatch formation
     rejects the map on some small grouped shapes, takes the slice.
 
-    ``contraction`` (several groups): a convolution-form ``linalg.generic`` (``"generic"``), or on llvm-cpu the taps
-    gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, see ``_im2col``): IREE's CPU backend gives the
-    generic no convolution pipeline.
+    ``contraction`` (several groups; one group is always the named convolution): a convolution-form
+    ``linalg.generic`` (``"generic"``); on llvm-cpu also the taps gathered and contracted by ``linalg.batch_matmul``
+    (``"im2col"``, see ``_im2col``) and, for depthwise problems, the named depthwise convolution (``"depthwise"``):
+    IREE's CPU backend gives the generic no convolution pipeline. Which one the CPU takes first is
+    ``mlir/tuning/llvm-cpu.json``'s choice per kind of problem (``ops.tuning.forms_for``); this order is the fallback.
     """
     if target is None or target.backend != "llvm-cpu":
         flips = [{"weight_flip": "gather", "contraction": "generic"}, {"weight_flip": "map", "contraction": "generic"}]
         return [{**flip, "d_read": read} for read in ("map", "slice") for flip in flips]
-    cpu = [{"weight_flip": "gather", "d_read": "slice", "contraction": contraction} for contraction in ("im2col", "generic")]
-    return cpu if problem.groups > 1 else cpu[1:]
+    contractions = {"dense": ["generic"], "grouped": ["generic", "im2col"], "depthwise": ["generic", "im2col", "depthwise"]}
+    return [{"weight_flip": "gather", "d_read": "slice", "contraction": c} for c in contractions[problem.kind]]
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,19 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
             dispatch_config=f", compilation_info = {config}" if config else "",
         ), acc_shape, ["n", *m, "c"]
     k = problem.out_channels
+    if contraction == "depthwise":
+        taps = [p.filter_taps for p in phase]
+        acc_shape = [problem.batch, *rows, groups]
+        return mlir.render(
+            "conv_bwd_data.depthwise",
+            index=index, conv_op=_DEPTHWISE_OPS[rank], window=window_value, window_type=mlir.tensor(window_shape, element),
+            filter_type=mlir.tensor(filter_shape, element), filter_taps_type=mlir.tensor([groups, *taps], element),
+            filter_hwc_type=mlir.tensor([*taps, groups], element),
+            filter_reassociation=[[a] for a in range(rank)] + [[rank, rank + 1, rank + 2]],
+            filter_permutation=mlir.index_list([*range(1, rank + 1), 0]),
+            acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+            sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
+        ), acc_shape, ["n", *m, "g"]
     grouped_window = [*window_shape[:-1], groups, k]
     window_groups = {
         "index": index, "element": element, "window": window_value,
@@ -425,5 +441,5 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
         grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
         grad_out_to_channels_last=to_channels_last, weight_view=weight_view, d_views=views,
-        initial=init, phases="\n".join(phase_texts), result=current,
+        initial=init, phases="\n".join(phase_texts), result=current, transients=mlir.transients(choices.target),
     )
