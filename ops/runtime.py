@@ -8,6 +8,7 @@ straight to the loaded function. NumPy inputs give a NumPy result; when any inpu
 from __future__ import annotations
 
 import threading
+
 import numpy as np
 
 import iree.runtime as rt

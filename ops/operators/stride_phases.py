@@ -16,6 +16,7 @@ from .. import dtypes, geometry
 from .. import render as mlir
 from ..operator import Choices
 from ..problem import ConvBwdDataProblem
+from ..validation import check
 
 _CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
 _DEPTHWISE_OPS = {1: "depthwise_conv_1d_nwc_wc", 2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
@@ -219,6 +220,7 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
         ), acc_shape, ["n", *m, "c"]
     k = problem.out_channels
     if contraction == "depthwise":
+        check(problem.kind == "depthwise", f"{problem.op}: the depthwise form needs C = K = 1, but got {problem.name}")
         taps = [p.filter_taps for p in phase]
         acc_shape = [problem.batch, *rows, groups]
         return mlir.render(
