@@ -31,6 +31,10 @@ ${value}_last = arith.constant ${last} : index
 ${value}_low = arith.maxsi ${value}, %c0 : index
 ${value}_clamped = arith.minsi ${value}_low, ${value}_last : index
 
+// fragment transpose: ${source} with its dims permuted (a copy)
+  ${result}_empty = tensor.empty() : ${result_type}
+  ${result} = linalg.transpose ins(${source} : ${source_type}) outs(${result}_empty : ${result_type}) permutation = [${permutation}]
+
 // fragment transients: on llvm-cpu every module function takes, last, the buffer its intermediate tensors live in. The
 // caller (ops/runtime.py) passes one workspace, kept and reused across calls, of at least the size IREE reports in
 // the function's reflection (iree.abi.transients.size.constant): without it each call's intermediates (the gathered

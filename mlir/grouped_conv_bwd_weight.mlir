@@ -102,10 +102,6 @@ ${to_channels_last}
   %acc_t = linalg.transpose ins(%acc_taps : ${acc_taps_type}) outs(%acc_t_empty : ${acc_t_type}) permutation = [${acc_permutation}]
   %acc = tensor.expand_shape %acc_t ${acc_reassociation} output_shape [${acc_shape}] : ${acc_t_type} into !acc_flat
 
-// fragment to_channels_last: a channels-first operand of the depthwise form, moved channels-last (a copy)
-  ${result}_empty = tensor.empty() : ${result_type}
-  ${result} = linalg.transpose ins(${source} : ${source_type}) outs(${result}_empty : ${result_type}) permutation = [${permutation}]
-
 // fragment im2col: on llvm-cpu, the windows gathered (im2col), then a matmul per group
   // IREE's CPU backend gives the convolution-form linalg.generic no convolution pipeline (a few GFLOP/s), but compiles
   // linalg.batch_matmul well. Per group, with grad_out's (g, k) moved first (one copy):

@@ -308,10 +308,10 @@ def _depthwise(problem: ConvBwdWeightProblem, element: str, x_value: str, padded
     x_cl_type, grad_out_cl_type = "!x_padded", "!grad_out"
     if not problem.channels_last:
         to_last = mlir.index_list([0, *range(2, rank + 2), 1])
-        moves.append(mlir.render("grouped_conv_bwd_weight.to_channels_last", result="%x_cl", source=x_value,
+        moves.append(mlir.render("common.transpose", result="%x_cl", source=x_value,
                                  source_type="!x_padded",
                                  result_type=mlir.tensor(x_cl_shape, element), permutation=to_last))
-        moves.append(mlir.render("grouped_conv_bwd_weight.to_channels_last", result="%grad_out_cl", source="%grad_out",
+        moves.append(mlir.render("common.transpose", result="%grad_out_cl", source="%grad_out",
                                  source_type="!grad_out", result_type=mlir.tensor(grad_out_cl_shape, element),
                                  permutation=to_last))
         x_cl, grad_out_cl = "%x_cl", "%grad_out_cl"
