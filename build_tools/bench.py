@@ -2,6 +2,7 @@
 
     python -m build_tools.bench --device cuda|hip|local-task --suite ck_examples|zoo [--ops conv_bwd_data]
                                 [--repeat 50] [--flags "--iree-...,--iree-..."] [--out artifacts/bench] [--kernels]
+                                [--gemm] [--form key=value] [--prepare]
 
 For each problem: correctness against the float64 reference on the same run, then this project's time
 (device-resident inputs, warm-up, median of --repeat calls, input sets rotated), achieved TFLOP/s and
@@ -10,6 +11,10 @@ oneDNN on the CPU), and the floor: FLOPs over measured matrix throughput and byt
 bandwidth, both measured in this run. Writes ``<out>/<device>-<suite>.json`` (and a PNG when matplotlib
 is present) and prints a table. ``--kernels`` (GPU, with PyTorch) also records each of our dispatches' device
 time per call, read from CUPTI through ``torch.profiler`` (it sees every kernel of the process, IREE's too).
+``--gemm`` times, beside each convolution, IREE's own batch_matmul of its implicit-GEMM shape, compiled for the
+same target (the column "of IREE GEMM": that time over ours). ``--form`` times another template form of each
+problem side by side. ``--prepare`` only compiles, with iree-base-compiler, every module such a run loads into
+``$OPS_CACHE_DIR``, for a GPU machine that has only the runtime.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, render, runtime, targets, verify
+from ops import catalog, compiler, dtypes, render, runtime, targets, tuning, verify
 from ops.operator import run
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
@@ -199,8 +204,8 @@ def gemm_shape(problem) -> tuple[int, int, int, int] | None:
     return problem.groups, positions, problem.in_channels, problem.out_channels * taps
 
 
-def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
-    """IREE's own batch_matmul of the problem's implicit-GEMM shape (``mlir/gemm_ceiling.mlir``), timed like ours."""
+def gemm_spec(problem, device: str) -> compiler.ModuleSpec | None:
+    """The module of IREE's own batch_matmul of the problem's implicit-GEMM shape (``mlir/gemm_ceiling.mlir``)."""
     shape = gemm_shape(problem)
     if shape is None:
         return None
@@ -209,7 +214,16 @@ def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
     target = targets.target_for_device(device)
     mlir = render.render("gemm_ceiling", function=name, groups=groups, m=m, n=n, k=k,
                          element=dtypes.mlir_element_type(problem.dtype), transients=render.transients(target))
-    function = runtime._load([compiler.ModuleSpec(name, mlir, target)], device)
+    return compiler.ModuleSpec(name, mlir, target)
+
+
+def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
+    """IREE's own batch_matmul of the problem's implicit-GEMM shape, timed like ours."""
+    spec = gemm_spec(problem, device)
+    if spec is None:
+        return None
+    groups, m, n, k = gemm_shape(problem)
+    function = runtime._load([spec], device)
     a = runtime.to_device(dtypes.random_normal(rng, (groups, m, k), problem.dtype), device)
     b = runtime.to_device(dtypes.random_normal(rng, (groups, k, n), problem.dtype), device)
     c = runtime.empty((groups, m, n), "float32", device)
@@ -235,7 +249,7 @@ def kernel_times(call, calls: int = 5) -> list[dict]:
 
 
 def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings,
-                  kernels: bool = False, gemm: bool = False) -> dict:
+                  kernels: bool = False, gemm: bool = False, form: dict | None = None) -> dict:
     module = catalog.OPERATORS[op]
     host_inputs = module.random_inputs(problem, rng)
     input_sets = [[runtime.to_device(a, device) for a in host_inputs]]
@@ -245,7 +259,7 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
     # the public call, once, for the result's shape and dtype; then poison it and check the timed path fills it
     result = run(problem, input_sets[0], device)
     out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
-    function = runtime.function_for(problem, device, extra_flags)
+    function = runtime.function_for(problem, device, extra_flags, form or None)
     argument_sets = input_sets
     function(*argument_sets[0], out)
     error = verify.relative_error(out.to_host(), module.reference(problem, host_inputs))
@@ -256,7 +270,7 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
     flops = getattr(problem, "flops", 0)
     row = {
         "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype, "device": device,
-        "flags": list(extra_flags), "error": error, "ok": ok, "seconds": ours,
+        "flags": list(extra_flags), "form": form or {}, "error": error, "ok": ok, "seconds": ours,
         "tflops": flops / ours / 1e12, "gbytes_per_s": moved / ours / 1e9, "bytes": moved, "flops": flops,
         "floor_seconds": max(flops / ceilings["matmul_flops_per_s"], moved / ceilings["copy_bytes_per_s"]),
         "torch_seconds": None,
@@ -280,7 +294,7 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
 
 def print_table(rows: list[dict]) -> None:
     header = ["problem", "dtype", "check", "ours ms", "TFLOP/s", "GB/s", "torch ms", "vs torch", "IREE GEMM ms",
-              "vs GEMM", "floor ms", "of floor"]
+              "of IREE GEMM", "floor ms", "of floor"]
     lines = [header]
     for r in rows:
         torch_ms = r["torch_seconds"] * 1e3 if r["torch_seconds"] else None
@@ -332,6 +346,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("artifacts/bench"))
     parser.add_argument("--kernels", action="store_true", help="also record each dispatch's device time (GPU, PyTorch's profiler)")
     parser.add_argument("--gemm", action="store_true", help="also time IREE's own batch_matmul of each convolution's implicit-GEMM shape")
+    parser.add_argument("--form", action="append", default=[], metavar="key=value",
+                        help="time this template form instead of the tuning tables' choice (e.g. store=insert)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="only compile (here, with iree-base-compiler) every module the run would load, ours and the "
+                             "GEMM ceilings, into the cache ($OPS_CACHE_DIR): for a GPU machine without the compiler")
     args = parser.parse_args(argv)
 
     from ops.cli import parse_overrides
@@ -340,22 +359,34 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(seed)
     extra_flags = tuple(f for f in args.flags.split(",") if f)
     overrides = parse_overrides(args.set)
+    form = parse_overrides(args.form)
     selected = [
         (op, name, catalog.problem(op, name, args.suite, **overrides) if overrides else problem)
         for op, name, problem in catalog.problems(args.suite, args.ops.split(",") if args.ops else None)
         if args.problems is None or name in args.problems.split(",")
     ]
+    if args.prepare:
+        target = targets.target_for_device(args.device)
+        for op, name, problem in selected:
+            compiler.load_first(tuning.module_specs(problem, target, extra_flags))
+            if form:
+                compiler.load_first(tuning.module_specs(problem, target, extra_flags, options=form))
+            if args.gemm and gemm_spec(problem, args.device) is not None:
+                compiler.find_or_compile(gemm_spec(problem, args.device))
+            print(f"prepared {op}/{name} for {target} in {compiler.cache_dir()}", flush=True)
+        return 0
     print(f"seed {seed}; device {args.device}; {platform.node()}", flush=True)
     rows, ceilings_by_dtype = [], {}
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.device}-{args.suite}" + ("-" + "-".join(f.strip("-").split("=")[0] for f in extra_flags) if extra_flags else "")
+    stem = f"{args.device}-{args.suite}" + ("-" + "-".join(f.strip("-").split("=")[0] for f in extra_flags) if extra_flags else "") \
+        + "".join(f"-{key}-{value}" for key, value in form.items())
     for op, name, problem in selected:
         if problem.dtype not in ceilings_by_dtype:
             ceilings_by_dtype[problem.dtype] = measure_ceilings(args.device, problem.dtype)
             print(f"ceilings ({problem.dtype}): {json.dumps(ceilings_by_dtype[problem.dtype])}", flush=True)
         print(f"... {op}/{name}", file=sys.stderr, flush=True)
         rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng,
-                                  ceilings_by_dtype[problem.dtype], args.kernels, args.gemm))
+                                  ceilings_by_dtype[problem.dtype], args.kernels, args.gemm, form))
         # written after every problem, so a run cut short keeps what it measured
         (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
     plot(rows, args.out / f"{stem}.png")

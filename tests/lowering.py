@@ -28,9 +28,10 @@ class Lowered:
     ptx: str                        # CUDA: the whole PTX
 
 
-def compile_and_dump(name: str, mlir: str, target: str, workdir: Path) -> Lowered:
+def compile_and_dump(name: str, mlir: str, target: str, workdir: Path, extra_flags: tuple[str, ...] = ()) -> Lowered:
     dump = workdir / "dump"
-    compiler.compile_module(compiler.ModuleSpec(name, mlir, targets.parse_target(target)), workdir / f"{name}.vmfb", dump_dir=dump)
+    spec = compiler.ModuleSpec(name, mlir, targets.parse_target(target), tuple(extra_flags))
+    compiler.compile_module(spec, workdir / f"{name}.vmfb", dump_dir=dump)
     dispatches = []
     for config in sorted(dump.glob("configured_*.mlir")):
         text = config.read_text()
@@ -54,10 +55,10 @@ def shipped(problem, target: str, workdir: Path):
     specs = tuning.module_specs(problem, targets.parse_target(target))
     for spec in specs[:-1]:
         try:
-            return spec, compile_and_dump(problem.name, spec.mlir, target, workdir)
+            return spec, compile_and_dump(problem.name, spec.mlir, target, workdir, spec.extra_flags)
         except compiler.CompileError:
             continue
-    return specs[-1], compile_and_dump(problem.name, specs[-1].mlir, target, workdir)
+    return specs[-1], compile_and_dump(problem.name, specs[-1].mlir, target, workdir, specs[-1].extra_flags)
 
 
 def compile_as_shipped(problem, target: str, workdir: Path) -> Lowered:

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile conv_bwd_data_3d_ndhwc_float16_n8_g1_c128_k256_i8x28x28_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-fcba2d38197f4cf1.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o conv_bwd_data_3d_ndhwc_float16_n8_g1_c128_k256_i8x28x28_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-fcba2d38197f4cf1.vmfb

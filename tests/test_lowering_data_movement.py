@@ -1,0 +1,95 @@
+"""Copy dispatches in every shipped GPU module (issue 14): every problem of both manifests (ck_examples, zoo), for
+rocm:gfx942 and cuda:sm_80, with the tuning tables' form and flags, through IREE's dispatch formation
+(``--compile-to=flow``), which names the dispatches.
+
+A copy dispatch is one IREE names ``slow_memcpy``: a strided insert of a stride phase into grad_in, or the copy of
+a zero-padded window (the gathers that flip the weight are named after their element type and count as work). The
+goal is none; ``data_movement_copies.json`` holds how many each module has now, each a miss measured and explained
+in docs/PERFORMANCE.md ("Data movement"). The test fails when a module gains a copy, and when one loses one (then
+the file is out of date: record it again with ``python3 tests/test_lowering_data_movement.py --record``).
+
+No AMD GPU is reachable here: for ROCm, the dumped dispatches are the evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ops import catalog, compiler, targets, tuning
+
+TARGETS = ["rocm:gfx942", "cuda:sm_80"]
+SUITES = ["ck_examples", "zoo"]
+EXPECTED_PATH = Path(__file__).with_name("data_movement_copies.json")
+MODULES = [(suite, op, name, problem, target) for suite in SUITES for op, name, problem in catalog.problems(suite)
+           for target in TARGETS]
+
+
+def key(suite: str, op: str, name: str, target: str) -> str:
+    return f"{suite}/{op}/{name}/{target}"
+
+
+def dispatch_names(problem, target: str, workdir: Path) -> list[str]:
+    """The dispatches IREE forms for the module the runtime and the ahead-of-time build prefer (``--compile-to=flow``:
+    dispatch formation names them; the later alternatives, tried when code generation fails, differ in how a
+    dispatch is generated, not in which dispatches exist)."""
+    spec = tuning.module_specs(problem, targets.parse_target(target))[0]
+    source, flow = workdir / f"{problem.name}.mlir", workdir / f"{problem.name}.flow.mlir"
+    source.write_text(spec.mlir)
+    subprocess.run([compiler.compiler_tool(), str(source), *spec.flags, "--compile-to=flow", "-o", str(flow)],
+                   check=True, capture_output=True)
+    return re.findall(r"flow\.executable\.export public @\S+?_dispatch_(\w+)", flow.read_text())
+
+
+def copies(problem, target: str, workdir: Path) -> list[str]:
+    """The copy dispatches of the shipped module."""
+    return sorted(name for name in dispatch_names(problem, target, workdir) if "slow_memcpy" in name)
+
+
+def test_the_record_covers_every_module():
+    expected = json.loads(EXPECTED_PATH.read_text())["copies"]
+    assert sorted(expected) == sorted(key(s, o, n, t) for s, o, n, _, t in MODULES)
+
+
+def _count_all() -> dict[str, int]:
+    """Copy dispatches per module, the modules compiled in parallel (each compile is its own process)."""
+    def count(module):
+        suite, op, name, problem, target = module
+        with tempfile.TemporaryDirectory() as workdir:
+            found = copies(problem, target, Path(workdir))
+        if op in ("maxpool2d_bwd", "avgpool3d_bwd"):
+            assert not found, found  # the pooling operators are one gather dispatch each
+        return key(suite, op, name, target), len(found)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(count, MODULES))
+
+
+def test_copy_dispatches():
+    expected = json.loads(EXPECTED_PATH.read_text())["copies"]
+    found = _count_all()
+    changed = {k: f"{expected[k]} recorded, {found[k]} now" for k in found if found[k] != expected[k]}
+    assert not changed, (
+        f"copy dispatches changed in {len(changed)} module(s): {changed}; if they improved, record again "
+        "(python3 tests/test_lowering_data_movement.py --record) and update docs/PERFORMANCE.md"
+    )
+
+
+def _record() -> None:
+    counts = _count_all()
+    EXPECTED_PATH.write_text(json.dumps({
+        "what": "copy (slow_memcpy) dispatches per shipped module; recorded by python3 tests/test_lowering_data_movement.py --record",
+        "total": sum(counts.values()), "copies": counts,
+    }, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python3 tests/test_lowering_data_movement.py --record")
+    _record()
