@@ -371,8 +371,9 @@ def main(argv=None) -> int:
             compiler.load_first(tuning.module_specs(problem, target, extra_flags))
             if form:
                 compiler.load_first(tuning.module_specs(problem, target, extra_flags, options=form))
-            if args.gemm and gemm_spec(problem, args.device) is not None:
-                compiler.find_or_compile(gemm_spec(problem, args.device))
+            ceiling = gemm_spec(problem, args.device) if args.gemm else None
+            if ceiling is not None:
+                compiler.find_or_compile(ceiling)
             print(f"prepared {op}/{name} for {target} in {compiler.cache_dir()}", flush=True)
         return 0
     print(f"seed {seed}; device {args.device}; {platform.node()}", flush=True)
