@@ -73,14 +73,11 @@ def render_options_for(problem, target: Target) -> dict:
 
 def forms_for(problem, target: Target, options: dict | None = None) -> list[dict]:
     """The template forms to try, in order, for ``problem`` on ``target``: with ``options`` (the tuner's candidate,
-    a benchmark's or a test's choice) the operator's forms with those keys set (the other keys' alternatives stay,
-    in order, as fallbacks: e.g. the weight flips the GPU targets need on some shapes); else the table's entry for
-    the problem where it names one; else the operator's own ``forms``, the one the first rule for its operator,
-    dtype and kind names (``"form"``) put first."""
+    a test's choice) that one; else the table's entry for the problem where it names one; else the operator's own
+    ``forms``, the one the first rule for its operator, dtype and kind names (``"form"``) put first."""
     chosen = render_options_for(problem, target)
     if options:
-        forms = [{**form, **chosen, **options} for form in operator(problem).forms(problem, target)] or [{**chosen, **options}]
-        return [dict(items) for items in dict.fromkeys(tuple(sorted(form.items())) for form in forms)]
+        return [{**chosen, **options}]
     if chosen:
         return [chosen]
     forms = operator(problem).forms(problem, target)
