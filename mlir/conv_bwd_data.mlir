@@ -49,12 +49,12 @@ ${d_views}
   %store_${index}_empty = tensor.empty() : ${store_type}
   %store_${index} = linalg.generic {indexing_maps = [${store_maps}], iterator_types = ${store_iterators}}
       ins(%acc_${index}${d_operands} : ${acc_type}${d_types}) outs(%store_${index}_empty : ${store_type}) {
-  ^bb0(%acc: f32${d_block_args}, %unused: ${element}):
+  ^bb0(%acc: f32${d_block_args}, %unused: ${store_element}):
 ${store_body}
-    linalg.yield ${stored} : ${element}
+    linalg.yield ${stored} : ${store_element}
   } -> ${store_type}
   %stored_${index} = tensor.collapse_shape %store_${index} ${reassociation} : ${store_type} into ${stored_type}
-  %grad_in_${next} = tensor.insert_slice %stored_${index} into ${into}[${insert_offsets}] [${insert_sizes}] [${insert_strides}] : ${stored_type} into !grad_in
+  ${inserted} = tensor.insert_slice %stored_${index} into ${into}[${insert_offsets}] [${insert_sizes}] [${insert_strides}] : ${stored_type} into ${into_type}
 
 // fragment channels_last: the phases read grad_out channels-last
   %grad_out_cl_empty = tensor.empty() : !grad_out_cl
@@ -162,3 +162,35 @@ ${chunk_matmuls}
 ${store_body}
     linalg.yield ${stored} : ${element}
   } -> !grad_in
+
+// fragment slots: the interleaved store's phase-major tensor (a slot per residue i mod s of each strided axis)
+  // The interleaved store (${slots_description}): each phase writes its rows whole into its own slot, a contiguous
+  // insert IREE writes in place; one linalg.generic at the end reads every slot once and writes every grad_in
+  // position once. A slot holds ceil(size / s) rows per axis; a phase with fewer real rows computes the rest from
+  // zeros (or grad_out past its window), and the interleave never reads them.
+  %slots_0 = tensor.empty() : ${slots_type}
+${zero_slots}
+
+// fragment zero_slot_fill: the zeros of the slots no phase writes
+  %zero_slot_empty = tensor.empty() : ${slot_type}
+  %zero_slot = linalg.fill ins(${zero} : ${element}) outs(%zero_slot_empty : ${slot_type}) -> ${slot_type}
+
+// fragment zero_slot: a slot of residues no phase reaches: zeros (the interleave gives them f(0, d..))
+  ${inserted} = tensor.insert_slice %zero_slot into ${into}[${offsets}] [${sizes}] [${strides}] : ${slot_type} into ${slots_type}
+
+// fragment interleave: grad_in from the phase-major tensor, each position written once
+  // grad_in position i (per strided axis, stride s) is row i floordiv s of slot i mod s, read with tensor.extract
+  // (IREE 3.13 tiles an indexing map with mod / floordiv only where the tile size and s divide one another); the
+  // epilogue and the cast happen here when there is an epilogue (the slots then hold the float32 accumulators)
+  %grad_in_interleaved = linalg.generic {indexing_maps = [${maps}], iterator_types = ${iterators}}
+      ${ins}outs(%dst : !grad_in) {
+  ^bb0(${block_args}%unused: ${element}):
+${position}
+    %acc = tensor.extract ${slots}[${read}] : ${slots_type}
+${store_body}
+    linalg.yield ${stored} : ${element}
+  } -> !grad_in
+
+// fragment interleave_row: position i of a strided axis lies in slot i mod s, at row i floordiv s
+    %slot${axis} = affine.apply affine_map<(i) -> (i mod ${stride})>(%i${axis})
+    %row${axis} = affine.apply affine_map<(i) -> (i floordiv ${stride})>(%i${axis})

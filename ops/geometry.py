@@ -72,6 +72,13 @@ class PhaseAxis:
         """The sub-filter's length: the real taps and the zero ones."""
         return self.taps + self.zero_taps
 
+    def with_rows(self, rows: int) -> "PhaseAxis":
+        """This phase computing ``rows`` rows (at least its own): the rows past its last position of grad_in read
+        more of grad_out, or zeros past its end, and are never stored (the interleaved store, ``stride_phases``)."""
+        if rows < self.rows or self.zero_taps:
+            raise ValueError(f"a phase grows to more rows before any zero tap, not {self.rows} -> {rows}")
+        return replace(self, rows=rows, grad_out_pad=(self.grad_out_pad[0], self.grad_out_pad[1] + rows - self.rows))
+
     def with_zero_taps(self, count: int) -> "PhaseAxis":
         """This one-tap phase with ``count`` zero-weight taps after its real one (u = 1, ...).
 

@@ -42,10 +42,26 @@ def fully_covered(problem: ConvBwdDataProblem) -> bool:
     return all(sum(p.rows for p in axis) == size for axis, size in zip(_axis_phases(problem), problem.input_spatial))
 
 
-def phases_for_target(problem: ConvBwdDataProblem, target=None) -> list[tuple[geometry.PhaseAxis, ...]]:
+def interleaves(problem: ConvBwdDataProblem, form: dict) -> bool:
+    """Whether the module stores through the phase-major tensor (``form["store"]``; only a stride > 1 has phases
+    to interleave)."""
+    return form.get("store") == "interleave" and any(s > 1 for s in problem.stride)
+
+
+def interleaved_rows(problem: ConvBwdDataProblem) -> list[int]:
+    """Rows per axis of every phase's slot of the phase-major tensor: ceil(size / s), the most any phase has, and
+    enough that i floordiv s of every position i is a row."""
+    return [geometry.ceil_div(size, s) for size, s in zip(problem.input_spatial, problem.stride)]
+
+
+def phases_for_target(problem: ConvBwdDataProblem, target=None, interleaved: bool = False) -> list[tuple[geometry.PhaseAxis, ...]]:
     """The phases as the target compiles them best: on llvm-cpu, a one-tap axis of a phase whose other axes
-    have several taps gets one zero tap (see PhaseAxis.with_zero_taps); GPUs take the phases as they are."""
+    have several taps gets one zero tap (see PhaseAxis.with_zero_taps); GPUs take the phases as they are.
+    ``interleaved``: every phase computes ``interleaved_rows`` (its slot of the phase-major tensor)."""
     result = phases(problem)
+    if interleaved:
+        rows = interleaved_rows(problem)
+        result = [tuple(p.with_rows(r) for p, r in zip(phase, rows)) for phase in result]
     if target is None or target.backend != "llvm-cpu":
         return result
     return [
@@ -69,6 +85,11 @@ def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
     so the GPUs read through the map (slices last, should that not compile); llvm-cpu, whose dispatch formation
     rejects the map on some small grouped shapes, takes the slice.
 
+    ``store`` (stride > 1): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
+    (``"strided"``; IREE 3.13 makes each a copy dispatch at a tenth of copy bandwidth, IREE issue 23976), or into its
+    slot of a phase-major tensor, a contiguous insert IREE writes in place, and one ``linalg.generic`` interleaves
+    the slots into grad_in (``"interleave"``, see ``_interleave``).
+
     ``contraction`` (several groups; one group is always the named convolution): a convolution-form
     ``linalg.generic`` (``"generic"``); on llvm-cpu also the taps gathered and contracted by ``linalg.batch_matmul``
     (``"im2col"``, see ``_im2col``) and, for depthwise problems, the named depthwise convolution (``"depthwise"``):
@@ -77,9 +98,9 @@ def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
     """
     if target is None or target.backend != "llvm-cpu":
         flips = [{"weight_flip": "gather", "contraction": "generic"}, {"weight_flip": "map", "contraction": "generic"}]
-        return [{**flip, "d_read": read} for read in ("map", "slice") for flip in flips]
+        return [{**flip, "d_read": read, "store": "strided"} for read in ("map", "slice") for flip in flips]
     contractions = {"dense": ["generic"], "grouped": ["generic", "im2col"], "depthwise": ["generic", "im2col", "depthwise"]}
-    return [{"weight_flip": "gather", "d_read": "slice", "contraction": c} for c in contractions[problem.kind]]
+    return [{"weight_flip": "gather", "d_read": "slice", "contraction": c, "store": "strided"} for c in contractions[problem.kind]]
 
 
 @dataclass(frozen=True)
@@ -316,6 +337,83 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
     )
 
 
+@dataclass(frozen=True)
+class Slots:
+    """The phase-major tensor of the interleaved store: a slot per residue (i mod s) of each strided axis, each slot
+    (N, rows.., G*C) channels-last. ``element``: the element type, or f32 when the interleave computes an epilogue
+    (then the slots hold the accumulators, and the epilogue sees them unrounded)."""
+
+    strided_axes: tuple[int, ...]
+    shape: tuple[int, ...]
+    element: str
+
+    @classmethod
+    def of(cls, problem: ConvBwdDataProblem, fusion: Fusion) -> "Slots":
+        strided = tuple(a for a, s in enumerate(problem.stride) if s > 1)
+        shape = (*(problem.stride[a] for a in strided), problem.batch, *interleaved_rows(problem),
+                 problem.groups * problem.in_channels)
+        return cls(strided, shape, dtypes.ACCUMULATOR if fusion.epilogue else dtypes.mlir_element_type(problem.dtype))
+
+    @property
+    def strided(self) -> int:
+        return len(self.strided_axes)
+
+    @property
+    def type(self) -> str:
+        return mlir.tensor(self.shape, self.element)
+
+    def slot_of(self, phase) -> list[int]:
+        """A phase's slot: the residues of its grad_in positions on the strided axes."""
+        return [phase[a].grad_in_offset for a in self.strided_axes]
+
+
+def _empty_slots(problem: ConvBwdDataProblem, slots: Slots, phase_list) -> tuple[str, str]:
+    """(lines, value): the phase-major tensor, zeros in the slots no phase writes (residues no tap reaches)."""
+    written = {tuple(slots.slot_of(phase)) for phase in phase_list}
+    empty = [list(r) for r in itertools.product(*(range(problem.stride[a]) for a in slots.strided_axes)) if r not in written]
+    slot_shape = slots.shape[slots.strided:]
+    texts, current = [], "%slots_0"
+    for number, residues in enumerate(empty):
+        texts.append(mlir.render(
+            "conv_bwd_data.zero_slot", inserted=f"%slots_z{number}", into=current, slots_type=slots.type,
+            slot_type=mlir.tensor(slot_shape, slots.element),
+            offsets=mlir.index_list([*residues, *([0] * len(slot_shape))]),
+            sizes=mlir.index_list([1] * slots.strided + list(slot_shape)), strides=mlir.index_list([1] * len(slots.shape)),
+        ))
+        current = f"%slots_z{number}"
+    zero = "%zero" if slots.element == dtypes.ACCUMULATOR else "%zero_element"
+    fill = mlir.render("conv_bwd_data.zero_slot_fill", zero=zero, element=slots.element,
+                       slot_type=mlir.tensor(slot_shape, slots.element)) if empty else ""
+    return mlir.render(
+        "conv_bwd_data.slots", slots_type=slots.type,
+        slots_description=", ".join(f"axis {a}: {problem.stride[a]} slots" for a in slots.strided_axes),
+        zero_slots="\n".join([fill, *texts]) if empty else "  // every slot is some phase's",
+    ), current
+
+
+def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion) -> str:
+    """The interleave: grad_in position (.., i, ..) is row i floordiv s of slot i mod s on each strided axis,
+    through the epilogue (when the slots hold accumulators) and the cast."""
+    x = mlir.dims("i", problem.rank)
+    domain = ["n", *x, "ch"] if problem.channels_last else ["n", "ch", *x]
+    lines = [mlir.render("conv_bwd_data.gather_index", result=f"%{d}", dim=position) for position, d in enumerate(domain)]
+    lines += [mlir.render("conv_bwd_data.interleave_row", axis=a, stride=problem.stride[a]) for a in slots.strided_axes]
+    rows = [f"%row{a}" if s > 1 else f"%i{a}" for a, s in enumerate(problem.stride)]
+    read = [*(f"%slot{a}" for a in slots.strided_axes), "%n", *rows, "%ch"]
+    fused = fusion.operands({"n": "n", "channel": "ch", **dict(enumerate(x))})
+    if slots.element == dtypes.ACCUMULATOR:
+        body, stored = _store_body(fusion, element, "%acc")
+    else:
+        body, stored = "", "%acc"  # the phases cast already; no epilogue
+    return mlir.render(
+        "conv_bwd_data.interleave", element=element, slots=value, slots_type=slots.type, slot_element=slots.element,
+        maps=", ".join([*(mlir.affine_map(domain, i) for i in fused.indices), mlir.affine_map(domain, domain)]),
+        iterators=mlir.iterators(["parallel"] * len(domain)), position="\n".join(lines), read=mlir.index_list(read),
+        ins=f"ins({', '.join(fused.values)} : {', '.join(fused.types)}) " if fused.values else "",
+        block_args="".join(f"{b}, " for b in fused.block_args), store_body=body, stored=stored,
+    )
+
+
 def _store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
     """(lines, stored value) of a store's body: the fused epilogue, then the cast to the stored dtype."""
     lines, value = fusion.body(acc)
@@ -324,11 +422,28 @@ def _store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
 
 
 def _store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shape: list[int], acc_read: list[str],
-           fusion: Fusion, into: str, d_read: str) -> dict:
-    """Epilogue and cast of one phase's accumulator (dims ``acc_read``), inserted with the phase's stride into grad_in."""
+           fusion: Fusion, into: str, d_read: str, slots: "Slots | None" = None) -> dict:
+    """Epilogue and cast of one phase's accumulator (dims ``acc_read``), inserted with the phase's stride into grad_in;
+    or, with ``slots`` (the interleaved store), cast to the slots' element and inserted into the phase's slot."""
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
+    if slots is not None:
+        domain = ["n", *m, "g", "c"]
+        store_shape = [problem.batch, *rows, groups, c]
+        body, stored = _store_body(Fusion(), slots.element, "%acc")
+        return {
+            "d_views": "", "acc_type": mlir.tensor(acc_shape, dtypes.ACCUMULATOR), "store_element": slots.element,
+            "inserted": f"%slots_{index + 1}", "into": into, "into_type": slots.type,
+            "store_type": mlir.tensor(store_shape, slots.element), "stored_type": mlir.tensor(slots.shape[slots.strided:], slots.element),
+            "reassociation": str([[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]),
+            "store_maps": ", ".join([mlir.affine_map(domain, acc_read), mlir.affine_map(domain, domain)]),
+            "store_iterators": mlir.iterators(["parallel"] * len(domain)),
+            "d_operands": "", "d_types": "", "d_block_args": "", "store_body": body, "stored": stored,
+            "insert_offsets": mlir.index_list([*slots.slot_of(phase), *([0] * (rank + 2))]),
+            "insert_sizes": mlir.index_list([1] * slots.strided + list(slots.shape[slots.strided:])),
+            "insert_strides": mlir.index_list([1] * len(slots.shape)),
+        }
     if problem.channels_last:
         domain = ["n", *m, "g", "c"]
         store_shape = [problem.batch, *rows, groups, c]
@@ -349,8 +464,8 @@ def _store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_sha
             mlir.affine_map(domain, domain)]
     body, stored = _store_body(fusion, element, "%acc")
     return {
-        "d_views": fused.lines,
-        "next": index + 1, "into": into, "acc_type": mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        "d_views": fused.lines, "inserted": f"%grad_in_{index + 1}", "into_type": "!grad_in", "store_element": element,
+        "into": into, "acc_type": mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
         "store_type": mlir.tensor(store_shape, element), "stored_type": mlir.tensor(stored_shape, element),
         "reassociation": str(reassociation), "store_maps": ", ".join(maps),
         "store_iterators": mlir.iterators(["parallel"] * len(domain)),
@@ -412,15 +527,21 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
         to_channels_last = "  // grad_out is channels-last already"
     else:
         to_channels_last = mlir.render("conv_bwd_data.channels_last", permutation=mlir.index_list([0, *range(2, rank + 2), 1]))
-    init, current = _initial_grad_in(problem, element, fusion)
+    interleaved = interleaves(problem, form)
+    phase_list = phases_for_target(problem, choices.target, interleaved=interleaved)
+    slots = Slots.of(problem, fusion) if interleaved else None
+    if slots:
+        init, current = _empty_slots(problem, slots, phase_list)
+    else:
+        init, current = _initial_grad_in(problem, element, fusion)
     phase_texts = []
-    for index, phase in enumerate(phases_for_target(problem, choices.target)):
+    for index, phase in enumerate(phase_list):
         phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map")
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
         conv_text, acc_shape, acc_read = _convolution(index, phase, problem, element, window_value, window_shape,
                                                       filter_shape, choices.configs.get(index), form["contraction"])
-        store_values = _store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form["d_read"])
-        current = f"%grad_in_{index + 1}"
+        store_values = _store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form["d_read"], slots)
+        current = store_values["inserted"]
         phase_texts.append(mlir.render(
             "conv_bwd_data.phase", index=index, element=element,
             tap_description=", ".join(
@@ -431,6 +552,9 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
             phase_filter_type=mlir.tensor(filter_shape, element), phase_filter=phase_filter,
             grad_out_window=window_text, convolution=conv_text, **store_values,
         ))
+    if slots:
+        phase_texts.append(_interleave(problem, element, slots, current, fusion))
+        current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
     weight_alias, weight_view = _weight_groups(problem)
     return mlir.render(
