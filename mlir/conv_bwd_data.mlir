@@ -105,9 +105,8 @@ ${zero_tap_select}
 
 // fragment grouped: the phase's convolution, several groups: a linalg.generic
   // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
-  %window_${index}_groups = tensor.expand_shape ${window} ${reassociation} output_shape [${grouped_window_shape}] : ${window_type} into ${grouped_window_type}
   %acc_${index} = linalg.generic {indexing_maps = [${window_map}, ${filter_map}, ${acc_map}], iterator_types = ${iterators}}
-      ins(%window_${index}_groups, %w_${index} : ${grouped_window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type})${dispatch_config} {
+      ins(${window}, %w_${index} : ${grouped_window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type})${dispatch_config} {
   ^bb0(%x: ${element}, %w: ${element}, %a: f32):
 ${extend}
     %product = arith.mulf ${x}, ${w} : f32
@@ -132,14 +131,13 @@ ${extend}
   //     cols[g, n, m, u, k] = window[n, m + dilation*u, g, k]      (u in the chunk)
   //     acc[g, (n, m), c] += sum_{(u, k)} cols[g, (n, m), (u, k)] * w[g, (u, k), c]
   // A chunk's cols holds its taps' copies of the window: ${chunks} chunk(s) of ${chunk_taps} tap(s) here.
-  %window_${index}_groups = tensor.expand_shape ${window} ${reassociation} output_shape [${grouped_window_shape}] : ${window_type} into ${grouped_window_type}
   %acc_${index}_matrix_0 = tensor.collapse_shape %acc_${index}_zero ${acc_reassociation} : ${acc_type} into ${acc_matrix_type}
 ${chunk_matmuls}
   %acc_${index} = tensor.expand_shape %acc_${index}_matrix_${chunks} ${acc_reassociation} output_shape [${acc_shape}] : ${acc_matrix_type} into ${acc_type}
 
 // fragment im2col_chunk: one chunk of taps: gathered, then contracted into the accumulator
   // the window rows this chunk's fixed leading taps read: m + dilation*u on those axes
-  %window_${index}_${chunk} = tensor.extract_slice %window_${index}_groups[${window_offsets}] [${window_sizes}] [${window_strides}] : ${grouped_window_type} to ${chunk_window_type}
+  %window_${index}_${chunk} = tensor.extract_slice ${window}[${window_offsets}] [${window_sizes}] [${window_strides}] : ${grouped_window_type} to ${chunk_window_type}
   %cols_${index}_${chunk}_empty = tensor.empty() : ${cols_type}
   %cols_${index}_${chunk} = linalg.generic {indexing_maps = [${window_map}, ${cols_map}], iterator_types = ${cols_iterators}}
       ins(%window_${index}_${chunk} : ${chunk_window_type}) outs(%cols_${index}_${chunk}_empty : ${cols_type}) {

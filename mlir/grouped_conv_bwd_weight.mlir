@@ -39,7 +39,7 @@
 func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}${transients}) -> !grad_w {
   %zero = arith.constant 0.0 : f32
 ${pad_x}
-  %x_groups = tensor.expand_shape ${x_source} ${x_groups_reassociation} output_shape [${x_groups_shape}] : !x_padded into !x_groups
+${x_groups}
   %grad_out_groups = tensor.expand_shape %grad_out ${grad_out_groups_reassociation} output_shape [${grad_out_groups_shape}] : !grad_out into !grad_out_groups
 ${contraction}
   %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}

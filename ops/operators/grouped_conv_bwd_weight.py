@@ -214,7 +214,29 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
                 result_type=x_type,
             ), 2))
             x_value = "%x_read"
-        if any(pad_low) or any(pad_high):
+        if (any(pad_low) or any(pad_high)) and form["contraction"] == "generic":
+            # padded after the split into groups, so that the pad meets the convolution with no reshape between
+            # (IREE fuses a pad into its consumer only then)
+            taken = [taken for _, taken, _ in reads]
+            unpadded_groups = [*x_groups_shape[:len(chunk_shape) + 1], *taken, groups, c] if channels_last_layout else \
+                [*x_groups_shape[:len(chunk_shape) + 3], *taken]
+            split_low = [0] * len(chunk_shape) + (list(pad_low[:-1]) + [0, 0] if channels_last_layout else [0, 0, *pad_low[1:]])
+            split_high = [0] * len(chunk_shape) + (list(pad_high[:-1]) + [0, 0] if channels_last_layout else [0, 0, *pad_high[1:]])
+            pad_x.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
+            pad_x.append(mlir.indent(mlir.render(
+                "common.expand", result="%x_unpadded_groups", source=x_value,
+                reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
+                shape=mlir.index_list(unpadded_groups), source_type=x_type,
+                result_type=mlir.tensor(unpadded_groups, element),
+            ), 2))
+            pad_x.append(mlir.indent(mlir.render(
+                "common.zero_pad", result="%x_groups", source="%x_unpadded_groups", low=mlir.index_list(split_low),
+                high=mlir.index_list(split_high), index_args=", ".join(f"%i{a}: index" for a in range(len(x_groups_shape))),
+                zero="%zero_element", element=element, source_type=mlir.tensor(unpadded_groups, element),
+                result_type="!x_groups",
+            ), 2))
+            x_value = None
+        elif any(pad_low) or any(pad_high):
             pad_x.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
             pad_x.append(mlir.indent(mlir.render(
                 "common.zero_pad", result="%x_padded", source=x_value, low=mlir.index_list(pad_low),
@@ -223,6 +245,10 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
             ), 2))
             x_value = "%x_padded"
     pad_x = "\n".join(pad_x) if pad_x else "  // no padding is read: x is used as it is"
+    x_groups = "  // x_groups is x padded, above" if x_value is None else mlir.indent(mlir.render(
+        "common.expand", result="%x_groups", source=x_value, reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
+        shape=mlir.index_list(x_groups_shape), source_type="!x_padded", result_type="!x_groups",
+    ), 2)
 
     widen_x, x32 = dtypes.widen("%xv", element, "%x32")
     widen_g, g32 = dtypes.widen("%gv", element, "%g32")
@@ -280,9 +306,7 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
         batch_chunk=sizes["n"],
         reduction_length=problem.batch * math.prod(problem.output_spatial),
         pad_x=pad_x,
-        x_source=x_value,
-        x_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
-        x_groups_shape=mlir.index_list(x_groups_shape),
+        x_groups=x_groups,
         grad_out_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
         grad_out_groups_shape=mlir.index_list(grad_out_groups_shape),
         contraction=contraction,

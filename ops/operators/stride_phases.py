@@ -134,32 +134,40 @@ class Fusion:
         return [], acc
 
 
-def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str) -> tuple[str, str, list[int]]:
-    """Crop and zero-pad grad_out (channels-last) to the window phase ``index`` convolves: (lines, value, shape)."""
-    n, k = problem.batch, problem.groups * problem.out_channels
+def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str, grouped: bool) -> tuple[str, str, list[int]]:
+    """Crop and zero-pad grad_out (channels-last) to the window phase ``index`` convolves: (lines, value, shape).
+
+    ``grouped``: the window as (N, .., G, K), for a convolution over groups: cropped and padded after the split, so
+    that the pad meets the convolution with no reshape between (IREE fuses a pad into its consumer only then)."""
+    n = problem.batch
+    channels = [problem.groups, problem.out_channels] if grouped else [problem.groups * problem.out_channels]
     crop_lo, crop_hi = ([p.grad_out_crop[side] for p in phase] for side in (0, 1))
     pad_lo, pad_hi = ([p.window_pad[side] for p in phase] for side in (0, 1))
     cropped = [o - lo - hi for o, lo, hi in zip(problem.output_spatial, crop_lo, crop_hi)]
     padded = [c + lo + hi for c, lo, hi in zip(cropped, pad_lo, pad_hi)]
+    untouched = [0] * len(channels)
     lines = []
     value, value_type = ("%grad_out" if problem.channels_last else "%grad_out_cl"), "!grad_out_cl"
+    if grouped:
+        value, value_type = "%grad_out_groups", mlir.tensor([n, *problem.output_spatial, *channels], element)
     if any(crop_lo) or any(crop_hi):
-        cropped_type = mlir.tensor([n, *cropped, k], element)
+        cropped_type = mlir.tensor([n, *cropped, *channels], element)
         lines.append(mlir.render(
-            "common.slice", result=f"%go_{index}_cropped", source=value, offsets=mlir.index_list([0, *crop_lo, 0]),
-            sizes=mlir.index_list([n, *cropped, k]), strides=mlir.index_list([1] * (problem.rank + 2)),
+            "common.slice", result=f"%go_{index}_cropped", source=value, offsets=mlir.index_list([0, *crop_lo, *untouched]),
+            sizes=mlir.index_list([n, *cropped, *channels]), strides=mlir.index_list([1] * (problem.rank + 1 + len(channels))),
             source_type=value_type, result_type=cropped_type,
         ))
         value, value_type = f"%go_{index}_cropped", cropped_type
     if any(pad_lo) or any(pad_hi):
         lines.append(mlir.render(
-            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *pad_lo, 0]),
-            high=mlir.index_list([0, *pad_hi, 0]), index_args=", ".join(f"%i{a}: index" for a in range(problem.rank + 2)),
+            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *pad_lo, *untouched]),
+            high=mlir.index_list([0, *pad_hi, *untouched]),
+            index_args=", ".join(f"%i{a}: index" for a in range(problem.rank + 1 + len(channels))),
             zero="%zero_element", element=element, source_type=value_type,
-            result_type=mlir.tensor([n, *padded, k], element),
+            result_type=mlir.tensor([n, *padded, *channels], element),
         ))
         value = f"%go_{index}"
-    return mlir.indent("\n".join(lines), 2), value, [n, *padded, k]
+    return mlir.indent("\n".join(lines), 2), value, [n, *padded, *channels]
 
 
 def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool) -> tuple[str, list[int]]:
@@ -254,12 +262,10 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
             acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
             sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
         ), acc_shape, ["n", *m, "g"]
-    grouped_window = [*window_shape[:-1], groups, k]
+    grouped_window = window_shape  # (N, .., G, K): _grad_out_window's grouped window
     window_groups = {
         "index": index, "element": element, "window": window_value,
-        "window_type": mlir.tensor(window_shape, element), "grouped_window_type": mlir.tensor(grouped_window, element),
-        "reassociation": str([[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]),
-        "grouped_window_shape": mlir.index_list(grouped_window), "filter_type": mlir.tensor(filter_shape, element),
+        "grouped_window_type": mlir.tensor(grouped_window, element), "filter_type": mlir.tensor(filter_shape, element),
     }
     if contraction == "im2col":
         return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape), \
@@ -527,6 +533,15 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
         to_channels_last = "  // grad_out is channels-last already"
     else:
         to_channels_last = mlir.render("conv_bwd_data.channels_last", permutation=mlir.index_list([0, *range(2, rank + 2), 1]))
+    over_groups = problem.groups > 1 and form["contraction"] != "depthwise"  # the convolution reads (.., G, K)
+    if over_groups:
+        to_channels_last += "\n" + mlir.indent(mlir.render(
+            "common.expand", result="%grad_out_groups", source="%grad_out" if problem.channels_last else "%grad_out_cl",
+            reassociation=[[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]],
+            shape=mlir.index_list([problem.batch, *problem.output_spatial, problem.groups, problem.out_channels]),
+            source_type="!grad_out_cl",
+            result_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups, problem.out_channels], element),
+        ), 2)
     interleaved = interleaves(problem, form)
     phase_list = phases_for_target(problem, choices.target, interleaved=interleaved)
     slots = Slots.of(problem, fusion) if interleaved else None
@@ -537,7 +552,7 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
     phase_texts = []
     for index, phase in enumerate(phase_list):
         phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map")
-        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element)
+        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
         conv_text, acc_shape, acc_read = _convolution(index, phase, problem, element, window_value, window_shape,
                                                       filter_shape, choices.configs.get(index), form["contraction"])
         store_values = _store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form["d_read"], slots)
