@@ -16,6 +16,13 @@
 // phase reaches get f(0, d0, ...) (zero without an epilogue). Stride 1 has a single phase: the padded
 // output gradient convolved with the flipped filter.
 //
+// The interleaved store (the GPU targets, channels-last, stride > 1): IREE 3.13 makes each strided insert a
+// copy dispatch at a tenth of copy bandwidth (IREE issue 23976). Instead each phase writes its rows whole into
+// its own slot of a phase-major tensor, slots[i mod s][n, i floordiv s, c] (a contiguous insert IREE writes in
+// place; the float32 accumulator when there is an epilogue, else the cast value), and one linalg.generic
+// interleaves the slots into grad_in, through the epilogue: each grad_in position is written once, each slot
+// read once. Residues no phase reaches read a zero slot, so they get f(0, d0, ...) too.
+//
 // Each phase's filter is gathered from the weight (flip and transpose) by a small linalg.generic: indexing
 // maps stay free of negative coefficients, which llvm-cpu's tiling cannot take.
 //
@@ -65,7 +72,7 @@ ${store_body}
   // the GPU targets take the negative coefficient, and it spares them a gather (whose vectorized index
   // arithmetic IREE 3.13's NVPTX backend cannot select)
   %w_${index} = linalg.generic {indexing_maps = [${weight_map}, ${phase_filter_map}], iterator_types = ${phase_filter_iterators}}
-      ins(${weight_view} : ${weight_view_type}) outs(%w_${index}_empty : ${phase_filter_type}) {
+      ins(${weight_view} : ${weight_view_type}) outs(%w_${index}_empty : ${phase_filter_type})${copy_attrs} {
   ^bb0(%tap: ${element}, %unused: ${element}):
     linalg.yield %tap : ${element}
   } -> ${phase_filter_type}
@@ -176,7 +183,7 @@ ${zero_slots}
 // fragment zero_slot: a slot of residues no phase reaches: zeros (the interleave gives them f(0, d..))
   ${inserted} = tensor.insert_slice %zero_slot into ${into}[${offsets}] [${sizes}] [${strides}] : ${slot_type} into ${slots_type}
 
-// fragment interleave: grad_in from the phase-major tensor, each position written once
+// fragment interleave: grad_in from the phase-major tensor, each position written once (llvm-cpu)
   // grad_in position i (per strided axis, stride s) is row i floordiv s of slot i mod s, read with tensor.extract
   // (IREE 3.13 tiles an indexing map with mod / floordiv only where the tile size and s divide one another); the
   // epilogue and the cast happen here when there is an epilogue (the slots then hold the float32 accumulators)
@@ -185,6 +192,17 @@ ${zero_slots}
   ^bb0(${block_args}%unused: ${element}):
 ${position}
     %acc = tensor.extract ${slots}[${read}] : ${slots_type}
+${store_body}
+    linalg.yield ${stored} : ${element}
+  } -> !grad_in
+
+// fragment interleave_map: grad_in from the phase-major tensor, each position written once (GPU targets)
+  // grad_in position i (per strided axis, stride s) is row i floordiv s of slot i mod s: read through the indexing
+  // map, with the target's tiling (workgroup tiles of a strided dim are multiples of s); the epilogue and the cast
+  // happen here when there is an epilogue (the slots then hold the float32 accumulators)
+  %grad_in_interleaved = linalg.generic {indexing_maps = [${maps}], iterator_types = ${iterators}}
+      ins(${slots}${d_operands} : ${slots_type}${d_types}) outs(%dst : !grad_in)${copy_attrs} {
+  ^bb0(%acc: ${slot_element}${d_block_args}, %unused: ${element}):
 ${store_body}
     linalg.yield ${stored} : ${element}
   } -> !grad_in

@@ -28,11 +28,13 @@ from .targets import Target
 class Choices:
     """What a module may vary beyond its problem: the target, the template's form (e.g. ``weight_flip``,
     ``batch_split``; what is not given is the target's first choice) and tuned dispatch configurations
-    (phase index -> ``#iree_codegen.compilation_info``)."""
+    (phase index -> ``#iree_codegen.compilation_info``), and how a GPU target's data-movement dispatches are
+    tiled (``copy``: the tuning table's ``copy_config``; empty: IREE's defaults)."""
 
     target: Target | None = None
     form: Mapping[str, Any] = field(default_factory=dict)
     configs: Mapping[int, str] = field(default_factory=dict)
+    copy: Mapping[str, Any] = field(default_factory=dict)
 
     def choose(self, alternatives: list[dict]) -> dict:
         """The full form: the first of the operator's ``alternatives`` for the target, with what this asks for."""

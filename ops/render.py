@@ -90,6 +90,36 @@ def indent(text: str, spaces: int = 2) -> str:
     return "\n".join(pad + line if line else line for line in text.splitlines())
 
 
+def copy_attrs(shape, copy, steps=None) -> str:
+    """The attrs of a data-movement ``linalg.generic`` over ``shape`` on a GPU target (``copy``: the tuning table's
+    ``copy_config``), or nothing (IREE's defaults): a workgroup takes ``threads`` threads, each ``thread_elements``
+    consecutive elements of the innermost dim (1 if they do not divide it), over whole innermost rows (at most
+    ``threads * thread_elements`` elements) and a power-of-two number of rows. A generic too small to give one
+    subgroup its elements keeps IREE's defaults.
+
+    ``steps`` (per dim, or None): a dim read through ``floordiv`` / ``mod`` by its step, whose tiles IREE 3.13 can cut
+    only where tile and step divide one another: its tiles are made multiples of the step (or 1), and a small
+    generic gets them too (IREE's default tiles need not divide the steps)."""
+    if not copy or len(shape) < 2:
+        return ""
+    step = list(steps or [1] * len(shape))
+    vector = copy["thread_elements"] if shape[-1] % copy["thread_elements"] == 0 else 1
+    if vector % step[-1]:
+        vector = 1
+    elements = copy["threads"] * vector
+    inner = min(shape[-1], elements)
+    inner = inner - inner % step[-1] if step[-1] > 1 else inner
+    rows = step[-2] if step[-2] * inner <= elements and step[-2] <= shape[-2] else 1
+    while rows * 2 * inner <= elements and rows * 2 <= shape[-2] and (rows > 1 or step[-2] == 1):
+        rows *= 2
+    if not inner or (rows * inner // vector < copy["subgroup_size"] and not steps):
+        return ""
+    first = render("common.copy_config", thread=", ".join(["1"] * (len(shape) - 1) + [str(vector)]),
+                   workgroup=", ".join(["1"] * (len(shape) - 2) + [str(rows), str(inner)]),
+                   threads=rows * inner // vector, subgroup_size=copy["subgroup_size"])
+    return first.splitlines()[-1]
+
+
 def transients(target) -> str:
     """The module function's last argument on llvm-cpu, the workspace for its intermediates (``common.transients``;
     ops/runtime.py passes it); nothing on the GPUs, whose intermediates IREE allocates in stream order."""

@@ -45,6 +45,12 @@ def _rule_applies(rule: dict, problem) -> bool:
             and getattr(problem, "kind", None) in rule.get("kinds", [getattr(problem, "kind", None)]))
 
 
+def copy_config(target: Target) -> dict:
+    """How the target tiles a data-movement ``linalg.generic`` whose indexing IREE's defaults do not vectorize
+    (``copy_config``: elements per workgroup, per thread, the subgroup size); empty: IREE's defaults."""
+    return dict(_table(target.directory_name).get("copy_config", {}))
+
+
 def configs_for(problem, target: Target) -> dict[int, str]:
     """Phase index -> compilation_info for ``problem`` on ``target`` (empty: IREE's defaults)."""
     return {
@@ -98,7 +104,8 @@ def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), con
     """
     configs = {**configs_for(problem, target), **(configs or {})}
     render = operator(problem).render
-    mlirs = [render(problem, Choices(target, form, configs)) for form in forms_for(problem, target, options)]
+    copy = copy_config(target)
+    mlirs = [render(problem, Choices(target, form, configs, copy)) for form in forms_for(problem, target, options)]
     flags = (*flags_for(problem, target), *extra_flags)
     return [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
             for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]

@@ -44,8 +44,10 @@ def fully_covered(problem: ConvBwdDataProblem) -> bool:
 
 def interleaves(problem: ConvBwdDataProblem, form: dict) -> bool:
     """Whether the module stores through the phase-major tensor (``form["store"]``; only a stride > 1 has phases
-    to interleave)."""
-    return form.get("store") == "interleave" and any(s > 1 for s in problem.stride)
+    to interleave). Channels-last layouts only: IREE 3.13's CUDA backend computed wrong interleaves into 16-bit
+    channels-first grad_in (a transposing gather; sweep seed 17017, problem 51, on the H100), and the
+    channels-first problems keep the strided store."""
+    return form.get("store") == "interleave" and any(s > 1 for s in problem.stride) and problem.channels_last
 
 
 def interleaved_rows(problem: ConvBwdDataProblem) -> list[int]:
@@ -98,7 +100,8 @@ def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
     """
     if target is None or target.backend != "llvm-cpu":
         flips = [{"weight_flip": "gather", "contraction": "generic"}, {"weight_flip": "map", "contraction": "generic"}]
-        return [{**flip, "d_read": read, "store": "strided"} for read in ("map", "slice") for flip in flips]
+        interleaved = [{**flip, "d_read": "map", "store": "interleave"} for flip in flips]  # D read by the interleave
+        return interleaved + [{**flip, "d_read": read, "store": "strided"} for read in ("map", "slice") for flip in flips]
     contractions = {"dense": ["generic"], "grouped": ["generic", "im2col"], "depthwise": ["generic", "im2col", "depthwise"]}
     return [{"weight_flip": "gather", "d_read": "slice", "contraction": c, "store": "strided"} for c in contractions[problem.kind]]
 
@@ -170,11 +173,12 @@ def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: st
     return mlir.indent("\n".join(lines), 2), value, [n, *padded, *channels]
 
 
-def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool) -> tuple[str, list[int]]:
+def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, copy: dict) -> tuple[str, list[int]]:
     """The phase's flipped sub-filter from the weight: (fragment, shape (U.., K, C), or (G, U.., K, C) grouped).
 
     ``gather``: by index arithmetic in the body (every target; handles zero taps); else through an indexing map
-    with a negative coefficient (the GPU targets).
+    with a negative coefficient (the GPU targets; tiled as the target's ``copy`` config says: IREE's default
+    for a map it cannot vectorize is 32 threads a workgroup, one element each).
     """
     rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
     element = dtypes.mlir_element_type(problem.dtype)
@@ -195,7 +199,8 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool) 
         taps_read = [f"{p.flipped_first_tap} - {u[a]} * {p.tap_step}" for a, p in enumerate(phase)]
         rows = [dims[0], dims[-2]] if grouped else [dims[-2]]
         read = [*rows, *taps_read, dims[-1]] if problem.channels_last else [*rows, dims[-1], *taps_read]
-        return mlir.render("conv_bwd_data.filter_flip", **common, weight_map=mlir.affine_map(dims, read)), shape
+        return mlir.render("conv_bwd_data.filter_flip", **common, weight_map=mlir.affine_map(dims, read),
+                           copy_attrs=mlir.copy_attrs(shape, copy)), shape
 
     def index_line(result: str, dim: int) -> str:
         return mlir.render("conv_bwd_data.gather_index", result=result, dim=dim)
@@ -247,7 +252,6 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
             sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
             dispatch_config=f", compilation_info = {config}" if config else "",
         ), acc_shape, ["n", *m, "c"]
-    k = problem.out_channels
     if contraction == "depthwise":
         check(problem.kind == "depthwise", f"{problem.op}: the depthwise form needs C = K = 1, but got {problem.name}")
         taps = [p.filter_taps for p in phase]
@@ -397,26 +401,46 @@ def _empty_slots(problem: ConvBwdDataProblem, slots: Slots, phase_list) -> tuple
     ), current
 
 
-def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion) -> str:
+def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion, copy: dict) -> str:
     """The interleave: grad_in position (.., i, ..) is row i floordiv s of slot i mod s on each strided axis,
-    through the epilogue (when the slots hold accumulators) and the cast."""
+    through the epilogue (when the slots hold accumulators) and the cast.
+
+    With a ``copy`` config (the GPU targets) the slots are read through the generic's indexing map, tiled as the
+    config says (IREE's default there is 32 threads a workgroup, one element each); else (llvm-cpu, whose default
+    tiles need not divide the strides) by ``tensor.extract``, which IREE collapses to one dim and tiles freely."""
     x = mlir.dims("i", problem.rank)
     domain = ["n", *x, "ch"] if problem.channels_last else ["n", "ch", *x]
-    lines = [mlir.render("conv_bwd_data.gather_index", result=f"%{d}", dim=position) for position, d in enumerate(domain)]
-    lines += [mlir.render("conv_bwd_data.interleave_row", axis=a, stride=problem.stride[a]) for a in slots.strided_axes]
-    rows = [f"%row{a}" if s > 1 else f"%i{a}" for a, s in enumerate(problem.stride)]
-    read = [*(f"%slot{a}" for a in slots.strided_axes), "%n", *rows, "%ch"]
     fused = fusion.operands({"n": "n", "channel": "ch", **dict(enumerate(x))})
     if slots.element == dtypes.ACCUMULATOR:
         body, stored = _store_body(fusion, element, "%acc")
     else:
         body, stored = "", "%acc"  # the phases cast already; no epilogue
+    common = {
+        "element": element, "slots": value, "slots_type": slots.type, "slot_element": slots.element,
+        "iterators": mlir.iterators(["parallel"] * len(domain)), "store_body": body, "stored": stored,
+    }
+    if copy:  # a GPU target: the slots through the indexing map, tiled by the target's copy config
+        rows = [f"{x[a]} floordiv {s}" if s > 1 else x[a] for a, s in enumerate(problem.stride)]
+        read = [*(f"{x[a]} mod {problem.stride[a]}" for a in slots.strided_axes), "n", *rows, "ch"]
+        steps = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
+        return mlir.render(
+            "conv_bwd_data.interleave_map", **common,
+            maps=", ".join([mlir.affine_map(domain, read), *(mlir.affine_map(domain, i) for i in fused.indices),
+                            mlir.affine_map(domain, domain)]),
+            copy_attrs=mlir.copy_attrs(problem.input_shape, copy, steps),
+            d_operands="".join(f", {v}" for v in fused.values), d_types="".join(f", {t}" for t in fused.types),
+            d_block_args="".join(f", {b}" for b in fused.block_args),
+        )
+    lines = [mlir.render("conv_bwd_data.gather_index", result=f"%{d}", dim=position) for position, d in enumerate(domain)]
+    lines += [mlir.render("conv_bwd_data.interleave_row", axis=a, stride=problem.stride[a]) for a in slots.strided_axes]
+    rows = [f"%row{a}" if s > 1 else f"%i{a}" for a, s in enumerate(problem.stride)]
+    read = [*(f"%slot{a}" for a in slots.strided_axes), "%n", *rows, "%ch"]
     return mlir.render(
-        "conv_bwd_data.interleave", element=element, slots=value, slots_type=slots.type, slot_element=slots.element,
+        "conv_bwd_data.interleave", **common,
         maps=", ".join([*(mlir.affine_map(domain, i) for i in fused.indices), mlir.affine_map(domain, domain)]),
-        iterators=mlir.iterators(["parallel"] * len(domain)), position="\n".join(lines), read=mlir.index_list(read),
+        position="\n".join(lines), read=mlir.index_list(read),
         ins=f"ins({', '.join(fused.values)} : {', '.join(fused.types)}) " if fused.values else "",
-        block_args="".join(f"{b}, " for b in fused.block_args), store_body=body, stored=stored,
+        block_args="".join(f"{b}, " for b in fused.block_args),
     )
 
 
@@ -551,7 +575,8 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
         init, current = _initial_grad_in(problem, element, fusion)
     phase_texts = []
     for index, phase in enumerate(phase_list):
-        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map")
+        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map",
+                                                   copy=choices.copy)
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
         conv_text, acc_shape, acc_read = _convolution(index, phase, problem, element, window_value, window_shape,
                                                       filter_shape, choices.configs.get(index), form["contraction"])
@@ -568,7 +593,7 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
             grad_out_window=window_text, convolution=conv_text, **store_values,
         ))
     if slots:
-        phase_texts.append(_interleave(problem, element, slots, current, fusion))
+        phase_texts.append(_interleave(problem, element, slots, current, fusion, choices.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
     weight_alias, weight_view = _weight_groups(problem)
