@@ -6,10 +6,14 @@ shipped GPU modules have no copy dispatch is tests/test_lowering_data_movement.p
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
+
 import numpy as np
 import pytest
 
-from ops import runtime, verify
+from ops import catalog, render, runtime, targets, tuning, verify
 from ops.operators import conv_bwd_data as conv, grouped_conv_bwd_data as grouped, stride_phases
 from ops.operator import run
 
@@ -64,3 +68,55 @@ def test_grouped_conv_bwd_data_matches_the_definition_and_the_epilogue(rng, inte
     expected = acc if expected_epilogue is None else expected_epilogue(acc, [d.astype(np.float64) for d in ds], values)
     error = verify.relative_error(out.to_host(), np.broadcast_to(expected, p.input_shape))
     assert error <= verify.tolerance("grouped_conv_bwd_data", p.dtype), f"{name}: relative error {error:.3e}"
+
+
+def _tiles(attrs: str, name: str) -> list[int]:
+    return [int(v) for v in re.search(name + r" = \[([^]]*)\]", attrs).group(1).split(", ")]
+
+
+@pytest.mark.parametrize("shape, steps", [
+    ((128, 71, 71, 256), (1, 2, 2, 1)), ((2, 10, 2, 9), (1, 3, 3, 1)), ((3, 8, 4), (1, 1, 3)), ((1, 6, 10, 1), (1, 1, 3, 1)),
+    ((32, 28, 28, 96), (1, 2, 2, 1)), ((4, 7, 7, 7, 12), (1, 3, 3, 3, 1)), ((32, 3, 3, 192, 192), None),
+])
+def test_copy_tiles_cut_strided_dims_at_multiples_of_the_stride(shape, steps):
+    # IREE 3.13 computes a wrong slice for a mod / floordiv map whose tile and step do not divide one another
+    copy = {"threads": 256, "thread_elements": 8, "subgroup_size": 32}
+    attrs = render.copy_attrs(shape, copy, steps)
+    workgroup, thread = _tiles(attrs, "workgroup"), _tiles(attrs, "thread")
+    threads = int(re.search(r"workgroup_size = \[(\d+), 1, 1\]", attrs).group(1))
+    assert len(workgroup) == len(thread) == len(shape)
+    assert threads == math.prod(w // t for w, t in zip(workgroup, thread)) <= 1024
+    assert all(w % t == 0 for w, t in zip(workgroup, thread))
+    for tile in (workgroup, thread):
+        for size, step in zip(tile, steps or [1] * len(shape)):
+            assert size == 1 or size % step == 0, (tile, steps)
+    assert math.prod(workgroup) <= copy["threads"] * copy["thread_elements"]
+
+
+GPU = [targets.parse_target("cuda:sm_80"), targets.parse_target("rocm:gfx942")]
+
+
+@pytest.mark.parametrize("target", GPU, ids=str)
+def test_the_gpu_modules_interleave_channels_last_16_bit_strided_problems_only(target):
+    ck = catalog.problem("conv_bwd_data", "ck_default", "ck_examples")
+    shipped = tuning.module_specs(ck, target)[0].mlir
+    assert "%grad_in_interleaved = linalg.generic" in shipped and "compilation_info" in shipped
+    assert not re.search(r"tensor\.insert_slice %stored_\d+ into %grad_in", shipped)
+    kept = {
+        "float32 (the tables' rule)": dataclasses.replace(ck, dtype="float32"),
+        "channels-first": conv.problem_from_params(batch=2, in_channels=4, out_channels=3, input_spatial=(9, 8),
+                                                   filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float16"),
+        "stride 1": catalog.problem("conv_bwd_data", "stride1_36", "ck_examples"),
+    }
+    for why, problem in kept.items():
+        assert "%grad_in_interleaved" not in tuning.module_specs(problem, target)[0].mlir, why
+
+
+def test_a_rule_leaves_out_the_problems_it_excepts():
+    # the CUDA table's grouped float16 pad-fusion rule: measured slower on resnext50_l1 alone, which keeps its pad copy
+    cuda = targets.parse_target("cuda:sm_80")
+    fuse = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+    excepted = catalog.problem("grouped_conv_bwd_data", "resnext50_l1_bwd_data", "zoo")
+    assert fuse not in tuning.flags_for(excepted, cuda)
+    assert fuse in tuning.flags_for(catalog.problem("grouped_conv_bwd_data", "resnext50_l2_bwd_data", "zoo"), cuda)
+    assert fuse in tuning.flags_for(excepted, targets.parse_target("rocm:gfx942"))  # untimed there: no exception
