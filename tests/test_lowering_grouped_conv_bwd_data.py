@@ -8,6 +8,7 @@ from math import prod
 import pytest
 
 from ops.operators import grouped_conv_bwd_data as op
+from ops.operator import Choices
 from ops.operators import stride_phases
 
 from grouped_bwd_data_cases import CASES
@@ -41,12 +42,13 @@ def test_rendered_epilogue_sits_in_the_phase_store():
 
 
 def test_rendered_strided_phases_read_their_rows_of_d_through_the_map():
-    """A full D is read at the phase's rows s*m + offset by the store's indexing map, not through a strided slice
-    of the reshaped D (IREE 3.13's CUDA backend mis-indexed that; docs/perf/h100-sweep)."""
+    """The strided store: a full D is read at the phase's rows s*m + offset by the store's indexing map, not through
+    a strided slice of the reshaped D (IREE 3.13's CUDA backend mis-indexed that; docs/perf/h100-sweep). (The
+    interleaved store reads D once, by the interleave's identity map.)"""
     p = op.problem_from_params(batch=1, in_channels=4, out_channels=3, input_spatial=(7,), filter_spatial=(1,), stride=3,
                                dilation=2, padding=1, layout="NWC", dtype="float32", groups=1,
                                epilogue="where(d1 > 0, acc + d0, 0) * alpha", d_kinds=("channel", "full"))
-    mlir = op.render(p)
+    mlir = op.render(p, Choices(form={"store": "strided"}))
     assert "tensor.extract_slice %d" not in mlir
     # CHECK: affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>      (phase 0 writes grad_in rows 2 + 3*m)
     assert "affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>" in mlir

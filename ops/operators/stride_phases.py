@@ -401,13 +401,14 @@ def _empty_slots(problem: ConvBwdDataProblem, slots: Slots, phase_list) -> tuple
     ), current
 
 
-def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion, copy: dict) -> str:
+def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion, gpu: bool,
+                copy: dict) -> str:
     """The interleave: grad_in position (.., i, ..) is row i floordiv s of slot i mod s on each strided axis,
     through the epilogue (when the slots hold accumulators) and the cast.
 
-    With a ``copy`` config (the GPU targets) the slots are read through the generic's indexing map, tiled as the
-    config says (IREE's default there is 32 threads a workgroup, one element each); else (llvm-cpu, whose default
-    tiles need not divide the strides) by ``tensor.extract``, which IREE collapses to one dim and tiles freely."""
+    On a GPU target the slots are read through the generic's indexing map, tiled as the target's ``copy`` config
+    says (IREE's default there is 32 threads a workgroup, one element each, and need not divide the strides); else
+    (llvm-cpu, or no target) by ``tensor.extract``, which IREE collapses to one dim and tiles freely."""
     x = mlir.dims("i", problem.rank)
     domain = ["n", *x, "ch"] if problem.channels_last else ["n", "ch", *x]
     fused = fusion.operands({"n": "n", "channel": "ch", **dict(enumerate(x))})
@@ -419,7 +420,7 @@ def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: 
         "element": element, "slots": value, "slots_type": slots.type, "slot_element": slots.element,
         "iterators": mlir.iterators(["parallel"] * len(domain)), "store_body": body, "stored": stored,
     }
-    if copy:  # a GPU target: the slots through the indexing map, tiled by the target's copy config
+    if gpu:  # the slots through the indexing map, tiled by the target's copy config
         rows = [f"{x[a]} floordiv {s}" if s > 1 else x[a] for a, s in enumerate(problem.stride)]
         read = [*(f"{x[a]} mod {problem.stride[a]}" for a in slots.strided_axes), "n", *rows, "ch"]
         steps = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
@@ -593,7 +594,8 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
             grad_out_window=window_text, convolution=conv_text, **store_values,
         ))
     if slots:
-        phase_texts.append(_interleave(problem, element, slots, current, fusion, choices.copy))
+        gpu = choices.target is not None and choices.target.backend != "llvm-cpu"
+        phase_texts.append(_interleave(problem, element, slots, current, fusion, gpu, choices.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
     weight_alias, weight_view = _weight_groups(problem)
