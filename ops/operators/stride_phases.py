@@ -594,7 +594,7 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
             grad_out_window=window_text, convolution=conv_text, **store_values,
         ))
     if slots:
-        gpu = choices.target is not None and choices.target.backend != "llvm-cpu"
+        gpu = choices.target is not None and not cpu
         phase_texts.append(_interleave(problem, element, slots, current, fusion, gpu, choices.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
