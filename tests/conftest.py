@@ -44,6 +44,26 @@ def poisoned(shape, dtype, device: str = DEVICE):
     return runtime.to_device(np.full(shape, np.nan, dtype=dtypes.numpy_dtype(dtype)), device)
 
 
+def gpu_phases(monkeypatch):
+    """Backward-data runs the GPU targets' stride phases (no zero taps) on whatever device the test uses."""
+    from ops.operators import stride_phases
+
+    phases_for_target = stride_phases.phases_for_target
+    monkeypatch.setattr(stride_phases, "phases_for_target",
+                        lambda problem, target=None, interleaved=False: phases_for_target(problem, None, interleaved))
+
+
+def interleaved_store(monkeypatch):
+    """Both backward-data operators store through the phase-major tensor (``store="interleave"``, the GPU form)."""
+    from ops.operators import conv_bwd_data, grouped_conv_bwd_data, stride_phases
+
+    def interleaved(problem, target=None):
+        return [{**form, "store": "interleave"} for form in stride_phases.forms(problem, target)]
+
+    monkeypatch.setattr(conv_bwd_data, "forms", interleaved)
+    monkeypatch.setattr(grouped_conv_bwd_data, "forms", interleaved)
+
+
 @contextlib.contextmanager
 def compiles_nothing():
     """Asserts that the block neither compiled nor loaded a module (bad input is rejected before either)."""

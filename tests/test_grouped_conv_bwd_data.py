@@ -24,6 +24,11 @@ def direct_grad_in(p, grad_out, weight):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_matches_the_definition_and_the_epilogue(rng, name):
+    check_against_the_definition_and_the_epilogue(rng, name)
+
+
+def check_against_the_definition_and_the_epilogue(rng, name):
+    """Case ``name`` on a poisoned destination against the float64 definitions (also run on other forms)."""
     params, epilogue, d_makers, values, expected_epilogue = CASES[name]
     p = case_problem(name)
     grad_out, weight = conv.random_inputs(p, rng)

@@ -23,21 +23,15 @@ import torch.nn.functional as F  # noqa: E402
 
 import ops  # noqa: E402
 from ops import runtime  # noqa: E402
-from ops.operators import conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, stride_phases  # noqa: E402
+from ops.operators import grouped_conv_bwd_weight  # noqa: E402
 
-
-def _gpu_phases(monkeypatch):
-    phases_for_target = stride_phases.phases_for_target
-    monkeypatch.setattr(stride_phases, "phases_for_target",
-                        lambda problem, target=None, interleaved=False: phases_for_target(problem, None, interleaved))
+from conftest import gpu_phases, interleaved_store  # noqa: E402
 
 
 def _gpu_interleaved(monkeypatch):
     """The GPU phases, stored through the phase-major tensor (the interleaved store)."""
-    _gpu_phases(monkeypatch)
-    interleaved = lambda problem, target=None: [{**form, "store": "interleave"} for form in stride_phases.forms(problem, target)]  # noqa: E731
-    monkeypatch.setattr(conv_bwd_data, "forms", interleaved)
-    monkeypatch.setattr(grouped_conv_bwd_data, "forms", interleaved)
+    gpu_phases(monkeypatch)
+    interleaved_store(monkeypatch)
 
 
 def _gpu_batch_split(monkeypatch):
@@ -46,8 +40,8 @@ def _gpu_batch_split(monkeypatch):
 
 
 FORMS = {
-    "conv_bwd_data": {"llvm-cpu": None, "gpu phases": _gpu_phases, "gpu interleaved": _gpu_interleaved},
-    "grouped_conv_bwd_data": {"llvm-cpu": None, "gpu phases": _gpu_phases, "gpu interleaved": _gpu_interleaved},
+    "conv_bwd_data": {"llvm-cpu": None, "gpu phases": gpu_phases, "gpu interleaved": _gpu_interleaved},
+    "grouped_conv_bwd_data": {"llvm-cpu": None, "gpu phases": gpu_phases, "gpu interleaved": _gpu_interleaved},
     "grouped_conv_bwd_weight": {"llvm-cpu": None, "gpu batch split": _gpu_batch_split},
     "maxpool2d_bwd": {"every target": None},
     "avgpool3d_bwd": {"every target": None},
