@@ -41,8 +41,12 @@ INTRINSICS = {
 TUNING_DIR = Path(__file__).resolve().parent.parent / "mlir" / "tuning"
 
 
-def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int], k_tiles: int, stages: int) -> str:
-    """The attribute for one convolution: workgroup (outer spatial rows, inner spatial, c), subgroup counts, k tiles."""
+def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int], k_tiles: int,
+                     stages: int, tap_axes: int | None = None) -> str:
+    """The attribute for one convolution: workgroup (outer spatial rows, inner spatial, c), subgroup counts, k tiles.
+
+    ``tap_axes``: the convolution's spatial reduction dims (its axes of more than one tap; default ``rank``): a
+    phase with single-tap axes is written without them (``stride_phases._dense_tuned``)."""
     name, m, n, k, subgroup_size = intrinsic
     rows, inner, channels = workgroup
     sg_rows, sg_inner, sg_channels = subgroup
@@ -56,7 +60,7 @@ def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subg
     lowering = (
         f"#iree_gpu.lowering_config<{{convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{name}>, "
         f"padding = [{', '.join(map(str, wg))}, {k_tiles * k}], "
-        f"padding_conv = [{', '.join(map(str, wg + [0] * (rank + 1)))}], promote_operands = [0, 1], "
+        f"padding_conv = [{', '.join(map(str, wg + [0] * ((rank if tap_axes is None else tap_axes) + 1)))}], promote_operands = [0, 1], "
         f"reduction = [{', '.join(['0'] * len(wg))}, {k_tiles}], subgroup = [{', '.join(map(str, sg))}, 0], "
         f"workgroup = [{', '.join(map(str, wg))}, 0]}}>"
     )
@@ -89,7 +93,8 @@ def candidate_space(intrinsic, limit: int, seed: int = 0) -> list[tuple]:
     return space[:limit]
 
 
-def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: int, suite: str = "ck_examples") -> int:
+def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: int, suite: str = "ck_examples",
+             only_phases: list[int] | None = None) -> int:
     op, name = problem_ref.split("/")
     module = catalog.OPERATORS[op]
     problem = catalog.problem(op, name, suite)
@@ -97,16 +102,20 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     element = dtypes.mlir_element_type(problem.dtype)
     intrinsic = INTRINSICS[(target.backend, element)]
     version = compiler.installed_compiler_version()
-    phases = len(stride_phases.phases(problem)) if isinstance(problem, ConvBwdDataProblem) else 1
+    # per phase, its axes of more than one tap; a phase of single taps is a matmul to IREE, which drops the config
+    tap_axes = ([sum(1 for axis in phase if axis.filter_taps > 1) for phase in stride_phases.phases(problem)]
+                if isinstance(problem, ConvBwdDataProblem) else [problem.rank])
     candidates = [{"id": "default", "phase": None, "config": None}]
     for form in getattr(module, "form_candidates", lambda _: [])(problem):
         label = "-".join(f"{key}{value}" for key, value in form.items())
         candidates.append({"id": f"form-{label}", "phase": None, "config": None, "render": form})
-    for phase in range(phases):
+    for phase, axes in enumerate(tap_axes):
+        if (only_phases is not None and phase not in only_phases) or axes == 0:
+            continue
         for i, (wg, sg, k_tiles, stages) in enumerate(candidate_space(intrinsic, limit)):
             candidates.append({
                 "id": f"p{phase}-c{i}", "phase": phase, "workgroup": wg, "subgroup": sg, "k_tiles": k_tiles, "stages": stages,
-                "config": compilation_info(problem.rank, intrinsic, wg, sg, k_tiles, stages),
+                "config": compilation_info(problem.rank, intrinsic, wg, sg, k_tiles, stages, axes),
             })
     from concurrent.futures import ThreadPoolExecutor
 
@@ -148,6 +157,11 @@ def time_candidates(directory: Path, device: str, out: Path, repeat: int) -> int
     hal_device = runtime.get_device(device)
     instance = runtime.rt.VmInstance()
     results = []
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        (out / f"results-{name}.json").write_text(json.dumps({**spec, "candidates": results, "device": device}, indent=1))
+
     for candidate in spec["candidates"]:
         if "module" not in candidate:
             continue
@@ -171,8 +185,8 @@ def time_candidates(directory: Path, device: str, out: Path, repeat: int) -> int
         results.append({**candidate, "seconds": seconds, "tflops": problem.flops / seconds / 1e12, "error_rel": error,
                         "ok": error <= verify.tolerance(op, problem.dtype)})
         print(f"{candidate['id']:>10}: {seconds * 1e3:8.3f} ms {problem.flops / seconds / 1e12:7.1f} TFLOP/s err {error:.1e}", flush=True)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"results-{name}.json").write_text(json.dumps({**spec, "candidates": results, "device": device}, indent=1))
+        save()  # after every candidate: a run cut short by a time limit keeps what it measured
+    save()
     return 0
 
 
@@ -237,9 +251,13 @@ def main(argv=None) -> int:
     gen.add_argument("--limit", type=int, default=24, help="candidates per phase")
     gen.add_argument("--jobs", type=int, default=2)
     gen.add_argument("--suite", default="ck_examples")
+    gen.add_argument("--phases", type=lambda text: [int(p) for p in text.split(",")], default=None,
+                     help="tune only these phase convolutions (comma-separated indices; default: all)")
     rec = commands.add_parser("record")
     rec.add_argument("--results", type=Path, required=True)
     rec.add_argument("--device-name", default=None, help="the GPU the results were timed on, for the record")
+    rec.add_argument("--min-gain", type=float, default=0.03,
+                     help="record a phase's best only if it beats the default module's time by this fraction")
     tim = commands.add_parser("time")
     tim.add_argument("--dir", type=Path, required=True)
     tim.add_argument("--device", default="cuda")
@@ -247,9 +265,9 @@ def main(argv=None) -> int:
     tim.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
     if args.command == "generate":
-        return generate(args.problem, args.target, args.out, args.limit, args.jobs, args.suite)
+        return generate(args.problem, args.target, args.out, args.limit, args.jobs, args.suite, args.phases)
     if args.command == "record":
-        return record(args.results, args.device_name)
+        return record(args.results, args.device_name, args.min_gain)
     return time_candidates(args.dir, args.device, args.out, args.repeat)
 
 

@@ -112,8 +112,17 @@ ${zero_tap_select}
 
 // fragment grouped: the phase's convolution, several groups: a linalg.generic
   // grouped: acc[n, m, g, c] += window[n, m + dilation*u, g, k] * w[g, u, k, c]
+${contraction}
+
+// fragment dense_tuned: the phase's convolution, one group, tuned, some axes of one tap: a linalg.generic without them
+  // acc[n, m, c] += window[n, m + dilation*u, k] * w[u, k, c], u over the axes of more than one tap: IREE rebuilds a
+  // convolution without its single-tap axes, and the rebuilt op loses its compilation_info; written so, it keeps it
+  %w_${index}_taps = tensor.collapse_shape %w_${index} ${filter_reassociation} : ${phase_filter_type} into ${filter_type}
+${contraction}
+
+// fragment generic_contraction: the body of the generic convolutions: f32 multiply-adds
   %acc_${index} = linalg.generic {indexing_maps = [${window_map}, ${filter_map}, ${acc_map}], iterator_types = ${iterators}}
-      ins(${window}, %w_${index} : ${grouped_window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type})${dispatch_config} {
+      ins(${window}, ${filter} : ${grouped_window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type})${dispatch_config} {
   ^bb0(%x: ${element}, %w: ${element}, %a: f32):
 ${extend}
     %product = arith.mulf ${x}, ${w} : f32

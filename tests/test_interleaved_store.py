@@ -90,3 +90,34 @@ def test_a_rule_leaves_out_the_problems_it_excepts():
     excepted = catalog.problem("grouped_conv_bwd_data", "resnext50_l1_bwd_data", "zoo")
     assert fuse not in tuning.flags_for(excepted, cuda)
     assert fuse in tuning.flags_for(catalog.problem("grouped_conv_bwd_data", "resnext50_l2_bwd_data", "zoo"), cuda)
+
+
+@pytest.fixture
+def tuned_phases(monkeypatch):
+    """Every phase of the GPU targets' phases rendered as a tuned one (``stride_phases._dense_tuned`` for one group
+    with single-tap axes), its configuration then left out: the CPU device compiles the same contraction."""
+    from ops.operators import stride_phases
+
+    convolution = stride_phases._convolution
+
+    def tuned(*args):
+        *leading, _config, contraction = args
+        text, shape, read = convolution(*leading, "TUNED", contraction)
+        return text.replace(" attrs = {compilation_info = TUNED}", "").replace(", compilation_info = TUNED", ""), shape, read
+
+    monkeypatch.setattr(stride_phases, "_convolution", tuned)
+    monkeypatch.setattr(runtime, "_functions", {})
+    gpu_phases(monkeypatch)
+
+
+def _has_single_tap_axes_beside_others(problem) -> bool:
+    from ops.operators import stride_phases
+
+    taps = ([axis.filter_taps for axis in phase] for phase in stride_phases.phases(problem))
+    return any(1 < max(t) and min(t) == 1 for t in taps)
+
+
+@pytest.mark.parametrize("name", [name for name, p in PROBLEMS.items() if _has_single_tap_axes_beside_others(p)])
+def test_tuned_phases_without_their_single_tap_axes_match_the_direct_definition(rng, tuned_phases, name):
+    assert "_taps = tensor.collapse_shape" in conv.render(PROBLEMS[name])  # the form under test is the one rendered
+    check_against_the_direct_definition(rng, name)

@@ -123,3 +123,29 @@ def test_rendered_for_the_cpu_one_tap_axes_get_a_zero_tap():
     # CHECK: %tap_or_zero = arith.select %real1, %tap, %zero_element : f16
     assert mlir.count("%tap_or_zero = arith.select") == 2
     assert "taps f = 0 + 2*t (t < 2), 1 + 2*t (t < 1) and 1 zero tap(s)" in mlir
+
+
+def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_path):
+    """IREE 3.13 rebuilds a convolution without its single-tap axes, and the rebuilt op has lost its
+    compilation_info: the tuned 2x1 and 1x2 phases of a 3x3 stride-2 problem ran IREE's defaults. A tuned phase is
+    written without those axes (stride_phases._dense_tuned), and every tuned configuration reaches its dispatch."""
+    from build_tools import tune
+
+    problem = op.problem_from_params(batch=2, in_channels=32, out_channels=48, input_spatial=(15, 15), filter_spatial=(3, 3),
+                                     stride=2, padding=1, layout="NHWC", dtype="float16")
+    taps = [[axis.filter_taps for axis in phase] for phase in stride_phases.phases(problem)]
+    assert taps == [[2, 2], [2, 1], [1, 2], [1, 1]]
+    intrinsic = tune.INTRINSICS[("cuda", "f16")]
+    configs = {index: tune.compilation_info(2, intrinsic, (1, 32, 32), (1, 1, 2), 2, 2, sum(t > 1 for t in phase_taps))
+               for index, phase_taps in enumerate(taps[:3])}
+    mlir = op.render(problem, Choices(targets.parse_target("cuda:sm_80"), configs=configs))
+    # CHECK: %w_1_taps = tensor.collapse_shape %w_1 [[0], [1, 2], [3]] : tensor<2x1x48x32xf16> into tensor<2x48x32xf16>
+    assert "%w_1_taps = tensor.collapse_shape %w_1 [[0], [1, 2], [3]] : tensor<2x1x48x32xf16> into tensor<2x48x32xf16>" in mlir
+    # CHECK: affine_map<(n, m0, m1, c, u1, k) -> (n, m0, m1 + u1 * 1, k)>      (phase 2: the taps of axis 1 only)
+    assert "affine_map<(n, m0, m1, c, u1, k) -> (n, m0, m1 + u1 * 1, k)>" in mlir
+    lowered = compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path, ("--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",))
+    convs = [d for d in lowered.dispatches if d.is_contraction]
+    assert len(convs) == 4, [d.name for d in lowered.dispatches]
+    configured = [p.read_text() for p in sorted((tmp_path / "dump").glob("configured_*.mlir"))]
+    tuned = [text for text in configured if "workgroup = [1, 1, 32, 32, 0]" in text]
+    assert len(tuned) == 3, [re.findall(r"workgroup = \[[\d, ]*\]", text) for text in configured]

@@ -242,6 +242,9 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
+    if groups == 1 and config and 1 < max(taps := [p.filter_taps for p in phase]) and min(taps) == 1:
+        return _dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, config), \
+            [problem.batch, *rows, c], ["n", *m, "c"]
     if groups == 1:
         acc_shape = [problem.batch, *rows, c]
         return mlir.render(
@@ -278,17 +281,60 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
     u = mlir.dims("u", rank)
     domain = ["n", *m, "g", "c", *u, "k"]
     window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" for a, p in enumerate(phase)), "g", "k"]
+    return mlir.render("conv_bwd_data.grouped", contraction=_generic_contraction(
+        window_groups, element, f"%w_{index}", acc_shape, domain, window_index, ["g", *u, "k", "c"], ["n", *m, "g", "c"],
+        parallel=rank + 3, config=config,
+    )), acc_shape, ["n", *m, "g", "c"]
+
+
+def _generic_contraction(window_groups: dict, element: str, filter_value: str, acc_shape: list[int], domain: list[str],
+                         window_index: list[str], filter_index: list[str], acc_index: list[str], parallel: int,
+                         config: str | None) -> str:
+    """A convolution as a ``linalg.generic`` of f32 multiply-adds over ``domain`` (its first ``parallel`` dims
+    parallel, the rest reductions)."""
     widen_x, x = dtypes.widen("%x", element, "%x_f32")
     widen_w, w = dtypes.widen("%w", element, "%w_f32")
     return mlir.render(
-        "conv_bwd_data.grouped", **window_groups, acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
-        window_map=mlir.affine_map(domain, window_index),
-        filter_map=mlir.affine_map(domain, ["g", *u, "k", "c"]),
-        acc_map=mlir.affine_map(domain, ["n", *m, "g", "c"]),
-        iterators=mlir.iterators(["parallel"] * (rank + 3) + ["reduction"] * (rank + 1)),
+        "conv_bwd_data.generic_contraction", **window_groups, filter=filter_value,
+        acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        window_map=mlir.affine_map(domain, window_index), filter_map=mlir.affine_map(domain, filter_index),
+        acc_map=mlir.affine_map(domain, acc_index),
+        iterators=mlir.iterators(["parallel"] * parallel + ["reduction"] * (len(domain) - parallel)),
         extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4), x=x, w=w,
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
-    ), acc_shape, ["n", *m, "g", "c"]
+    )
+
+
+def _dense_tuned(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str,
+                 window_shape: list[int], filter_shape: list[int], config: str) -> str:
+    """A tuned phase of one group with axes of a single tap: the convolution as a ``linalg.generic`` over the other
+    axes' taps only, its filter (U.., K, C) collapsed to theirs. IREE 3.13 folds single-tap axes out of a
+    convolution by rebuilding the op, which drops a ``compilation_info``; this is the op it would rebuild, so the
+    tuned configuration reaches its dispatch (``build_tools/tune.py`` tiles exactly these dims)."""
+    rank = problem.rank
+    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    kept = [a for a, p in enumerate(phase) if p.filter_taps > 1]
+    # each single-tap axis joins the next axis kept (or K) in the collapse
+    reassociation, group = [], []
+    for dim in range(rank + 2):
+        group.append(dim)
+        if dim in kept or dim >= rank:
+            reassociation.append(group)
+            group = []
+    taps_filter = [phase[a].filter_taps for a in kept] + filter_shape[rank:]
+    window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" if a in kept else m[a] for a, p in enumerate(phase)), "k"]
+    window_groups = {"index": index, "element": element, "window": window_value,
+                     "grouped_window_type": mlir.tensor(window_shape, element),
+                     "filter_type": mlir.tensor(taps_filter, element)}
+    acc_shape = [problem.batch, *(p.rows for p in phase), problem.in_channels]
+    return mlir.render(
+        "conv_bwd_data.dense_tuned", **window_groups, filter_reassociation=reassociation,
+        phase_filter_type=mlir.tensor(filter_shape, element),
+        contraction=_generic_contraction(
+            window_groups, element, f"%w_{index}_taps", acc_shape, ["n", *m, "c", *(u[a] for a in kept), "k"],
+            window_index, [*(u[a] for a in kept), "k", "c"], ["n", *m, "c"], parallel=rank + 2, config=config,
+        ),
+    )
 
 
 def _im2col_leading_axes(problem: ConvBwdDataProblem, phase) -> int:
