@@ -242,11 +242,11 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
-    if groups == 1 and config and 1 < max(taps := [p.filter_taps for p in phase]) and min(taps) == 1:
-        return _dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, config), \
-            [problem.batch, *rows, c], ["n", *m, "c"]
     if groups == 1:
         acc_shape = [problem.batch, *rows, c]
+        if config and 1 < max(taps := [p.filter_taps for p in phase]) and min(taps) == 1:
+            return _dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, acc_shape,
+                                config), acc_shape, ["n", *m, "c"]
         return mlir.render(
             "conv_bwd_data.named",
             index=index, conv_op=_CONV_OPS[rank], window=window_value,
@@ -306,7 +306,7 @@ def _generic_contraction(window_groups: dict, element: str, filter_value: str, a
 
 
 def _dense_tuned(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str,
-                 window_shape: list[int], filter_shape: list[int], config: str) -> str:
+                 window_shape: list[int], filter_shape: list[int], acc_shape: list[int], config: str) -> str:
     """A tuned phase of one group with axes of a single tap: the convolution as a ``linalg.generic`` over the other
     axes' taps only, its filter (U.., K, C) collapsed to theirs. IREE 3.13 folds single-tap axes out of a
     convolution by rebuilding the op, which drops a ``compilation_info``; this is the op it would rebuild, so the
@@ -326,7 +326,6 @@ def _dense_tuned(index: int, phase, problem: ConvBwdDataProblem, element: str, w
     window_groups = {"index": index, "element": element, "window": window_value,
                      "grouped_window_type": mlir.tensor(window_shape, element),
                      "filter_type": mlir.tensor(taps_filter, element)}
-    acc_shape = [problem.batch, *(p.rows for p in phase), problem.in_channels]
     return mlir.render(
         "conv_bwd_data.dense_tuned", **window_groups, filter_reassociation=reassociation,
         phase_filter_type=mlir.tensor(filter_shape, element),
