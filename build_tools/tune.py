@@ -42,11 +42,12 @@ TUNING_DIR = Path(__file__).resolve().parent.parent / "mlir" / "tuning"
 
 
 def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int], k_tiles: int,
-                     stages: int, tap_axes: int | None = None) -> str:
+                     stages: int, tap_axes: int | None = None, grouped: bool = False) -> str:
     """The attribute for one convolution: workgroup (outer spatial rows, inner spatial, c), subgroup counts, k tiles.
 
     ``tap_axes``: the convolution's spatial reduction dims (its axes of more than one tap; default ``rank``): a
-    phase with single-tap axes is written without them (``stride_phases._dense_tuned``)."""
+    phase with single-tap axes is written without them (``stride_phases._dense_tuned``). ``grouped``: the grouped
+    generic's iteration space ``[n, *spatial, g, c, ...]``, one group per workgroup."""
     name, m, n, k, subgroup_size = intrinsic
     rows, inner, channels = workgroup
     sg_rows, sg_inner, sg_channels = subgroup
@@ -55,8 +56,8 @@ def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subg
     outer[-1:] = [rows] if rank > 1 else []
     sg_outer = [1] * (rank - 1)
     sg_outer[-1:] = [sg_rows] if rank > 1 else []
-    wg = [1, *outer, inner, channels]
-    sg = [1, *sg_outer, sg_inner, sg_channels]
+    wg = [1, *outer, inner, *([1] if grouped else []), channels]
+    sg = [1, *sg_outer, sg_inner, *([0] if grouped else []), sg_channels]
     lowering = (
         f"#iree_gpu.lowering_config<{{convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{name}>, "
         f"padding = [{', '.join(map(str, wg))}, {k_tiles * k}], "
@@ -72,11 +73,11 @@ def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subg
     return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"
 
 
-def candidate_space(intrinsic, limit: int, seed: int = 0) -> list[tuple]:
+def candidate_space(intrinsic, limit: int, seed: int = 0, channel_tiles: tuple[int, ...] = (64, 128, 256)) -> list[tuple]:
     _, m, n, _, _ = intrinsic
     space = []
     for rows, inner, channels, sg_rows, sg_inner, sg_channels, k_tiles, stages in itertools.product(
-        (1, 2, 4), (16, 32, 64), (64, 128, 256), (1, 2), (1, 2, 4), (2, 4, 8), (2, 4, 8), (2, 3, 4)
+        (1, 2, 4), (16, 32, 64), channel_tiles, (1, 2), (1, 2, 4), (2, 4, 8), (2, 4, 8), (2, 3, 4)
     ):
         if rows % sg_rows or inner % (sg_inner * m) or channels % (sg_channels * n):
             continue
@@ -105,6 +106,11 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     # per phase, its axes of more than one tap; a phase of single taps is a matmul to IREE, which drops the config
     tap_axes = ([sum(1 for axis in phase if axis.filter_taps > 1) for phase in stride_phases.phases(problem)]
                 if isinstance(problem, ConvBwdDataProblem) else [problem.rank])
+    grouped = problem.groups > 1
+    if grouped:  # the grouped generic keeps single-tap axes, which IREE folds away with the config: no such phase
+        tap_axes = [axes if axes == problem.rank else 0 for axes in tap_axes]
+    # a group's channels are cut in tiles that divide them (a warp's share is a power of two of 8-wide tiles)
+    channel_tiles = tuple(t for t in (32, 64, 128, 256) if problem.in_channels % t == 0) if grouped else (64, 128, 256)
     candidates = [{"id": "default", "phase": None, "config": None}]
     for form in getattr(module, "form_candidates", lambda _: [])(problem):
         label = "-".join(f"{key}{value}" for key, value in form.items())
@@ -112,10 +118,10 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     for phase, axes in enumerate(tap_axes):
         if (only_phases is not None and phase not in only_phases) or axes == 0:
             continue
-        for i, (wg, sg, k_tiles, stages) in enumerate(candidate_space(intrinsic, limit)):
+        for i, (wg, sg, k_tiles, stages) in enumerate(candidate_space(intrinsic, limit, channel_tiles=channel_tiles)):
             candidates.append({
                 "id": f"p{phase}-c{i}", "phase": phase, "workgroup": wg, "subgroup": sg, "k_tiles": k_tiles, "stages": stages,
-                "config": compilation_info(problem.rank, intrinsic, wg, sg, k_tiles, stages, axes),
+                "config": compilation_info(problem.rank, intrinsic, wg, sg, k_tiles, stages, axes, grouped),
             })
     from concurrent.futures import ThreadPoolExecutor
 
