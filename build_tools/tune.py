@@ -10,9 +10,11 @@
 A candidate is either one ``#iree_codegen.compilation_info`` (TileAndFuse pipeline, implicit GEMM) set on one
 phase's convolution (conv_bwd_data, grouped_conv_bwd_data), or one choice of the template's form (an operator
 module's ``form_candidates``: e.g. the batch split of grouped_conv_bwd_weight). Tile sizes live in the
-implicit-GEMM iteration space ``[n, *spatial, c, k]``: workgroup tiles in elements, subgroup tiles in intrinsic
-tiles along the innermost spatial dim (M) and c (N), reduction in intrinsic tiles of k. The other phases keep
-IREE's defaults while one phase is tuned.
+implicit-GEMM iteration space ``[n, *spatial, c, k]`` (grouped: ``[n, *spatial, g, c, k]``, one group a
+workgroup): workgroup tiles in elements, subgroup tiles in intrinsic tiles along the innermost spatial dim (M) and
+c (N), reduction in intrinsic tiles of k. The other phases keep their table entries (else IREE's defaults) while
+one phase is tuned. A phase with single-tap axes is tuned without them (IREE folds them away, and the configuration
+with them); one of single taps only is a matmul to IREE and is not tuned.
 """
 
 from __future__ import annotations
