@@ -14,6 +14,7 @@ import pytest
 
 from ops import catalog, render, runtime, targets, tuning
 from ops.operators import conv_bwd_data as conv
+from ops.operators import stride_phases
 
 from conftest import gpu_phases, interleaved_store
 from conv_cases import PROBLEMS
@@ -96,8 +97,6 @@ def test_a_rule_leaves_out_the_problems_it_excepts():
 def tuned_phases(monkeypatch):
     """Every phase of the GPU targets' phases rendered as a tuned one (``stride_phases._dense_tuned`` for one group
     with single-tap axes), its configuration then left out: the CPU device compiles the same contraction."""
-    from ops.operators import stride_phases
-
     convolution = stride_phases._convolution
 
     def tuned(*args):
@@ -110,14 +109,8 @@ def tuned_phases(monkeypatch):
     gpu_phases(monkeypatch)
 
 
-def _has_single_tap_axes_beside_others(problem) -> bool:
-    from ops.operators import stride_phases
-
-    taps = ([axis.filter_taps for axis in phase] for phase in stride_phases.phases(problem))
-    return any(1 < max(t) and min(t) == 1 for t in taps)
-
-
-@pytest.mark.parametrize("name", [name for name, p in PROBLEMS.items() if _has_single_tap_axes_beside_others(p)])
+@pytest.mark.parametrize("name", [name for name, p in PROBLEMS.items()
+                                  if any(map(stride_phases.single_taps_beside_others, stride_phases.phases(p)))])
 def test_tuned_phases_without_their_single_tap_axes_match_the_direct_definition(rng, tuned_phases, name):
     assert "_taps = tensor.collapse_shape" in conv.render(PROBLEMS[name])  # the form under test is the one rendered
     check_against_the_direct_definition(rng, name)

@@ -244,7 +244,7 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
     m = mlir.dims("m", rank)
     if groups == 1:
         acc_shape = [problem.batch, *rows, c]
-        if config and 1 < max(taps := [p.filter_taps for p in phase]) and min(taps) == 1:
+        if config and single_taps_beside_others(phase):
             return _dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, acc_shape,
                                 config), acc_shape, ["n", *m, "c"]
         return mlir.render(
@@ -303,6 +303,13 @@ def _generic_contraction(window_groups: dict, element: str, filter_value: str, a
         extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4), x=x, w=w,
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
     )
+
+
+def single_taps_beside_others(phase) -> bool:
+    """Whether a phase has single-tap axes beside axes of several taps: IREE 3.13 rebuilds such a convolution
+    without the single-tap axes (``_dense_tuned``)."""
+    taps = [axis.filter_taps for axis in phase]
+    return max(taps) > 1 and min(taps) == 1
 
 
 def _dense_tuned(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str,
