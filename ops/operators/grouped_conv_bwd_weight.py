@@ -220,8 +220,10 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
             taken = [taken for _, taken, _ in reads]
             unpadded_groups = [*x_groups_shape[:len(chunk_shape) + 1], *taken, groups, c] if channels_last_layout else \
                 [*x_groups_shape[:len(chunk_shape) + 3], *taken]
-            split_low = [0] * len(chunk_shape) + (list(pad_low[:-1]) + [0, 0] if channels_last_layout else [0, 0, *pad_low[1:]])
-            split_high = [0] * len(chunk_shape) + (list(pad_high[:-1]) + [0, 0] if channels_last_layout else [0, 0, *pad_high[1:]])
+
+            def on_groups(pad):  # x's pad (N, spatial.., C or N, C, spatial..) on the split (chunks.., N, .., G, C) view
+                return [0] * len(chunk_shape) + ([*pad[:-1], 0, 0] if channels_last_layout else [0, 0, *pad[1:]])
+            split_low, split_high = on_groups(pad_low), on_groups(pad_high)
             pad_x.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
             pad_x.append(mlir.indent(mlir.render(
                 "common.expand", result="%x_unpadded_groups", source=x_value,

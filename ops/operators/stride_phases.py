@@ -462,7 +462,7 @@ def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: 
     says (IREE's default there is 32 threads a workgroup, one element each, and need not divide the strides); else
     (llvm-cpu, or no target) by ``tensor.extract``, which IREE collapses to one dim and tiles freely."""
     x = mlir.dims("i", problem.rank)
-    domain = ["n", *x, "ch"] if problem.channels_last else ["n", "ch", *x]
+    domain = ["n", *x, "ch"]  # channels-last only (``interleaves``)
     fused = fusion.operands({"n": "n", "channel": "ch", **dict(enumerate(x))})
     if slots.element == dtypes.ACCUMULATOR:
         body, stored = _store_body(fusion, element, "%acc")
@@ -475,7 +475,7 @@ def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: 
     if gpu:  # the slots through the indexing map, tiled by the target's copy config
         rows = [f"{x[a]} floordiv {s}" if s > 1 else x[a] for a, s in enumerate(problem.stride)]
         read = [*(f"{x[a]} mod {problem.stride[a]}" for a in slots.strided_axes), "n", *rows, "ch"]
-        steps = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
+        steps = [1, *problem.stride, 1]
         return mlir.render(
             "conv_bwd_data.interleave_map", **common,
             maps=", ".join([mlir.affine_map(domain, read), *(mlir.affine_map(domain, i) for i in fused.indices),
