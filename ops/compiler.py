@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from .launch import plan as launch_plan
 from .targets import Target
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -126,11 +127,24 @@ def digest_path(vmfb: Path) -> Path:
     return vmfb.with_name(vmfb.name + ".sha256")
 
 
+def _run(command: list[str], cwd: Path, spec: ModuleSpec, shown: list[str]) -> None:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CompileError(
+            f"iree-compile failed for {spec.name} on {spec.target} (exit {result.returncode}).\n"
+            f"Command: cd {cwd} && {shlex.join(shown)}\n{result.stderr.strip()}"
+        )
+
+
 def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -> Path:
-    """Compile ``spec`` to ``vmfb`` (atomically), with its digest, ``<vmfb stem>.mlir`` and ``.compile.sh`` beside it."""
+    """Compile ``spec`` to ``vmfb`` (atomically), with its digest, ``<vmfb stem>.mlir`` and ``.compile.sh`` beside it.
+
+    GPU modules compile in two steps, to IREE's HAL-level program and on from it, and the launch plan read from
+    that program (``ops/launch/plan.py``) is stored beside the module with its digest (``plan_path``): the
+    plan and the module come from one program. A program no plan expresses leaves the reason instead."""
     mlir_path = vmfb.with_suffix(".mlir")
     _atomic_write(mlir_path, spec.mlir.encode())
-    tmp_out = vmfb.with_name(f".{vmfb.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = vmfb.with_name(f".{vmfb.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     extra = []
     if dump_dir is not None:
         extra = [
@@ -138,34 +152,92 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
             f"--iree-hal-dump-executable-intermediates-to={dump_dir}",
             f"--iree-hal-dump-executable-binaries-to={dump_dir}",
         ]
-    command = [compiler_tool(), mlir_path.name, *spec.flags, *extra, "-o", tmp_out.name]
-    shown = ["iree-compile", mlir_path.name, *spec.flags, "-o", vmfb.name]
-    _atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\ncd \"$(dirname \"$0\")\"\n{shlex.join(shown)}\n".encode())
-    result = subprocess.run(command, cwd=vmfb.parent, capture_output=True, text=True)
+    tool = compiler_tool()
+    if spec.target.gpu:
+        hal = vmfb.with_name(f"{vmfb.stem}.hal.mlir")
+        steps = [[mlir_path.name, *spec.flags, *extra, "--compile-to=hal", "-o", hal.name],
+                 ["--compile-from=hal", hal.name, *spec.flags, "-o", vmfb.name]]
+    else:
+        hal, steps = None, [[mlir_path.name, *spec.flags, *extra, "-o", vmfb.name]]
+    shown = [["iree-compile", *(a for a in step if a not in extra)] for step in steps]
+    script = "\n".join(shlex.join(s) for s in shown)
+    _atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode())
     stats["compiles"] += 1
-    if result.returncode != 0:
-        tmp_out.unlink(missing_ok=True)
-        raise CompileError(
-            f"iree-compile failed for {spec.name} on {spec.target} (exit {result.returncode}).\n"
-            f"Command: cd {vmfb.parent} && {shlex.join(shown)}\n{result.stderr.strip()}"
-        )
+    hal_tmp = tmp.with_name(tmp.name + ".hal.mlir")
+    try:
+        for step, visible in zip(steps, shown):
+            real = [tool, *(hal_tmp.name if a == (hal and hal.name) else tmp.name if a == vmfb.name else a for a in step)]
+            _run(real, vmfb.parent, spec, visible)
+        data = tmp.read_bytes()
+        if hal is not None:
+            _store_plan(vmfb, hal_tmp.read_text(), data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        hal_tmp.unlink(missing_ok=True)
     # the digest first: a module without its digest in place is never taken for a good one
-    _atomic_write(digest_path(vmfb), (digest(tmp_out.read_bytes()) + "\n").encode())
-    os.replace(tmp_out, vmfb)
+    _atomic_write(digest_path(vmfb), (digest(data) + "\n").encode())
+    os.replace(tmp, vmfb)
     return vmfb
+
+
+def plan_path(vmfb: Path) -> Path:
+    """Where a GPU module's launch plan is stored (the extractor's version in its name)."""
+    return vmfb.with_name(f"{vmfb.stem}.launch-v{launch_plan.EXTRACTOR_VERSION}.json")
+
+
+def unsupported_path(vmfb: Path) -> Path:
+    """Where the reason is kept that a GPU module has no launch plan (it runs through IREE's runtime)."""
+    return plan_path(vmfb).with_suffix(".unsupported")
+
+
+def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
+    """Read the launch plan of ``hal_text`` and store it beside ``vmfb``, the executables located in ``data`` (the
+    module's bytes, which embed them verbatim); or store why there is none."""
+    try:
+        plan = launch_plan.locate(*launch_plan.extract(hal_text), data)
+    except launch_plan.UnsupportedModule as error:
+        _atomic_write(unsupported_path(vmfb), f"{error}\n".encode())
+        return
+    text = plan.to_json().encode()
+    _atomic_write(digest_path(plan_path(vmfb)), (digest(text) + "\n").encode())
+    _atomic_write(plan_path(vmfb), text)
+
+
+def load_plan(root: Path, vmfb: Path, data: bytes) -> "launch_plan.Plan | str":
+    """The verified launch plan of the module ``vmfb`` (under ``root``, its verified bytes ``data``), or why there
+    is none: never stored, its digest does not match, or its executables are not those of the module."""
+    path = plan_path(vmfb)
+    if not path.is_file():
+        reason = unsupported_path(vmfb)
+        return reason.read_text().strip() if reason.is_file() else f"no launch plan beside {vmfb.name}"
+    text = path.read_bytes()
+    if _recorded_digest(root, path) != digest(text):
+        return f"{path} does not match its recorded SHA-256 digest"
+    plan = launch_plan.Plan.from_json(text.decode())
+    for executable in plan.executables:
+        embedded = data[executable.offset: executable.offset + executable.nbytes]
+        if digest(embedded) != executable.sha256:
+            return f"{path}: executable {executable.name} is not at its recorded place in {vmfb.name}"
+    return plan
 
 
 _manifest_digests: dict[tuple, dict[str, str]] = {}
 
 
 def _recorded_digest(root: Path, vmfb: Path) -> str | None:
-    """The digest ``vmfb`` must have: artifacts/manifest.json's record of it, else the one beside it."""
+    """The digest a stored file (a module, a launch plan) must have: artifacts/manifest.json's record of it,
+    else the one beside it."""
     manifest = root / "manifest.json"
     if manifest.is_file():
         stamp = (str(manifest), manifest.stat().st_mtime_ns)
         if stamp not in _manifest_digests:
             modules = json.loads(manifest.read_text()).get("modules", [])
-            _manifest_digests[stamp] = {m["module"]: m["sha256"] for m in modules if "sha256" in m}
+            _manifest_digests[stamp] = {
+                **{m["module"]: m["sha256"] for m in modules if "sha256" in m},
+                **{m["launch_plan"]: m["launch_plan_sha256"] for m in modules if "launch_plan" in m},
+            }
         recorded = _manifest_digests[stamp].get(vmfb.relative_to(root).as_posix())
         if recorded:
             return recorded

@@ -34,6 +34,11 @@ class Target:
         return self.backend if self.backend == "llvm-cpu" else f"{self.backend}:{self.arch}"
 
     @property
+    def gpu(self) -> bool:
+        """Whether modules run on a GPU, whose kernels a launch plan can put on a framework's stream."""
+        return self.backend in ("cuda", "rocm")
+
+    @property
     def driver(self) -> str:
         return BACKEND_DRIVER[self.backend]
 
