@@ -182,6 +182,11 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
     return vmfb
 
 
+def root_of(path: Path) -> Path:
+    """The store root (artifacts/ or the user cache) a stored module lives under."""
+    return artifacts_dir() if path.is_relative_to(artifacts_dir()) else cache_dir()
+
+
 def plan_path(vmfb: Path) -> Path:
     """Where a GPU module's launch plan is stored (the extractor's version in its name)."""
     return vmfb.with_name(f"{vmfb.stem}.launch-v{launch_plan.EXTRACTOR_VERSION}.json")

@@ -17,6 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import ops.torch as otorch  # noqa: E402
+from ops.torch import calls  # noqa: E402
 from ops import compiler, runtime  # noqa: E402
 
 
@@ -134,8 +135,8 @@ def test_fused_relu_conv_matches_relu_then_conv(name, seeded):
 def test_fused_relu_kernel_is_one_grouped_backward_data_with_the_mask(monkeypatch, seeded):
     tensors, kwargs = conv_tensors(CONV_CASES["2d_s2_g4"], torch.float32, memory_format_last=False)
     launched = []
-    original = runtime.execute
-    monkeypatch.setattr(runtime, "execute", lambda problem, *a, **k: launched.append(problem) or original(problem, *a, **k))
+    original = calls.Prepared.__call__
+    monkeypatch.setattr(calls.Prepared, "__call__", lambda self, args: launched.append(self.problem) or original(self, args))
     forward_backward(lambda *t: otorch.conv2d(*t, **kwargs, input_activation="relu"), tensors)
     assert [p.op for p in launched] == ["grouped_conv_bwd_data", "grouped_conv_bwd_weight"]
     assert launched[0].epilogue is not None and launched[0].d_shapes == (tuple(tensors[0].shape),)
@@ -379,8 +380,8 @@ def test_backward_makes_no_host_copy(monkeypatch, seeded):
     monkeypatch.setattr(torch.Tensor, "numpy", refuse)
     monkeypatch.setattr(torch.Tensor, "__array__", refuse)
     wrapped = []
-    original = otorch._wrap
-    monkeypatch.setattr(otorch, "_wrap", lambda device, t: wrapped.append(t.data_ptr()) or original(device, t))
+    original = calls.wrap
+    monkeypatch.setattr(calls, "wrap", lambda device, t: wrapped.append(t.data_ptr()) or original(device, t))
     _, _, grads = forward_backward(lambda *t: otorch.conv2d(*t, **kwargs), tensors)
     _, _, (grad_x,) = forward_backward(lambda t: otorch.max_pool2d(t, 2), [x])
     assert grads[0].data_ptr() in wrapped and grads[1].data_ptr() in wrapped and grad_x.data_ptr() in wrapped

@@ -360,7 +360,7 @@ def locate(plan: Plan, containers: dict[str, bytes], module: bytes) -> Plan:
     return dataclasses.replace(plan, executables=tuple(executables))
 
 
-def kernel_arguments(plan: Plan, dispatch: Dispatch) -> list[tuple[str, int, int]]:
+def kernel_arguments(dispatch: Dispatch) -> list[tuple[str, int, int]]:
     """How a dispatch's kernel arguments are packed, as IREE's CUDA and HIP HALs pack them: ``("pointer", slot,
     offset)`` for each binding (the slot's base + offset, 8 bytes), then ``("u32", value, 0)`` for each constant."""
     return ([("pointer", slot, offset) for slot, offset, _ in dispatch.bindings]

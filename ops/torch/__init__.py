@@ -10,7 +10,7 @@ indices its backward reads). Every backward is ours: ``grad_input`` by ``conv_bw
 ``grad_bias`` as the sum of ``grad_output``, pooling by ``maxpool2d_bwd`` / ``avgpool3d_bwd``. Only the
 gradients autograd asks for are computed.
 
-How a call runs: each kernel is a ``torch.library.custom_op`` in the ``iree_ck`` namespace (so
+How a call runs: each kernel is an operator of the ``iree_ck`` library (``torch.library.Library``, so
 ``torch.compile(fullgraph=True)`` traces it), with a fake implementation for shapes and ``register_autograd``
 for its gradient. Its body builds a *plan* — the tensors in the layout the kernel takes, the destinations, the
 frozen problem — shared by the real and the fake implementation, then hands the plan's tensors to IREE through
@@ -43,10 +43,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import compiler, dtypes, geometry, runtime, targets, tuning
-from .operator import run
-from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
-from .validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
+from .. import compiler, dtypes, geometry, targets, tuning
+from . import calls
+from ..operator import run
+from ..operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
+from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "max_pool2d", "avg_pool3d",
@@ -109,20 +110,6 @@ def _array(view: Tensor) -> _Array:
     return _Array(tuple(view.shape), dtypes.numpy_dtype(_TORCH_DTYPES[view.dtype]))
 
 
-def driver_for(device: torch.device) -> str:
-    """The IREE driver that runs kernels on tensors of ``device``."""
-    if device.type == "cpu":
-        return targets.DEFAULT_DEVICE
-    if device.type == "cuda":
-        check(
-            device.index in (None, 0, torch.cuda.current_device()),
-            f"ops.torch: tensors on {device} are not supported; IREE runs on the current CUDA device "
-            f"(cuda:{torch.cuda.current_device()}): use torch.cuda.set_device",
-        )
-        return "hip" if torch.version.hip else "cuda"
-    raise ValueError(f"ops.torch: tensors on {device.type!r} are not supported (cpu and cuda are)")
-
-
 @dataclass
 class _Plan:
     """One kernel call: the frozen problem, the tensors it reads and writes (in its layout), what to return."""
@@ -131,6 +118,7 @@ class _Plan:
     inputs: list  # contiguous tensors in the kernel's layout, in the module function's argument order
     writes: list  # contiguous views of the destinations
     returns: tuple  # the tensors handed back to PyTorch (the destinations, in PyTorch's shapes)
+    channels_last: bool  # the layout: NHWC/NDHWC views of channels-last tensors, else channels-first
 
     def result(self):
         return self.returns[0] if len(self.returns) == 1 else self.returns
@@ -145,50 +133,62 @@ def _note(plan: _Plan) -> None:
         _recording.append(plan.problem())
 
 
-def _wrap(hal_device, t: Tensor):
-    return rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
-
-
-def _launch(plan: _Plan):
-    """Run the plan's kernel on the plan's own memory (DLPack, no copy); returns the plan's results.
-
-    While ``precompile`` records, the kernel does not run: its problem is noted and its destinations return
-    as they are (uninitialized)."""
-    if _recording is not None:
-        return _fake(plan)
-    if any(t.numel() == 0 for t in plan.inputs) or any(t.numel() == 0 for t in plan.writes):
-        for t in plan.writes:  # an empty batch or channel count: the gradient of nothing is zero (or empty)
-            t.zero_()
-        return plan.result()
-    driver = driver_for(plan.inputs[0].device)
-    hal_device = runtime.get_device(driver)
-    arguments = [_wrap(hal_device, t) for t in plan.inputs]
-    destinations = tuple(_wrap(hal_device, t) for t in plan.writes)
-    if plan.inputs[0].device.type == "cuda":
-        torch.cuda.current_stream().synchronize()  # PyTorch's writes of the inputs are done (see the header)
-    run(plan.problem(), arguments, driver, destinations)
-    return plan.result()
-
-
 def _fake(plan: _Plan):
     _note(plan)
     return plan.result()
 
 
-def _custom_op(name: str, plan: Callable):
-    """Register ``iree_ck::name`` whose real implementation launches ``plan``'s kernel and whose fake one
-    returns ``plan``'s destinations (and notes the problem for ``precompile``)."""
+def _prepare(plan: Callable, args: tuple) -> calls.Prepared:
+    """The ready call of ``args``' signature: ``plan`` run once (layout, destinations, the checked problem), and
+    what it decided kept (see ``ops/torch/calls.py``). The tensor arguments are the module's inputs, in order;
+    the first one's memory format decides the layout."""
+    planned = plan(*args)
+    tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+    channels_last = planned.channels_last
+    memory_format = _memory_format(planned.returns[0].dim() - 2) if channels_last else torch.contiguous_format
+    reads = tuple((i, _conform(a, channels_last) is not a) for i, a in tensors)
+    results = tuple((tuple(r.shape), r.dtype) for r in planned.returns)
+    device = tensors[0][1].device
+    empty = any(t.numel() == 0 for t in [*planned.inputs, *planned.writes])
+    problem = planned.problem()
+    kernel = None if empty else calls.kernel_for(problem, device, lambda ts: [_kernel_view(t, channels_last) for t in ts])
+    return calls.Prepared(problem, reads, memory_format, results, device, kernel, empty)
+
+
+_library = torch.library.Library("iree_ck", "DEF")
+
+
+def _define(name: str, schema_of: Callable, implementation: Callable, fake: Callable):
+    """Define ``iree_ck::name`` (the schema of ``schema_of``'s annotations) with a CPU and CUDA implementation and a
+    fake one: direct library registration, which costs about two thirds of ``torch.library.custom_op``'s call
+    (measured, docs/PERFORMANCE.md)."""
+    _library.define(name + torch.library.infer_schema(schema_of, mutates_args=()))
+    for key in ("CPU", "CUDA"):
+        _library.impl(name, implementation, key)
+    torch.library.register_fake(f"iree_ck::{name}", fake, lib=_library)
+    return getattr(torch.ops.iree_ck, name).default
+
+
+def _register_autograd(name: str, backward: Callable, setup_context: Callable) -> None:
+    torch.library.register_autograd(f"iree_ck::{name}", backward, setup_context=setup_context, lib=_library)
+
+
+def _kernel_op(name: str, plan: Callable):
+    """Register ``iree_ck::name``, whose implementation runs the ready call of its arguments' signature (prepared
+    from ``plan`` on first use) and whose fake one returns ``plan``'s destinations (and notes the problem for
+    ``precompile``)."""
+    ready: dict[tuple, calls.Prepared] = {}
+
     def real(*args):
-        return _launch(plan(*args))
+        if _recording is not None:
+            return _fake(plan(*args))
+        key = calls.signature(args)
+        call = ready.get(key)
+        if call is None:
+            call = ready[key] = _prepare(plan, args)
+        return call(args)
 
-    def fake(*args):
-        return _fake(plan(*args))
-
-    real.__signature__ = fake.__signature__ = inspect.signature(plan, eval_str=True)
-    real.__annotations__ = fake.__annotations__ = dict(plan.__annotations__)
-    op = torch.library.custom_op(f"iree_ck::{name}", real, mutates_args=())
-    op.register_fake(fake)
-    return op
+    return _define(name, plan, real, lambda *args: _fake(plan(*args)))
 
 
 # --- Plans: each kernel's layout, problem and destinations ---------------------------------------------
@@ -231,7 +231,7 @@ def _plan_conv_backward_input(grad_output: Tensor, weight: Tensor, relu_output: 
         _input_grad_problem, *(_array(v) for v in views[:2]), _array(views[2]) if relu_output is not None else None,
         tuple(out_view.shape), tuple(stride), _pairs(padding), tuple(dilation), groups, _layout(rank, cl),
     )
-    return _Plan(problem, views, [out_view], (grad_input,))
+    return _Plan(problem, views, [out_view], (grad_input,), cl)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -249,7 +249,7 @@ def _plan_conv_backward_weight(input: Tensor, grad_output: Tensor, weight_size: 
     views = [_kernel_view(input, cl), _kernel_view(grad_output, cl)]
     problem = functools.partial(_weight_grad_problem, *(_array(v) for v in views), tuple(weight_size[2:]),
                                 tuple(stride), _pairs(padding), tuple(dilation), groups, _layout(rank, cl))
-    return _Plan(problem, views, [_kernel_view(grad_weight, cl)], (grad_weight,))
+    return _Plan(problem, views, [_kernel_view(grad_weight, cl)], (grad_weight,), cl)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -269,7 +269,7 @@ def _plan_max_pool2d(input: Tensor, kernel_size: List[int], stride: List[int], p
                                                            padding[a], padding[a], ceil_mode) for a in range(2))]
     y = _empty(size, input, cl)
     indices = _empty(size, input, cl, dtype=torch.int64)
-    return _Plan(problem, [view], [_kernel_view(y, cl), _kernel_view(indices, cl)], (y, indices))
+    return _Plan(problem, [view], [_kernel_view(y, cl), _kernel_view(indices, cl)], (y, indices), cl)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -290,7 +290,7 @@ def _plan_max_pool2d_backward(grad_output: Tensor, indices: Tensor, input_size: 
     problem = functools.partial(_max_pool_backward_problem, *(_array(v) for v in views), tuple(out_view.shape),
                                 tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation), ceil_mode,
                                 _layout(2, cl))
-    return _Plan(problem, views, [out_view], (grad_input,))
+    return _Plan(problem, views, [out_view], (grad_input,), cl)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -311,16 +311,16 @@ def _plan_avg_pool3d_backward(grad_output: Tensor, input_size: List[int], kernel
     problem = functools.partial(_avg_pool_backward_problem, _array(view), tuple(out_view.shape), tuple(kernel_size),
                                 tuple(stride), tuple(padding), ceil_mode, count_include_pad, divisor_override,
                                 _layout(3, cl))
-    return _Plan(problem, [view], [out_view], (grad_input,))
+    return _Plan(problem, [view], [out_view], (grad_input,), cl)
 
 
 # --- The registered operators ----------------------------------------------------------------------------
 
-_conv_backward_input = _custom_op("conv_backward_input", _plan_conv_backward_input)
-_conv_backward_weight = _custom_op("conv_backward_weight", _plan_conv_backward_weight)
-_max_pool2d_op = _custom_op("max_pool2d", _plan_max_pool2d)
-_max_pool2d_backward = _custom_op("max_pool2d_backward", _plan_max_pool2d_backward)
-_avg_pool3d_backward = _custom_op("avg_pool3d_backward", _plan_avg_pool3d_backward)
+_conv_backward_input = _kernel_op("conv_backward_input", _plan_conv_backward_input)
+_conv_backward_weight = _kernel_op("conv_backward_weight", _plan_conv_backward_weight)
+_max_pool2d_op = _kernel_op("max_pool2d", _plan_max_pool2d)
+_max_pool2d_backward = _kernel_op("max_pool2d_backward", _plan_max_pool2d_backward)
+_avg_pool3d_backward = _kernel_op("avg_pool3d_backward", _plan_avg_pool3d_backward)
 
 
 def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
@@ -343,27 +343,25 @@ def _torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, p
     return output
 
 
-@torch.library.custom_op("iree_ck::conv", mutates_args=())
-def _conv_op(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
-             dilation: List[int], groups: int) -> Tensor:
+def _conv_forward(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+                  dilation: List[int], groups: int) -> Tensor:
     return _torch_conv(input, weight, bias, stride, padding, dilation, groups)
 
 
-@torch.library.custom_op("iree_ck::relu_conv", mutates_args=())
-def _relu_conv_op(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
-                  dilation: List[int], groups: int) -> Tuple[Tensor, Tensor]:
+def _relu_conv_forward(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+                       dilation: List[int], groups: int) -> Tuple[Tensor, Tensor]:
     """conv(relu(input)); also returns relu(input), which the backward reads (as PyTorch's ReLU and conv save it)."""
     activation = torch.relu(input)
     return _torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
 
 
-_conv_op.register_fake(_torch_conv)
-
-
-@_relu_conv_op.register_fake
-def _(input, weight, bias, stride, padding, dilation, groups):
+def _relu_conv_fake(input, weight, bias, stride, padding, dilation, groups):
     activation = torch.empty_like(input)
     return _torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
+
+
+_conv_op = _define("conv", _conv_forward, _conv_forward, _torch_conv)
+_relu_conv_op = _define("relu_conv", _relu_conv_forward, _relu_conv_forward, _relu_conv_fake)
 
 
 _bfloat16_cuda_warned = []
@@ -413,8 +411,8 @@ def _conv_backward(ctx, grad_output, *unused):
     return grad_input, grad_weight, grad_bias, None, None, None, None
 
 
-_conv_op.register_autograd(_conv_backward, setup_context=_conv_setup)
-_relu_conv_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+_register_autograd("conv", _conv_backward, _conv_setup)
+_register_autograd("relu_conv", _conv_backward, _conv_setup)
 
 
 def _max_pool_setup(ctx, inputs, output):
@@ -432,7 +430,7 @@ def _max_pool_backward(ctx, grad_output, _grad_indices):
     return _max_pool2d_backward(grad_output, indices, *ctx.params), None, None, None, None, None
 
 
-_max_pool2d_op.register_autograd(_max_pool_backward, setup_context=_max_pool_setup)
+_register_autograd("max_pool2d", _max_pool_backward, _max_pool_setup)
 
 
 def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
@@ -440,8 +438,7 @@ def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], 
     return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
-_avg_pool3d_op = torch.library.custom_op("iree_ck::avg_pool3d", _torch_avg_pool3d, mutates_args=())
-_avg_pool3d_op.register_fake(_torch_avg_pool3d)
+_avg_pool3d_op = _define("avg_pool3d", _torch_avg_pool3d, _torch_avg_pool3d, _torch_avg_pool3d)
 
 
 def _avg_pool_setup(ctx, inputs, output):
@@ -454,7 +451,7 @@ def _avg_pool_backward(ctx, grad_output):
     return grad_input, None, None, None, None, None, None
 
 
-_avg_pool3d_op.register_autograd(_avg_pool_backward, setup_context=_avg_pool_setup)
+_register_autograd("avg_pool3d", _avg_pool_backward, _avg_pool_setup)
 
 
 # --- The functions (torch.nn.functional's arguments) ------------------------------------------------------
@@ -772,7 +769,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     for i, t in enumerate(inputs):
         _check_tensor("precompile", f"example_input[{i}]", t)
     home = inputs[0].device
-    own_driver = None if home.type == "meta" else driver_for(home)
+    own_driver = None if home.type == "meta" else calls.driver_for(home)
     device = device or own_driver or targets.DEFAULT_DEVICE
     target = targets.target_for_device(device, "precompile")
     # The step runs where the inputs are: PyTorch's layers compute, this library's kernels only note their

@@ -1,0 +1,165 @@
+"""The host path of a kernel call from PyTorch: one ready call per call signature.
+
+A kernel op's first call with a signature (every tensor's shape, strides, dtype and device, and the other
+arguments) runs the op's *plan* (``ops.torch``: the layout, the destinations, the frozen problem, all checked)
+and keeps what it learned as a ``Prepared`` call: which inputs need one ``contiguous()``, the destinations'
+shapes, dtypes and memory formats, and the kernel. Later calls with that signature do only what changes:
+read the tensors' pointers, allocate the destinations (and the module's transients) from PyTorch's caching
+allocator, and launch. No validation, no problem hashing, no host synchronization.
+
+Kernels, by device:
+- **CUDA** (NVIDIA): the module's launch plan (``ops.launch``) issues its kernels on PyTorch's current stream,
+  read at every call (``torch._C._cuda_getCurrentRawStream``), through NVIDIA's driver bindings. Stream order
+  does the rest: PyTorch's kernels that wrote the inputs come before, its readers of the results after. The
+  call never waits, so it is capturable in a CUDA graph. Tensors used on a stream other than the device's
+  default get ``record_stream``, so the caching allocator does not hand their memory out while our kernels may
+  still read it. A module without a plan, or a machine without ``cuda-bindings``, runs IREE's runtime instead
+  (synchronously, as below), and says so once.
+- **ROCm** (a HIP build of PyTorch) and the **CPU**: IREE's runtime, on the tensors' own memory (DLPack, no copy).
+  On a GPU it first waits for PyTorch's current stream; IREE's call returns with its results complete.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from .. import runtime, targets
+from ..validation import check
+
+ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def say_once(message: str) -> None:
+    with _said_lock:
+        if message in _said:
+            return
+        _said.add(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def signature(args: tuple) -> tuple:
+    """What decides a call's layout, destinations and kernel: each tensor's shape, strides, dtype and device
+    (not its data or storage offset), and every other argument."""
+    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, Tensor)
+                 else tuple(a) if isinstance(a, list) else a for a in args)
+
+
+class Prepared:
+    """One call signature of one kernel op, ready: ``reads`` are (argument index, whether it needs one
+    ``contiguous(memory_format)`` first), ``results`` (shape, dtype) of the destinations in ``memory_format``."""
+
+    __slots__ = ("problem", "reads", "memory_format", "results", "device", "kernel", "empty")
+
+    def __init__(self, problem, reads, memory_format, results, device, kernel, empty: bool):
+        self.problem, self.reads, self.memory_format, self.results = problem, reads, memory_format, results
+        self.device, self.kernel, self.empty = device, kernel, empty
+
+    def __call__(self, args: tuple):
+        memory_format = self.memory_format
+        inputs = [args[i].contiguous(memory_format=memory_format) if copy else args[i] for i, copy in self.reads]
+        outputs = [torch.empty(shape, dtype=dtype, device=self.device, memory_format=memory_format)
+                   for shape, dtype in self.results]
+        if self.empty:  # an empty batch or channel count: the gradient of nothing is zero (or empty)
+            for t in outputs:
+                t.zero_()
+        else:
+            self.kernel(inputs, outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+# --- Kernels -------------------------------------------------------------------------------------------------
+
+
+def wrap(hal_device, t: Tensor):
+    """``t``'s memory as an IREE DeviceArray (DLPack: no copy)."""
+    return runtime.rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
+
+
+class RuntimeKernel:
+    """A module run through IREE's runtime on the tensors' own memory (DLPack); on a GPU, after PyTorch's current
+    stream has finished its work (IREE's call is synchronous)."""
+
+    def __init__(self, function, driver: str, views: Callable, gpu: bool):
+        self.function, self.views, self.gpu = function, views, gpu
+        self.device = runtime.get_device(driver)
+
+    def __call__(self, inputs: list, outputs: list) -> None:
+        arrays = [wrap(self.device, v) for v in self.views(inputs + outputs)]
+        if self.gpu:
+            torch.cuda.current_stream().synchronize()
+        self.function(*arrays)
+
+
+class LaunchedKernel:
+    """A module's launch plan on PyTorch's current CUDA stream (see the module docstring)."""
+
+    def __init__(self, kernels, plan, device: torch.device):
+        self.kernels, self.plan, self.index = kernels, plan, device.index
+        self.device = device
+        self.slots = tuple((s.argument, s.transient, s.offset) for s in plan.slots)
+        self.transients = plan.transients
+        self.inputs = sum(1 for a in plan.arguments if not a.output)
+
+    def __call__(self, inputs: list, outputs: list) -> None:
+        pointers = [t.data_ptr() for t in inputs]
+        if any(p % ALIGNMENT for p in pointers):  # a view with a storage offset: a fresh copy is aligned
+            inputs = [t.clone() if p % ALIGNMENT else t for t, p in zip(inputs, pointers)]
+            pointers = [t.data_ptr() for t in inputs]
+        pointers += [t.data_ptr() for t in outputs]
+        transients = [torch.empty(n, dtype=torch.uint8, device=self.device) for n in self.transients]
+        bases = [pointers[a] + offset if a is not None else transients[t].data_ptr() + offset
+                 for a, t, offset in self.slots]
+        stream = torch._C._cuda_getCurrentRawStream(self.index)
+        self.kernels(bases, stream)
+        if stream != 0 and not torch.cuda.is_current_stream_capturing():
+            current = torch.cuda.current_stream(self.device)
+            for t in inputs:
+                t.record_stream(current)
+
+
+def _launched(problem, device: torch.device):
+    """The launch-plan kernel of ``problem`` on a CUDA device, or None (said once) where it cannot be."""
+    try:
+        from ..launch import cuda as launch_cuda
+    except ImportError as error:
+        say_once(f"ops.torch: CUDA kernels run through IREE's runtime, synchronously: {error}")
+        return None
+    found = launch_cuda.kernels_for(problem, device.index)
+    if isinstance(found, str):
+        say_once(f"ops.torch: {problem.name} runs through IREE's runtime, synchronously: {found}")
+        return None
+    kernels, plan = found
+    return LaunchedKernel(kernels, plan, device)
+
+
+def kernel_for(problem, device: torch.device, views: Callable):
+    """The kernel that runs ``problem`` on tensors of ``device`` (see the module docstring)."""
+    driver = driver_for(device)
+    if driver == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError(
+                f"ops.torch: {problem.op} meets a new problem ({problem.name}) while a CUDA graph is being captured; "
+                "its module must be loaded first: run one eager step with the same shapes before capturing")
+        launched = _launched(problem, device)
+        if launched is not None:
+            return launched
+    return RuntimeKernel(runtime.function_for(problem, driver), driver, views, device.type == "cuda")
+
+
+def driver_for(device: torch.device) -> str:
+    """The IREE driver that runs kernels on tensors of ``device``."""
+    if device.type == "cpu":
+        return targets.DEFAULT_DEVICE
+    if device.type == "cuda":
+        check(device.index == torch.cuda.current_device(),
+              f"ops.torch: tensors on {device} are not on the current CUDA device (cuda:{torch.cuda.current_device()}), "
+              "where this library's kernels run: use torch.cuda.set_device or torch.cuda.device")
+        return "hip" if torch.version.hip else "cuda"
+    raise ValueError(f"ops.torch: tensors on {device.type!r} are not supported (cpu and cuda are)")
