@@ -61,7 +61,7 @@ def _poisoned(shape, dtype, torch):
     return t.fill_(float("nan")) if t.is_floating_point() else t.fill_(-7)
 
 
-def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda) -> dict:
+def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda, transient_fill=None) -> dict:
     row = {"operator": op, "problem": name, "function": problem.name}
     spec, path, data = compiler.load_first(_specs(problem))
     plan = compiler.load_plan(compiler.artifacts_dir() if str(path).startswith(str(compiler.artifacts_dir()))
@@ -78,6 +78,9 @@ def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda) -> d
     inputs = [_to_torch(a, torch) for a in arrays]
     outputs = [_poisoned(shape, dtype, torch) for shape, dtype in results]
     transients = [torch.empty(max(n, 1), dtype=torch.uint8, device="cuda") for n in plan.transients]
+    if transient_fill is not None:  # what a kernel that reads its transient before writing it would see
+        for t in transients:
+            t.fill_(transient_fill)
     tensors = inputs + outputs
 
     def bases():
@@ -95,6 +98,7 @@ def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda) -> d
     reference = reference if isinstance(reference, tuple) else (reference,)
     row["error"] = max(verify.relative_error(g, r) for g, r in zip(got, reference))
     row["within_tolerance"] = row["error"] <= verify.tolerance(op, problem.dtype)
+    row["iree_runtime_error"] = max(verify.relative_error(e, r) for e, r in zip(expected, reference))
     host = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -151,6 +155,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--problems", help="comma-separated problem names (default: all)")
     parser.add_argument("--prepare", action="store_true")
+    parser.add_argument("--transients", type=int, help="fill the launcher's transients with this byte first")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     suites = args.suite or ["ck_examples", "zoo"]
@@ -167,7 +172,7 @@ def main(argv=None) -> int:
             if wanted and name not in wanted:
                 continue
             try:
-                row = check_one(op, name, problem, args.repeat, torch, launch_cuda)
+                row = check_one(op, name, problem, args.repeat, torch, launch_cuda, args.transients)
             except Exception as error:  # one problem's failure is reported, the others still run
                 row = {"operator": op, "problem": name, "status": f"ERROR {type(error).__name__}: {error}"}
             rows.append({"suite": suite, **row})
@@ -175,7 +180,7 @@ def main(argv=None) -> int:
             print(f"{suite:<12} {op:<24} {name:<28} {r.get('dispatches', '-'):>3} "
                   f"{'bitwise' if r.get('bitwise') else 'DIFFERS':<8} err {r.get('error', float('nan')):.1e} "
                   f"host {r.get('launcher_host_us', float('nan')):7.1f} us  iree {r.get('iree_runtime_call_us', float('nan')):8.1f} us  "
-                  f"device {r.get('device_us', float('nan')):8.1f} us  graph {r.get('graph_replays_bitwise')}  {r['status']}",
+                  f"iree err {r.get('iree_runtime_error', float('nan')):.1e}  device {r.get('device_us', float('nan')):8.1f} us  graph {r.get('graph_replays_bitwise')}  {r['status']}",
                   flush=True)
     failed = [r for r in rows if r["status"] != "ok"]
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
