@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     configs = [("resnext2d", torch.float32, False), ("resnext2d", torch.float32, True), ("cnn3d", torch.float32, False),
-               ("resnext2d", torch.bfloat16, True), ("cnn3d", torch.bfloat16, False)]
+               ("resnext2d", torch.bfloat16, True)]
     results = []
     for name, dtype, channels_last in configs:
         try:
