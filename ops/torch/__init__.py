@@ -13,16 +13,14 @@ gradients autograd asks for are computed.
 How a call runs: each kernel is an operator of the ``iree_ck`` library (``torch.library.Library``, so
 ``torch.compile(fullgraph=True)`` traces it), with a fake implementation for shapes and ``register_autograd``
 for its gradient. Its body builds a *plan* — the tensors in the layout the kernel takes, the destinations, the
-frozen problem — shared by the real and the fake implementation, then hands the plan's tensors to IREE through
-DLPack: ``HalDevice.from_dlpack_capsule`` wraps the same memory (no copy), and results are written in place
-into tensors PyTorch allocated. ``contiguous_format`` maps to the channels-first layouts (NCW/NCHW/NCDHW),
+frozen problem — shared by the real and the fake implementation; the real one runs it once per call signature and
+keeps the result as a ready call (``ops/torch/calls.py``). Results are written in place into tensors PyTorch
+allocated. ``contiguous_format`` maps to the channels-first layouts (NCW/NCHW/NCDHW),
 ``channels_last``/``channels_last_3d`` to NHWC/NDHWC as a permuted view (no copy); other strides get one
 ``contiguous()``.
 
-Stream order on GPUs: before IREE reads its inputs, the call waits for PyTorch's current stream
-(``torch.cuda.current_stream().synchronize()``), so every kernel PyTorch queued that writes them has finished.
-IREE's exported functions are synchronous (IREE's default execution model waits on the invocation's fence
-before returning), so when the call returns the results are complete and PyTorch may read them on any stream.
+Stream order, devices and the launch itself: ``ops/torch/calls.py`` (on CUDA, a module's launch plan on
+PyTorch's current stream, nothing waited for; on the CPU and ROCm, IREE's runtime, synchronously).
 """
 
 import concurrent.futures
