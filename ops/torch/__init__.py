@@ -27,7 +27,6 @@ import concurrent.futures
 import contextlib
 import copy
 import functools
-import inspect
 import os
 import sys
 import threading
@@ -35,7 +34,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
-import iree.runtime as rt
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -43,7 +41,6 @@ from torch import Tensor, nn
 
 from .. import compiler, dtypes, geometry, targets, tuning
 from . import calls
-from ..operator import run
 from ..operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
 from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
 
