@@ -55,18 +55,36 @@ def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path,
     errors = []
     for form, spec in enumerate(specs):
         vmfb = spec.path(out, version)
-        dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
         start = time.perf_counter()
         try:
-            compiler.compile_module(spec, vmfb, dump_dir=dump)
-            dispatches = len(list(dump.glob("configured_*.mlir")))
-            return {**record(form, spec, vmfb), "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2),
-                    "dispatches": dispatches, "sha256": compiler.digest(vmfb.read_bytes())}
+            dispatches, plan = _compile(spec, vmfb)
         except compiler.CompileError as error:
             errors.append(str(error))
+            continue
+        return {**record(form, spec, vmfb), "status": "compiled", "compile_seconds": round(time.perf_counter() - start, 2),
+                "dispatches": dispatches, "sha256": compiler.digest(vmfb.read_bytes()), **plan}
+    return {**record(0, specs[0], specs[0].path(out, version)), "status": "failed", "error": "\n\n".join(errors)}
+
+
+def _compile(spec: compiler.ModuleSpec, vmfb: Path) -> tuple[int, dict]:
+    """Compile ``spec`` to ``vmfb``: its dispatch count, and for GPU targets its launch plan's manifest record
+    (the plan's path and digest; or why there is none). A GPU module's dispatches are its plan's: dump flags
+    would change its bytes, and the plan is read from the very program the module is compiled from."""
+    if not spec.target.gpu:
+        dump = Path(tempfile.mkdtemp(prefix="ops-aot-"))
+        try:
+            compiler.compile_module(spec, vmfb, dump_dir=dump)
+            return len(list(dump.glob("configured_*.mlir"))), {}
         finally:
             shutil.rmtree(dump, ignore_errors=True)
-    return {**record(0, specs[0], specs[0].path(out, version)), "status": "failed", "error": "\n\n".join(errors)}
+    compiler.compile_module(spec, vmfb)
+    root = vmfb.parents[1]
+    plan = compiler.load_plan(root, vmfb, vmfb.read_bytes())
+    if isinstance(plan, str):
+        return None, {"launch_plan_unsupported": plan}
+    path = compiler.plan_path(vmfb)
+    return len(plan.dispatches), {"launch_plan": str(path.relative_to(root)),
+                                  "launch_plan_sha256": compiler.digest(path.read_bytes())}
 
 
 def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops: list[str] | None = None,

@@ -1,7 +1,7 @@
 """A converted model's training step against PyTorch's on one CUDA GPU: eager and captured, host and device.
 
     python -m build_tools.train --device cuda --compile-only [--channels-last] [--dtype bfloat16]   # here, first
-    python -m build_tools.step_bench [--steps 30] [--json out.json]                                 # on the GPU
+    python -m build_tools.step_bench [--steps 30] [--repeats 3] [--compile] [--json out.json]       # on the GPU
 
 For each of ``train.py``'s models and each configuration (float32; float32 channels_last for the 2D model;
 bfloat16): the eager step (zero_grad, forward, backward, SGD step) of PyTorch's model and of its converted copy,
@@ -9,7 +9,9 @@ interleaved, timed as wall time to a synchronized end and as host time (until th
 waited for); the same forward+backward captured in one CUDA graph, its replay timed with events (the device time
 of the step's kernels and little else) and its gradients compared with the eager ones; the host time of every
 kernel call of one converted step (each with its module's dispatch count); and whether the converted step passes
-``torch.cuda.set_sync_debug_mode("error")`` (no host synchronization).
+``torch.cuda.set_sync_debug_mode("error")`` (no host synchronization); the whole step with its optimizer captured
+in one CUDA graph, its replay against the summed device time of one eager step's kernels; and with
+``--compile``, ``torch.compile(mode="reduce-overhead")`` of both models.
 """
 
 from __future__ import annotations
@@ -27,10 +29,6 @@ from torch import nn
 import ops.torch as otorch
 from build_tools.train import BATCH, MODELS, _memory_format
 from ops.torch import calls
-
-KERNEL_OPS = ("_conv_backward_input", "_conv_backward_weight", "_max_pool2d_op", "_max_pool2d_backward",
-              "_avg_pool3d_backward")
-
 
 def _step(model, x, y, loss_fn):
     model.zero_grad(set_to_none=True)
@@ -88,37 +86,110 @@ def _captured(model, x, y) -> dict:
     return {"replay_ms": start.elapsed_time(end) / 20, "gradient_difference": difference}
 
 
-def _per_call(model, x, y) -> list:
-    """Host time of each kernel call of one converted step, and its module's dispatch count."""
-    calls_seen, problems = [], []
-    wrapped = {}
-    for name in KERNEL_OPS:
-        original = getattr(otorch, name)
+def _whole_step(model, x, y) -> dict:
+    """The whole training step (zero_grad, forward, backward, SGD step) captured in one CUDA graph: its replay time
+    (events), against the summed device time of the kernels of one eager step (torch.profiler: PyTorch's and
+    this library's, which CUPTI sees like any other), and the parameters after one replay against one eager step
+    from the same state."""
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    eager_model = copy.deepcopy(model)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            _step(model, x, y, loss_fn)
+            optimizer.step()
+    torch.cuda.current_stream().wait_stream(side)
+    eager_model.load_state_dict(model.state_dict())
+    eager_optimizer = torch.optim.SGD(eager_model.parameters(), lr=0.01, momentum=0.9)
+    eager_optimizer.load_state_dict(optimizer.state_dict())
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss_fn(model(x).float(), y).backward()
+        optimizer.step()
+    torch.cuda.synchronize()
+    before = [p.detach().double() for p in model.parameters()]
+    kernels_ms = _kernel_time(eager_model, eager_optimizer, x, y)  # one eager step from the same state
+    graph.replay()
+    torch.cuda.synchronize()
+    difference = max(float(((p.double() - b) - (q.double() - b)).norm() / (q.double() - b).norm().clamp_min(1e-30))
+                     for p, q, b in zip(model.parameters(), eager_model.parameters(), before))
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(20):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    replay = start.elapsed_time(end) / 20
+    return {"replay_ms": replay, "kernels_ms": kernels_ms, "replay_over_kernels": replay / kernels_ms,
+            "update_difference": difference}
 
-        def timed(*args, _original=original, _name=name):
-            start = time.perf_counter_ns()
-            result = _original(*args)
-            calls_seen.append((_name, (time.perf_counter_ns() - start) / 1e3))
-            return result
 
-        wrapped[name] = original
-        setattr(otorch, name, timed)
-    prepared_call = calls.Prepared.__call__
+def _kernel_time(model, optimizer, x, y) -> float:
+    """Summed device time (ms) of the kernels of one eager step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        _step(model, x, y, nn.CrossEntropyLoss())
+        optimizer.step()
+        torch.cuda.synchronize()
+    return sum(e.device_time_total for e in prof.key_averages()) / 1e3
+
+
+def _compiled(model, x, y, steps: int) -> dict:
+    """``torch.compile(mode="reduce-overhead")`` (Inductor and CUDA graphs) of the forward+backward: the median step
+    wall time after warm-up, and the gradients against an eager step."""
+    loss_fn = nn.CrossEntropyLoss()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    start = time.perf_counter()
+    for _ in range(3):
+        _step(compiled, x, y, loss_fn)
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - start
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    times = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        _step(compiled, x, y, loss_fn)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    _step(model, x, y, loss_fn)
+    difference = max(float((grads[n].double() - p.grad.double()).norm() / p.grad.double().norm().clamp_min(1e-30))
+                     for n, p in model.named_parameters())
+    return {"wall_ms": 1e3 * statistics.median(times), "compile_s": compile_s, "gradient_difference": difference}
+
+
+def _per_call(model, x, y, steps: int = 5) -> list:
+    """Host time of each kernel call of a converted step (from the kernel op's entry, ``_KernelOp.run``, to its
+    return: the eager path's call, which the dispatcher no longer precedes), the median over ``steps`` steps,
+    and its module's dispatch count."""
+    seen, problems = [], []
+    run, prepared_call = otorch._KernelOp.run, calls.Prepared.__call__
+
+    def timed(self, *args):
+        start = time.perf_counter_ns()
+        result = run(self, *args)
+        seen.append((self.op.name(), (time.perf_counter_ns() - start) / 1e3))
+        return result
 
     def noting(self, args):
         kernel = self.kernel
         problems.append((self.problem.name, len(kernel.plan.dispatches) if hasattr(kernel, "plan") else None))
         return prepared_call(self, args)
 
-    calls.Prepared.__call__ = noting
+    otorch._KernelOp.run, calls.Prepared.__call__ = timed, noting
     try:
-        _step(model, x, y, nn.CrossEntropyLoss())
-        torch.cuda.synchronize()
+        for _ in range(steps):
+            _step(model, x, y, nn.CrossEntropyLoss())
+            torch.cuda.synchronize()
     finally:
-        calls.Prepared.__call__ = prepared_call
-        for name, original in wrapped.items():
-            setattr(otorch, name, original)
-    return [{"op": op, "host_us": us, "problem": p, "dispatches": d} for (op, us), (p, d) in zip(calls_seen, problems)]
+        otorch._KernelOp.run, calls.Prepared.__call__ = run, prepared_call
+    per_step = len(seen) // steps
+    return [{"op": seen[i][0], "host_us": statistics.median(seen[i + k * per_step][1] for k in range(steps)),
+             "problem": problems[i][0], "dispatches": problems[i][1]} for i in range(per_step)]
 
 
 def _no_sync(model, x, y) -> str:
@@ -135,7 +206,14 @@ def _no_sync(model, x, y) -> str:
         torch.cuda.synchronize()
 
 
-def bench(name: str, dtype: torch.dtype, channels_last: bool, steps: int) -> dict:
+def _attempt(measure, *args) -> dict:
+    try:
+        return measure(*args)
+    except Exception as error:  # reported, the other measurements stand
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def bench(name: str, dtype: torch.dtype, channels_last: bool, steps: int, repeats: int, compile_: bool) -> dict:
     build, sample_shape = MODELS[name]
     torch.manual_seed(0)
     memory_format = _memory_format(name, channels_last)
@@ -146,14 +224,16 @@ def bench(name: str, dtype: torch.dtype, channels_last: bool, steps: int) -> dic
     y = torch.randint(0, 10, (batch,), device="cuda")
     result = {"model": name, "dtype": str(dtype).replace("torch.", ""), "channels_last": memory_format is torch.channels_last,
               "batch": batch}
-    result["eager"] = _timed_steps({"pytorch": reference, "ours": ours}, x, y, steps)
+    runs = [_timed_steps({"pytorch": reference, "ours": ours}, x, y, steps) for _ in range(repeats)]
+    result["eager_runs"] = runs
+    result["eager"] = {k: {m: statistics.median(r[k][m] for r in runs) for m in ("wall_ms", "host_ms")} for k in runs[0]}
     result["per_call"] = _per_call(ours, x, y)
     result["sync_debug"] = _no_sync(ours, x, y)
     for label, model in (("pytorch", reference), ("ours", ours)):
-        try:
-            result[f"captured_{label}"] = _captured(model, x, y)
-        except Exception as error:  # reported, the other measurements stand
-            result[f"captured_{label}"] = {"error": f"{type(error).__name__}: {error}"}
+        result[f"captured_{label}"] = _attempt(_captured, model, x, y)
+        result[f"whole_step_{label}"] = _attempt(_whole_step, model, x, y)
+        if compile_:
+            result[f"compiled_{label}"] = _attempt(_compiled, model, x, y, steps)
     return result
 
 
@@ -163,8 +243,12 @@ def report(r: dict) -> None:
     print(f"\n== {r['model']} {r['dtype']}{' channels_last' if r['channels_last'] else ''} batch {r['batch']}")
     print(f"eager step (wall / host): PyTorch {e['pytorch']['wall_ms']:.2f} / {e['pytorch']['host_ms']:.2f} ms, "
           f"ours {e['ours']['wall_ms']:.2f} / {e['ours']['host_ms']:.2f} ms, ratio {e['ours']['wall_ms'] / e['pytorch']['wall_ms']:.2f}")
+    print("eager runs (ours/PyTorch wall ratio): "
+          + ", ".join(f"{run['ours']['wall_ms'] / run['pytorch']['wall_ms']:.2f}" for run in r["eager_runs"]))
     for label in ("pytorch", "ours"):
-        print(f"captured fwd+bwd ({label}): {r[f'captured_{label}']}")
+        for kind in ("captured", "whole_step", "compiled"):
+            if f"{kind}_{label}" in r:
+                print(f"{kind} ({label}): {r[f'{kind}_{label}']}")
     if host:
         print(f"kernel calls: {len(host)}, host us median {statistics.median(host):.1f}, max {max(host):.1f}; sync debug: {r['sync_debug']}")
         for c in r["per_call"]:
@@ -174,14 +258,17 @@ def report(r: dict) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved eager runs (the median is reported)")
+    parser.add_argument("--compile", action="store_true", help="also torch.compile(mode='reduce-overhead') both models")
+    parser.add_argument("--configs", default="0,1,2,3", help="which of the four configurations (0-3)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     configs = [("resnext2d", torch.float32, False), ("resnext2d", torch.float32, True), ("cnn3d", torch.float32, False),
                ("resnext2d", torch.bfloat16, True)]
     results = []
-    for name, dtype, channels_last in configs:
+    for name, dtype, channels_last in (configs[int(i)] for i in args.configs.split(",")):
         try:
-            results.append(bench(name, dtype, channels_last, args.steps))
+            results.append(bench(name, dtype, channels_last, args.steps, args.repeats, args.compile))
             report(results[-1])
         except Exception as error:
             print(f"\n== {name} {dtype} channels_last={channels_last}: ERROR {type(error).__name__}: {error}", flush=True)

@@ -7,6 +7,7 @@ straight to the loaded function. NumPy inputs give a NumPy result; when any inpu
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -19,6 +20,7 @@ from .validation import check, check_type
 _lock = threading.Lock()
 _devices: dict[str, rt.HalDevice] = {}
 _functions: dict[tuple, "Function"] = {}
+_stream_devices: dict[tuple, rt.HalDevice] = {}
 _instance: rt.VmInstance | None = None
 stats = {"loads": 0}
 
@@ -117,12 +119,18 @@ def release_workspaces() -> None:
 class Function:
     """A loaded module function, called with its arrays (NumPy or DeviceArray: the inputs, then the destinations);
     returns the destinations, which the module has written. A function that takes a transient workspace
-    (``iree.abi.transients`` in its reflection) gets this thread's, sized from the reflection."""
+    (``iree.abi.transients`` in its reflection) gets this thread's, sized from the reflection.
 
-    def __init__(self, context: rt.SystemContext, vm_function: rt.VmFunction, driver: str):
+    A module compiled with ``--iree-execution-model=async-external`` (``iree.abi.model = coarse-fences``: ROCm's,
+    see ``targets``) takes a wait and a signal fence after its arrays. Called plainly, it waits for nothing and
+    the call returns once the signal fence is reached, as a synchronous module's would. Called with
+    ``fences=(wait, signal)`` (empty ``HalFence(0)``s on a device created on a framework's stream, where stream
+    order does the rest: ``ops/torch/calls.py``), it returns without waiting."""
+
+    def __init__(self, context: rt.SystemContext, vm_function: rt.VmFunction, driver: str, device: rt.HalDevice):
         self._system_context = context  # keeps the module and its context alive
         self._context, self._function, self._driver = context.vm_context, vm_function, driver
-        self._device = get_device(driver)
+        self.device = self._device = device
         reflection = vm_function.reflection
         self.transient_bytes = None
         if "iree.abi.transients.size" in reflection:
@@ -130,24 +138,39 @@ class Function:
             if size is None:  # every problem's shapes are static, so IREE states the size
                 raise RuntimeError(f"{vm_function.name}: the module does not state a constant transient size")
             self.transient_bytes = int(size)
+        self.fenced = reflection.get("iree.abi.model") == "coarse-fences"
+        self._timeline, self._reached = None, itertools.count(1)
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays, fences: tuple | None = None):
         arrays = [a if isinstance(a, rt.DeviceArray) else rt.asdevicearray(self._device, np.ascontiguousarray(a))
                   for a in arrays]
-        arguments = rt.VmVariantList(len(arrays) + 1)
+        arguments = rt.VmVariantList(len(arrays) + 3)
         for array in arrays:
             arguments.push_ref(array._buffer_view)
         if self.transient_bytes is not None:
             arguments.push_ref(workspace(self._driver, self.transient_bytes))
+        signal = None
+        if self.fenced:
+            wait, signal = fences or (rt.HalFence(0), self._next_fence())
+            arguments.push_ref(wait)
+            arguments.push_ref(signal)
         self._context.invoke(self._function, arguments, rt.VmVariantList(2))
+        if signal is not None and fences is None:
+            signal.wait()
         return arrays
 
+    def _next_fence(self) -> rt.HalFence:
+        """A fence at the next value of this function's own timeline semaphore."""
+        if self._timeline is None:
+            self._timeline = self._device.create_semaphore(0)
+        return rt.HalFence.create_at(self._timeline, next(self._reached))
 
-def _load(specs: list[compiler.ModuleSpec], driver: str) -> Function:
-    """The entry point of the first of ``specs`` that loads (``compiler.load_first``); its results are the
-    destinations, the last ``len(results)`` arrays of a call."""
+
+def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None) -> Function:
+    """The entry point of the first of ``specs`` that loads (``compiler.load_first``) on ``hal_device`` (by default
+    ``driver``'s one device); its results are the destinations, the last ``len(results)`` arrays of a call."""
     global _instance
-    hal_device = get_device(driver)
+    hal_device = hal_device or get_device(driver)
     spec, _, data = compiler.load_first(specs)  # verified against its digest; only these bytes are loaded
     with _lock:
         if _instance is None:
@@ -155,7 +178,7 @@ def _load(specs: list[compiler.ModuleSpec], driver: str) -> Function:
         module = rt.VmModule.copy_buffer(_instance, data)  # read, never opened for writing: read-only files load
         context = rt.SystemContext(vm_modules=[module], config=rt.Config(device=hal_device))
         stats["loads"] += 1
-    return Function(context, module.lookup_function(spec.name), driver)
+    return Function(context, module.lookup_function(spec.name), driver, hal_device)
 
 
 def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Function:
@@ -168,6 +191,30 @@ def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: 
     if function is None:
         function = _load(tuning.module_specs(problem, target, extra_flags, options=form), driver)
         _functions[cache_key] = function
+    return function
+
+
+def stream_device(driver: str, index: int, uuid: str | None, stream: int) -> rt.HalDevice:
+    """A HalDevice whose queue is a framework's GPU stream (IREE's HIP HAL: ``hip_external_stream``), one per
+    device and stream: ``index`` (or the device whose path holds ``uuid``) of ``driver``'s devices."""
+    key = (driver, index, stream)
+    with _lock:
+        if key not in _stream_devices:
+            hal_driver = rt.get_driver(driver)
+            infos = hal_driver.query_available_devices()
+            info = next((i for i in infos if uuid and uuid in str(i.get("path", ""))), None) or infos[index]
+            _stream_devices[key] = hal_driver.create_device(info, params={"hip_external_stream": str(stream)})
+        return _stream_devices[key]
+
+
+def stream_function(problem, driver: str, index: int, uuid: str | None, stream: int) -> Function:
+    """``problem``'s module loaded on ``stream_device(driver, index, uuid, stream)`` (once per stream)."""
+    key = (problem, driver, index, stream)
+    function = _functions.get(key)
+    if function is None:
+        target = targets.target_for_device(driver)
+        device = stream_device(driver, index, uuid, stream)
+        function = _functions[key] = _load(tuning.module_specs(problem, target), driver, device)
     return function
 
 

@@ -54,7 +54,9 @@ class Target:
                 "--iree-llvmcpu-target-cpu=host",
             ]
         if self.backend == "rocm":
-            return ["--iree-hal-target-device=hip", f"--iree-rocm-target={self.arch}"]
+            # async-external: the entry point takes a wait and a signal fence, so that PyTorch's HIP stream can
+            # run it without a host wait (iree-turbine's path; ops/torch/calls.py, ops/runtime.Function)
+            return ["--iree-hal-target-device=hip", f"--iree-rocm-target={self.arch}", "--iree-execution-model=async-external"]
         return ["--iree-hal-target-device=cuda", f"--iree-cuda-target={self.arch}"]
 
     def machine_fingerprint(self) -> str:

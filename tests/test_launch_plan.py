@@ -4,13 +4,20 @@ stored digests; and the PyTorch call path's alignment fallback."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import torch
 
-from ops import compiler, targets, tuning
+import iree.runtime as rt
+import numpy as np
+
+from ops import compiler, runtime, targets, tuning
 from ops.launch import flatbuffer
 from ops.launch import plan as launch_plan
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
@@ -46,24 +53,48 @@ def _compiled(problem, target_name):
 
 
 def _fresh_hal(spec, tmp_path) -> str:
-    source = tmp_path / "module.mlir"
-    source.write_text(spec.mlir)
-    out = tmp_path / "module.hal.mlir"
-    subprocess.run([compiler.compiler_tool(), str(source), *spec.flags, "--compile-to=hal", "-o", str(out)], check=True)
+    return _hal_program(spec.mlir, spec.flags, tmp_path)
+
+
+def _hal_program(mlir: str, flags, directory) -> str:
+    """IREE's HAL-level program of ``mlir`` compiled with ``flags`` (``--compile-to=hal``), made afresh."""
+    source = directory / "module.mlir"
+    source.write_text(mlir)
+    out = directory / "module.hal.mlir"
+    subprocess.run([compiler.compiler_tool(), str(source), *flags, "--compile-to=hal", "-o", str(out)], check=True)
     return out.read_text()
 
 
 def _check_against_the_program(plan, spec, tmp_path):
-    hal = _fresh_hal(spec, tmp_path)
+    _check_against(plan, _fresh_hal(spec, tmp_path))
+
+
+def _check_against(plan, hal: str):
+    """``plan`` is what ``hal`` says: dispatches, workgroup counts, constants, binding slots and offsets, transients,
+    each export's block, shared memory and arity; bindings in range and aligned; arguments packed one pointer a
+    binding, then one u32 a constant."""
     assert len(plan.dispatches) == hal.count("hal.command_buffer.dispatch<") >= 1
     fresh, _ = launch_plan.extract(hal)
     assert fresh.commands == plan.commands and fresh.slots == plan.slots and fresh.transients == plan.transients
+    assert fresh.arguments == plan.arguments
     assert [e.exports for e in fresh.executables] == [e.exports for e in plan.executables]
     assert launch_plan.Plan.from_json(plan.to_json()) == plan
     for d in plan.dispatches:
         for slot, offset, length in d.bindings:
             s = plan.slots[slot]
             assert offset + length <= s.length and offset % 16 == 0
+        packed = launch_plan.kernel_arguments(d)
+        export = plan.executables[d.executable].exports[d.export]
+        assert [kind for kind, *_ in packed] == ["pointer"] * export.bindings + ["u32"] * export.constants
+
+
+def _check_hsaco(plan, data: bytes):
+    """Each gfx942 executable's hsaco holds the kernels the plan names (and their descriptors)."""
+    for executable in plan.executables:
+        images, _ = launch_plan.read_images(data[executable.offset: executable.offset + executable.nbytes], "rocm-hsaco-fb")
+        symbols = set().union(*(flatbuffer.elf_symbols(image) for image in images))
+        for export in executable.exports:
+            assert export.name in symbols and f"{export.name}.kd" in symbols and export.shared_bytes == 0
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -88,11 +119,43 @@ def test_a_gfx942_plan_agrees_with_its_hsaco_and_the_hal_program(name, store, tm
     spec, path, data, plan = _compiled(PROBLEMS[name](), "rocm:gfx942")
     assert not isinstance(plan, str), plan
     _check_against_the_program(plan, spec, tmp_path)
-    for executable in plan.executables:
-        images, _ = launch_plan.read_images(data[executable.offset: executable.offset + executable.nbytes], "rocm-hsaco-fb")
-        symbols = set().union(*(flatbuffer.elf_symbols(image) for image in images))
-        for export in executable.exports:
-            assert export.name in symbols and f"{export.name}.kd" in symbols and export.shared_bytes == 0
+    _check_hsaco(plan, data)
+
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"  # the committed ones (tests see none by default)
+
+
+def _committed_gfx942() -> list[dict]:
+    manifest = json.loads((ARTIFACTS / "manifest.json").read_text())
+    return [m for m in manifest["modules"] if m["target"] == "rocm:gfx942"]
+
+
+def test_every_committed_gfx942_module_has_a_plan_that_agrees_with_a_fresh_hal_program(tmp_path):
+    """For each module in artifacts/: its launch plan is recorded in the manifest with a matching digest, locates
+    the module's executables, agrees with the HAL-level program compiled afresh from the module's own MLIR and
+    flags (async-external: the program ROCm's runtime path calls with fences), and its hsaco holds the kernels."""
+    records = _committed_gfx942()
+    assert len(records) >= 60
+
+    def check(numbered):
+        number, record = numbered
+        root = ARTIFACTS
+        vmfb = root / record["module"]
+        data = compiler.verified(root, vmfb)
+        assert data is not None, record["module"]
+        assert record["launch_plan"] == compiler.plan_path(vmfb).relative_to(root).as_posix()
+        plan = compiler.load_plan(root, vmfb, data)
+        assert not isinstance(plan, str), plan
+        assert record["dispatches"] == len(plan.dispatches)
+        directory = tmp_path / str(number)
+        directory.mkdir()
+        _check_against(plan, _hal_program(vmfb.with_suffix(".mlir").read_text(), record["flags"], directory))
+        _check_hsaco(plan, data)
+        return record["module"]
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        checked = list(pool.map(check, enumerate(records)))
+    assert len(checked) == len(records)
 
 
 def test_a_damaged_plan_or_module_is_not_used(store, tmp_path):
@@ -142,3 +205,28 @@ def test_a_misaligned_input_is_launched_from_an_aligned_copy(monkeypatch):
     assert seen[-1][:2] == [aligned.data_ptr(), out.data_ptr()]
     kernel([misaligned], [out])
     assert seen[-1][0] % 16 == 0 and seen[-1][0] != misaligned.data_ptr() and seen[-1][1] == out.data_ptr()
+
+
+def test_an_async_external_module_runs_with_fences_as_a_synchronous_one(rng):
+    """ROCm's modules take a wait and a signal fence (``--iree-execution-model=async-external``, the entry point
+    ops.torch calls on PyTorch's HIP stream with empty fences). The CPU stands in for the GPU: the same problem
+    compiled both ways gives the same bits, called plainly (the function waits on its own fence) or with the
+    caller's fences (it returns at once; the caller waits), and the float64 reference's values."""
+    problem = PROBLEMS["conv_bwd_data_s2"]()
+    inputs = conv_bwd_data.random_inputs(problem, rng)
+    plain = runtime.function_for(problem, "local-task")
+    fenced = runtime.function_for(problem, "local-task", extra_flags=("--iree-execution-model=async-external",))
+    assert fenced.fenced and not plain.fenced
+
+    def destination():
+        return np.full(problem.input_shape, np.nan, dtype=inputs[0].dtype)
+
+    expected = plain(*inputs, destination())[-1].to_host()
+    assert np.array_equal(fenced(*inputs, destination())[-1].to_host(), expected)
+    signal = rt.HalFence.create_at(fenced.device.create_semaphore(0), 1)
+    result = fenced(*inputs, destination(), fences=(rt.HalFence(0), signal))[-1]
+    signal.wait()
+    assert np.array_equal(result.to_host(), expected)
+    reference = conv_bwd_data.reference(problem, inputs)
+    error = np.linalg.norm(expected.astype(np.float64) - reference) / np.linalg.norm(reference)
+    assert error < 2e-3, error

@@ -423,6 +423,28 @@ def test_torch_compile_fullgraph_matches_eager(seeded):
     assert torch.equal(y, yc) and torch.equal(gx, gxc) and all(torch.equal(a, b) for a, b in zip(gp, gpc))
 
 
+def test_eager_calls_skip_the_dispatcher_and_traced_ones_use_the_registered_ops(monkeypatch, seeded):
+    """Plain tensors take the eager path (an autograd.Function whose backward calls the ready kernels directly);
+    under torch.compile the registered operators run, and both give the same bits."""
+    seen = []
+    original = otorch._KernelOp.call
+    monkeypatch.setattr(otorch._KernelOp, "call", lambda self, direct, *args: seen.append((self.op.name(), direct))
+                        or original(self, direct, *args))
+    model = otorch.convert(nn.Sequential(nn.ReLU(), nn.Conv2d(4, 8, 3, padding=1, groups=2), nn.MaxPool2d(2)))
+    x = torch.randn(2, 4, 8, 8)
+    results = []
+    for function in (model, torch.compile(model, fullgraph=True, backend="aot_eager")):
+        seen.clear()
+        model.zero_grad()
+        function(x).square().sum().backward()
+        results.append([p.grad.clone() for p in model.parameters()])
+        if function is model:
+            assert sorted(seen) == [("iree_ck::conv_backward_weight", True), ("iree_ck::max_pool2d_backward", True)]
+        else:
+            assert seen and not any(direct for _, direct in seen)
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
 OPCHECK_CASES = {
     "conv": lambda: (torch.randn(2, 4, 9, 9, requires_grad=True), torch.randn(8, 2, 3, 3, requires_grad=True),
                      torch.randn(8, requires_grad=True), [1, 1], [1, 1, 1, 1], [1, 1], 2),

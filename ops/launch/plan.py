@@ -153,7 +153,7 @@ _CONSTANT = re.compile(r"(%[\w-]+) = arith\.constant (-?\d+) : \w+")
 _BINARY = re.compile(r'hal\.executable private @([\w$.-]+) \{\s*hal\.executable\.binary public @([\w$.-]+) '
                      r'<format = "([^"]+)", data = dense<"0x([0-9A-Fa-f]+)">')
 _PUBLIC = re.compile(r"^  util\.func public @([\w$.-]+)\(", re.M)
-_DECLARATION = re.compile(r'iree\.abi\.declaration = "sync func @[\w$.-]+\((.*?)\) ->')
+_DECLARATION = re.compile(r'iree\.abi\.declaration = "(?:a)?sync func @[\w$.-]+\((.*?)\) ->')
 _DECLARED_ARGUMENT = re.compile(r"%\w+: tensor<([^>]*)>( \{iree\.abi\.output = \d+ : index\})?")
 _VIEW_BUFFER = re.compile(r"(%\w+) = hal\.buffer_view\.buffer<%arg(\d+) : !hal\.buffer_view>")
 _ALLOCA = re.compile(r"(%\w+) = hal\.device\.queue\.alloca<.*: !hal\.buffer\{(%[\w-]+)\}")

@@ -168,22 +168,34 @@ def _register_autograd(name: str, backward: Callable, setup_context: Callable) -
     torch.library.register_autograd(f"iree_ck::{name}", backward, setup_context=setup_context, lib=_library)
 
 
-def _kernel_op(name: str, plan: Callable):
-    """Register ``iree_ck::name``, whose implementation runs the ready call of its arguments' signature (prepared
+class _KernelOp:
+    """``iree_ck::name`` (``op``), whose implementation runs the ready call of its arguments' signature (prepared
     from ``plan`` on first use) and whose fake one returns ``plan``'s destinations (and notes the problem for
-    ``precompile``)."""
-    ready: dict[tuple, calls.Prepared] = {}
+    ``precompile``). ``run`` is that implementation without the dispatcher: eager autograd calls it directly."""
 
-    def real(*args):
+    def __init__(self, name: str, plan: Callable):
+        self.plan, self.ready = plan, {}
+        self.op = _define(name, plan, lambda *args: self.run(*args), lambda *args: _fake(plan(*args)))
+
+    def run(self, *args):
         if _recording is not None:
-            return _fake(plan(*args))
+            return _fake(self.plan(*args))
         key = calls.signature(args)
-        call = ready.get(key)
+        call = self.ready.get(key)
         if call is None:
-            call = ready[key] = _prepare(plan, args)
+            call = self.ready[key] = _prepare(self.plan, args)
         return call(args)
 
-    return _define(name, plan, real, lambda *args: _fake(plan(*args)))
+    def call(self, direct: bool, *args):
+        return self.run(*args) if direct else self.op(*args)
+
+
+def _direct(*tensors: Optional[Tensor]) -> bool:
+    """Whether a call takes the eager path (a ``torch.autograd.Function`` whose backward runs the kernels' ready
+    calls, no dispatcher): plain tensors, nothing compiling, tracing or recording. Otherwise it is the registered
+    operators, which ``torch.compile``, ``opcheck``, fake tensors and ``precompile`` see."""
+    return (_recording is None and not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
+            and all(t is None or type(t) in (Tensor, nn.Parameter) for t in tensors))
 
 
 # --- Plans: each kernel's layout, problem and destinations ---------------------------------------------
@@ -311,11 +323,11 @@ def _plan_avg_pool3d_backward(grad_output: Tensor, input_size: List[int], kernel
 
 # --- The registered operators ----------------------------------------------------------------------------
 
-_conv_backward_input = _kernel_op("conv_backward_input", _plan_conv_backward_input)
-_conv_backward_weight = _kernel_op("conv_backward_weight", _plan_conv_backward_weight)
-_max_pool2d_op = _kernel_op("max_pool2d", _plan_max_pool2d)
-_max_pool2d_backward = _kernel_op("max_pool2d_backward", _plan_max_pool2d_backward)
-_avg_pool3d_backward = _kernel_op("avg_pool3d_backward", _plan_avg_pool3d_backward)
+_conv_backward_input = _KernelOp("conv_backward_input", _plan_conv_backward_input)
+_conv_backward_weight = _KernelOp("conv_backward_weight", _plan_conv_backward_weight)
+_max_pool2d_kernel = _KernelOp("max_pool2d", _plan_max_pool2d)
+_max_pool2d_backward = _KernelOp("max_pool2d_backward", _plan_max_pool2d_backward)
+_avg_pool3d_backward = _KernelOp("avg_pool3d_backward", _plan_avg_pool3d_backward)
 
 
 def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
@@ -376,8 +388,9 @@ def _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilatio
         groups, [False, True, False])[1]
 
 
-def _conv_setup(ctx, inputs, output):
+def _conv_setup(ctx, inputs, output, direct: bool = False):
     input, weight, bias, stride, padding, dilation, groups = inputs
+    ctx.direct = direct
     conv_input = output[1] if isinstance(output, tuple) else input  # relu(input) for relu_conv
     ctx.save_for_backward(conv_input, weight)
     ctx.fused_relu = isinstance(output, tuple)
@@ -393,13 +406,13 @@ def _conv_backward(ctx, grad_output, *unused):
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = grad_bias = None
     if ctx.needs_input_grad[0]:
-        grad_input = _conv_backward_input(grad_output, weight, conv_input if ctx.fused_relu else None,
+        grad_input = _conv_backward_input.call(ctx.direct, grad_output, weight, conv_input if ctx.fused_relu else None,
                                           list(conv_input.shape), stride, padding, dilation, groups)
     if ctx.needs_input_grad[1]:
         if grad_output.dtype == torch.bfloat16 and grad_output.device.type == "cuda":
             grad_weight = _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilation, groups)
         else:
-            grad_weight = _conv_backward_weight(conv_input, grad_output, list(weight.shape), stride, padding,
+            grad_weight = _conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride, padding,
                                                 dilation, groups)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
@@ -410,8 +423,25 @@ _register_autograd("conv", _conv_backward, _conv_setup)
 _register_autograd("relu_conv", _conv_backward, _conv_setup)
 
 
-def _max_pool_setup(ctx, inputs, output):
+class _ConvFunction(torch.autograd.Function):
+    """``conv`` (or ``relu_conv``) and its backward on the eager path (``_direct``): the registered operators'
+    forward and backward, without the dispatcher."""
+
+    @staticmethod
+    def forward(ctx, *inputs_and_relu):
+        *inputs, relu = inputs_and_relu  # last, so that ctx.needs_input_grad is indexed as the operators' is
+        output = (_relu_conv_forward if relu else _conv_forward)(*inputs)
+        _conv_setup(ctx, inputs, output, direct=True)
+        return output
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return *_conv_backward(ctx, *grads), None
+
+
+def _max_pool_setup(ctx, inputs, output, direct: bool = False):
     input, kernel_size, stride, padding, dilation, ceil_mode = inputs
+    ctx.direct = direct
     ctx.save_for_backward(output[1])
     ctx.mark_non_differentiable(output[1])
     ctx.set_materialize_grads(False)
@@ -422,10 +452,24 @@ def _max_pool_backward(ctx, grad_output, _grad_indices):
     (indices,) = ctx.saved_tensors
     if grad_output is None or not ctx.needs_input_grad[0]:
         return None, None, None, None, None, None
-    return _max_pool2d_backward(grad_output, indices, *ctx.params), None, None, None, None, None
+    return _max_pool2d_backward.call(ctx.direct, grad_output, indices, *ctx.params), None, None, None, None, None
 
 
 _register_autograd("max_pool2d", _max_pool_backward, _max_pool_setup)
+
+
+class _MaxPoolFunction(torch.autograd.Function):
+    """``max_pool2d`` and its backward on the eager path (``_direct``)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        output = _max_pool2d_kernel.run(*inputs)
+        _max_pool_setup(ctx, inputs, output, direct=True)
+        return output
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return _max_pool_backward(ctx, *grads)
 
 
 def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
@@ -436,17 +480,32 @@ def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], 
 _avg_pool3d_op = _define("avg_pool3d", _torch_avg_pool3d, _torch_avg_pool3d, _torch_avg_pool3d)
 
 
-def _avg_pool_setup(ctx, inputs, output):
+def _avg_pool_setup(ctx, inputs, output, direct: bool = False):
     input, *params = inputs
+    ctx.direct = direct
     ctx.params = (list(input.shape), *params)
 
 
 def _avg_pool_backward(ctx, grad_output):
-    grad_input = _avg_pool3d_backward(grad_output, *ctx.params) if ctx.needs_input_grad[0] else None
+    grad_input = _avg_pool3d_backward.call(ctx.direct, grad_output, *ctx.params) if ctx.needs_input_grad[0] else None
     return grad_input, None, None, None, None, None, None
 
 
 _register_autograd("avg_pool3d", _avg_pool_backward, _avg_pool_setup)
+
+
+class _AvgPoolFunction(torch.autograd.Function):
+    """``avg_pool3d`` and its backward on the eager path (``_direct``)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        output = _torch_avg_pool3d(*inputs)
+        _avg_pool_setup(ctx, inputs, output, direct=True)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return _avg_pool_backward(ctx, grad_output)
 
 
 # --- The functions (torch.nn.functional's arguments) ------------------------------------------------------
@@ -498,36 +557,60 @@ def _conv_padding(name: str, padding, kernel: tuple, stride: tuple, dilation: tu
     return pairs
 
 
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _is_hashable(key: tuple) -> bool:
+    try:
+        hash(key)
+    except TypeError:  # an argument of a type no check accepts: the uncached checks say so
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tuple, bias_shape, stride, padding, dilation,
+                    groups, input_activation) -> tuple:
+    """(unbatched?, stride, flat padding pairs, dilation) of a convolution call, checked; computed once per
+    shapes and arguments (a bad one raises, and nothing is kept)."""
+    check(input_activation in _ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
+    check(len(input_shape) in (rank + 1, rank + 2),
+          f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {input_shape}")
+    check(len(weight_shape) == rank + 2,
+          f"{name}: weight must be {rank + 2}-D (out_channels, in_channels/groups, *kernel), but has shape {weight_shape}")
+    check_type(isinstance(groups, int) and not isinstance(groups, bool), f"{name}: groups must be an int, but got {groups!r}")
+    check(groups >= 1, f"{name}: groups must be positive, but got {groups}")
+    stride = positive_int_tuple(name, "stride", stride, rank)
+    dilation = positive_int_tuple(name, "dilation", dilation, rank)
+    kernel = weight_shape[2:]
+    pairs = _conv_padding(name, padding, kernel, stride, dilation)
+    unbatched = len(input_shape) == rank + 1
+    channels, spatial = input_shape[-rank - 1], input_shape[-rank:]
+    check(channels == weight_shape[1] * groups,
+          f"{name}: input has {channels} channels, but weight {weight_shape} with groups={groups} expects "
+          f"{weight_shape[1] * groups} (in_channels/groups = {weight_shape[1]})")
+    check(weight_shape[0] % groups == 0,
+          f"{name}: groups={groups} must divide weight's out_channels, but {groups} does not divide {weight_shape[0]}")
+    if bias_shape is not None:
+        check(bias_shape == (weight_shape[0],),
+              f"{name}: bias must have shape ({weight_shape[0]},), one value per output channel, but has {bias_shape}")
+    sizes = tuple(geometry.conv_output_size(i, k, s, d, *p) for i, k, s, d, p in zip(spatial, kernel, stride, dilation, pairs))
+    check(all(o >= 1 for o in sizes),
+          f"{name}: the kernel {kernel} (dilation {dilation}) does not fit the padded input {spatial} with "
+          f"padding {pairs}: the output size would be {sizes}")
+    return unbatched, list(stride), _flat_pairs(pairs), list(dilation)
+
+
 def _conv(rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation) -> Tensor:
     name = f"conv{rank}d"
     _check_tensor(name, "input", input)
     _check_tensor(name, "weight", weight)
     _check_tensor(name, "bias", bias, optional=True)
-    check(input_activation in _ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
-    check(input.dim() in (rank + 1, rank + 2),
-          f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {tuple(input.shape)}")
-    check(weight.dim() == rank + 2,
-          f"{name}: weight must be {rank + 2}-D (out_channels, in_channels/groups, *kernel), but has shape {tuple(weight.shape)}")
-    check_type(isinstance(groups, int) and not isinstance(groups, bool), f"{name}: groups must be an int, but got {groups!r}")
-    check(groups >= 1, f"{name}: groups must be positive, but got {groups}")
-    stride = positive_int_tuple(name, "stride", stride, rank)
-    dilation = positive_int_tuple(name, "dilation", dilation, rank)
-    kernel = tuple(weight.shape[2:])
-    pairs = _conv_padding(name, padding, kernel, stride, dilation)
-    unbatched = input.dim() == rank + 1
-    channels, spatial = (input.shape[0], input.shape[1:]) if unbatched else (input.shape[1], input.shape[2:])
-    check(channels == weight.shape[1] * groups,
-          f"{name}: input has {channels} channels, but weight {tuple(weight.shape)} with groups={groups} expects "
-          f"{weight.shape[1] * groups} (in_channels/groups = {weight.shape[1]})")
-    check(weight.shape[0] % groups == 0,
-          f"{name}: groups={groups} must divide weight's out_channels, but {groups} does not divide {weight.shape[0]}")
-    if bias is not None:
-        check(tuple(bias.shape) == (weight.shape[0],),
-              f"{name}: bias must have shape ({weight.shape[0]},), one value per output channel, but has {tuple(bias.shape)}")
-    sizes = tuple(geometry.conv_output_size(i, k, s, d, *p) for i, k, s, d, p in zip(spatial, kernel, stride, dilation, pairs))
-    check(all(o >= 1 for o in sizes),
-          f"{name}: the kernel {kernel} (dilation {dilation}) does not fit the padded input {tuple(spatial)} with "
-          f"padding {pairs}: the output size would be {sizes}")
+    key = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
+           *map(_hashable, (stride, padding, dilation, groups, input_activation)))
+    checked = _conv_arguments.__wrapped__ if torch.compiler.is_compiling() or not _is_hashable(key) else _conv_arguments
+    unbatched, stride, padding, dilation = checked(*key)
     for parameter, t in (("weight", weight), ("bias", bias)):
         if t is not None:
             check(t.device == input.device, f"{name}: {parameter} is on {t.device}, but input is on {input.device}")
@@ -536,11 +619,18 @@ def _conv(rank: int, input, weight, bias, stride, padding, dilation, groups, inp
         check_type(t is None or t.dtype == input.dtype,
                    f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
     x = input.unsqueeze(0) if unbatched else input
-    arguments = (x, weight, bias, list(stride), _flat_pairs(pairs), list(dilation), groups)
+    arguments = (x, weight, bias, list(stride), list(padding), list(dilation), groups)
     if _falls_back(name, input, weight, bias):
-        y = _torch_conv(torch.relu(x) if input_activation == "relu" else x, *arguments[1:])
+        return _unbatch(_torch_conv(torch.relu(x) if input_activation == "relu" else x, *arguments[1:]), unbatched)
+    relu = input_activation == "relu"
+    if _direct(x, weight, bias):
+        y = _ConvFunction.apply(*arguments, relu)
     else:
-        y = _relu_conv_op(*arguments)[0] if input_activation == "relu" else _conv_op(*arguments)
+        y = (_relu_conv_op if relu else _conv_op)(*arguments)
+    return _unbatch(y[0] if relu else y, unbatched)
+
+
+def _unbatch(y: Tensor, unbatched: bool) -> Tensor:
     return y.squeeze(0) if unbatched else y
 
 
@@ -585,7 +675,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
         maxpool2d_fwd.normalize(_Array(tuple(x.shape), np.dtype(np.float32)), kernel_size=kernel, stride=stride,
                                 padding=pads, dilation=dilation, ceil_mode=ceil_mode, layout="NCHW")
-    y, indices = _max_pool2d_op(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
+    arguments = (x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
+    y, indices = _MaxPoolFunction.apply(*arguments) if _direct(x) else _max_pool2d_kernel.op(*arguments)
     if unbatched:
         y, indices = y.squeeze(0), indices.squeeze(0)
     return (y, indices) if return_indices else y
@@ -604,7 +695,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                                       kernel_size=kernel, stride=stride, padding=pads, ceil_mode=ceil_mode,
                                       count_include_pad=count_include_pad, divisor_override=divisor_override,
                                       layout="NCDHW", dtype="float32")
-    y = _avg_pool3d_op(x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
+    arguments = (x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
+    y = _AvgPoolFunction.apply(*arguments) if _direct(x) else _avg_pool3d_op(*arguments)
     return y.squeeze(0) if unbatched else y
 
 

@@ -15,8 +15,12 @@ Kernels, by device:
   default get ``record_stream``, so the caching allocator does not hand their memory out while our kernels may
   still read it. A module without a plan, or a machine without ``cuda-bindings``, runs IREE's runtime instead
   (synchronously, as below), and says so once.
-- **ROCm** (a HIP build of PyTorch) and the **CPU**: IREE's runtime, on the tensors' own memory (DLPack, no copy).
-  On a GPU it first waits for PyTorch's current stream; IREE's call returns with its results complete.
+- **ROCm** (a HIP build of PyTorch): IREE's runtime on PyTorch's current HIP stream, as iree-turbine runs it: one
+  IREE device per stream (IREE's HIP HAL's ``hip_external_stream``), the module's asynchronous entry point
+  (ROCm modules compile with ``--iree-execution-model=async-external``) called with empty fences, the tensors'
+  own memory (DLPack, no copy). IREE issues the kernels onto that stream before the call returns; nothing is
+  waited for. None of this has run on an AMD GPU (none is reachable where it was written).
+- **The CPU**: IREE's runtime, synchronously, on the tensors' own memory (DLPack, no copy).
 """
 
 from __future__ import annotations
@@ -97,6 +101,32 @@ class RuntimeKernel:
         self.function(*arrays)
 
 
+def _record_streams(tensors: list, device: torch.device, stream: int) -> None:
+    """``record_stream`` for tensors a kernel on a non-default stream reads (not while capturing a graph)."""
+    if stream != 0 and not torch.cuda.is_current_stream_capturing():
+        current = torch.cuda.current_stream(device)
+        for t in tensors:
+            t.record_stream(current)
+
+
+class StreamKernel:
+    """A module run through IREE's runtime on PyTorch's current HIP stream (see the module docstring)."""
+
+    def __init__(self, problem, device: torch.device, views: Callable):
+        self.problem, self.device, self.index, self.views = problem, device, device.index, views
+        self.uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "") or None
+        self.functions: dict[int, object] = {}
+
+    def __call__(self, inputs: list, outputs: list) -> None:
+        stream = torch._C._cuda_getCurrentRawStream(self.index)
+        function = self.functions.get(stream)
+        if function is None:
+            function = self.functions[stream] = runtime.stream_function(self.problem, "hip", self.index, self.uuid, stream)
+        arrays = [wrap(function.device, v) for v in self.views(inputs + outputs)]
+        function(*arrays, fences=(runtime.rt.HalFence(0), runtime.rt.HalFence(0)))
+        _record_streams(inputs, self.device, stream)
+
+
 class LaunchedKernel:
     """A module's launch plan on PyTorch's current CUDA stream (see the module docstring)."""
 
@@ -118,10 +148,7 @@ class LaunchedKernel:
                  for a, t, offset in self.slots]
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         self.kernels(bases, stream)
-        if stream != 0 and not torch.cuda.is_current_stream_capturing():
-            current = torch.cuda.current_stream(self.device)
-            for t in inputs:
-                t.record_stream(current)
+        _record_streams(inputs, self.device, stream)
 
 
 def _launched(problem, device: torch.device):
@@ -142,14 +169,16 @@ def _launched(problem, device: torch.device):
 def kernel_for(problem, device: torch.device, views: Callable):
     """The kernel that runs ``problem`` on tensors of ``device`` (see the module docstring)."""
     driver = driver_for(device)
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"ops.torch: {problem.op} meets a new problem ({problem.name}) while a CUDA graph is being captured; "
+            "its module must be loaded first: run one eager step with the same shapes before capturing")
     if driver == "cuda":
-        if torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(
-                f"ops.torch: {problem.op} meets a new problem ({problem.name}) while a CUDA graph is being captured; "
-                "its module must be loaded first: run one eager step with the same shapes before capturing")
         launched = _launched(problem, device)
         if launched is not None:
             return launched
+    if driver == "hip":
+        return StreamKernel(problem, device, views)
     return RuntimeKernel(runtime.function_for(problem, driver), driver, views, device.type == "cuda")
 
 

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile avgpool3d_bwd_ndhwc_float16_n8_c64_i16x56x56_o8x28x28_k2x2x2_s2x2x2_d1x1x1_p0_0x0_0x0_0-e33edcbeedaffdf8.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o avgpool3d_bwd_ndhwc_float16_n8_c64_i16x56x56_o8x28x28_k2x2x2_s2x2x2_d1x1x1_p0_0x0_0x0_0-e33edcbeedaffdf8.vmfb

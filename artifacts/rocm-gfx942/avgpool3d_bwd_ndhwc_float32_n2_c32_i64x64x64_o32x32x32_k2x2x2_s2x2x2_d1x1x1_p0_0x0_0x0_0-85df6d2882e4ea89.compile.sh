@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile avgpool3d_bwd_ndhwc_float32_n2_c32_i64x64x64_o32x32x32_k2x2x2_s2x2x2_d1x1x1_p0_0x0_0x0_0-85df6d2882e4ea89.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o avgpool3d_bwd_ndhwc_float32_n2_c32_i64x64x64_o32x32x32_k2x2x2_s2x2x2_d1x1x1_p0_0x0_0x0_0-85df6d2882e4ea89.vmfb

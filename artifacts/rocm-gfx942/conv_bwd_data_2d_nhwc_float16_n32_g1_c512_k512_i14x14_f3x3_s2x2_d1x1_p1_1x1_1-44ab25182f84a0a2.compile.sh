@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile conv_bwd_data_2d_nhwc_float16_n32_g1_c512_k512_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-44ab25182f84a0a2.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o conv_bwd_data_2d_nhwc_float16_n32_g1_c512_k512_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-44ab25182f84a0a2.vmfb

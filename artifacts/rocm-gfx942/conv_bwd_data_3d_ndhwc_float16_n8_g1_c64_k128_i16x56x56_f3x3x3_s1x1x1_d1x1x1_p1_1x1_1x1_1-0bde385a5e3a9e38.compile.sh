@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile conv_bwd_data_3d_ndhwc_float16_n8_g1_c64_k128_i16x56x56_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-0bde385a5e3a9e38.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o conv_bwd_data_3d_ndhwc_float16_n8_g1_c64_k128_i16x56x56_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-0bde385a5e3a9e38.vmfb

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_data_2d_nhwc_float16_n32_g144_c1_k1_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-dbd726c335a8e2fa.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o grouped_conv_bwd_data_2d_nhwc_float16_n32_g144_c1_k1_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-dbd726c335a8e2fa.vmfb

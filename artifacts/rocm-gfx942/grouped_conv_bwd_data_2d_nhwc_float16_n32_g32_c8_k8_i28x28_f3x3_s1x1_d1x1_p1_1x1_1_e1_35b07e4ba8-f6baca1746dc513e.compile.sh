@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_data_2d_nhwc_float16_n32_g32_c8_k8_i28x28_f3x3_s1x1_d1x1_p1_1x1_1_e1_35b07e4ba8-f6baca1746dc513e.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o grouped_conv_bwd_data_2d_nhwc_float16_n32_g32_c8_k8_i28x28_f3x3_s1x1_d1x1_p1_1x1_1_e1_35b07e4ba8-f6baca1746dc513e.vmfb

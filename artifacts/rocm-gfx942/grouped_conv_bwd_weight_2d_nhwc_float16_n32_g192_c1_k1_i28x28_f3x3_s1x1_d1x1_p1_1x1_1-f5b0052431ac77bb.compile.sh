@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g192_c1_k1_i28x28_f3x3_s1x1_d1x1_p1_1x1_1-f5b0052431ac77bb.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g192_c1_k1_i28x28_f3x3_s1x1_d1x1_p1_1x1_1-f5b0052431ac77bb.vmfb

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c16_k16_i14x14_f3x3_s1x1_d1x1_p1_1x1_1-38adc172b7fbd182.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c16_k16_i14x14_f3x3_s1x1_d1x1_p1_1x1_1-38adc172b7fbd182.vmfb

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g576_c1_k1_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-12a1774621e92ace.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g576_c1_k1_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-12a1774621e92ace.vmfb

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g96_c1_k1_i112x112_f3x3_s2x2_d1x1_p1_1x1_1-62afac148bd9c64b.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g96_c1_k1_i112x112_f3x3_s2x2_d1x1_p1_1x1_1-62afac148bd9c64b.vmfb

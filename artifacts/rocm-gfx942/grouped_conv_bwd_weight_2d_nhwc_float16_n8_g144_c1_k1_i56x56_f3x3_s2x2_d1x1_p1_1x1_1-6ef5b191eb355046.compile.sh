@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n8_g144_c1_k1_i56x56_f3x3_s2x2_d1x1_p1_1x1_1-6ef5b191eb355046.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o grouped_conv_bwd_weight_2d_nhwc_float16_n8_g144_c1_k1_i56x56_f3x3_s2x2_d1x1_p1_1x1_1-6ef5b191eb355046.vmfb

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_3d_ndhwc_float16_n8_g1_c256_k256_i8x28x28_f3x3x3_s2x2x2_d1x1x1_p1_1x1_1x1_1-dbd6dfd06bbefe80.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o grouped_conv_bwd_weight_3d_ndhwc_float16_n8_g1_c256_k256_i8x28x28_f3x3x3_s2x2x2_d1x1x1_p1_1x1_1x1_1-dbd6dfd06bbefe80.vmfb

@@ -1,3 +1,0 @@
-#!/bin/sh
-cd "$(dirname "$0")"
-iree-compile maxpool2d_bwd_nhwc_float16_n32_c128_i112x112_o56x56_k2x2_s2x2_d1x1_p0_0x0_0_from_indices_int64-067a7bf023b8dd5b.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 -o maxpool2d_bwd_nhwc_float16_n32_c128_i112x112_o56x56_k2x2_s2x2_d1x1_p0_0x0_0_from_indices_int64-067a7bf023b8dd5b.vmfb
