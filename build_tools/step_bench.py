@@ -206,6 +206,16 @@ def _no_sync(model, x, y) -> str:
         torch.cuda.synchronize()
 
 
+def _gradient_difference(reference, ours, x, y) -> float:
+    """The largest normwise relative difference between the two models' gradients of one step from the same
+    weights (ours against PyTorch's, both in the models' dtype)."""
+    loss_fn = nn.CrossEntropyLoss()
+    for model in (reference, ours):
+        _step(model, x, y, loss_fn)
+    return max(float((a.grad.double() - b.grad.double()).norm() / a.grad.double().norm().clamp_min(1e-30))
+               for a, b in zip(reference.parameters(), ours.parameters()))
+
+
 def _attempt(measure, *args) -> dict:
     try:
         return measure(*args)
@@ -224,6 +234,7 @@ def bench(name: str, dtype: torch.dtype, channels_last: bool, steps: int, repeat
     y = torch.randint(0, 10, (batch,), device="cuda")
     result = {"model": name, "dtype": str(dtype).replace("torch.", ""), "channels_last": memory_format is torch.channels_last,
               "batch": batch}
+    result["gradients_vs_pytorch"] = _gradient_difference(reference, ours, x, y)
     runs = [_timed_steps({"pytorch": reference, "ours": ours}, x, y, steps) for _ in range(repeats)]
     result["eager_runs"] = runs
     result["eager"] = {k: {m: statistics.median(r[k][m] for r in runs) for m in ("wall_ms", "host_ms")} for k in runs[0]}
@@ -243,6 +254,7 @@ def report(r: dict) -> None:
     print(f"\n== {r['model']} {r['dtype']}{' channels_last' if r['channels_last'] else ''} batch {r['batch']}")
     print(f"eager step (wall / host): PyTorch {e['pytorch']['wall_ms']:.2f} / {e['pytorch']['host_ms']:.2f} ms, "
           f"ours {e['ours']['wall_ms']:.2f} / {e['ours']['host_ms']:.2f} ms, ratio {e['ours']['wall_ms'] / e['pytorch']['wall_ms']:.2f}")
+    print(f"gradients against PyTorch's (largest normwise relative difference): {r['gradients_vs_pytorch']:.2e}")
     print("eager runs (ours/PyTorch wall ratio): "
           + ", ".join(f"{run['ours']['wall_ms'] / run['pytorch']['wall_ms']:.2f}" for run in r["eager_runs"]))
     for label in ("pytorch", "ours"):
