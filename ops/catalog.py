@@ -5,8 +5,11 @@ OPERATORS holds the operators the manifests name (the five CK examples), on the 
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
+
+import numpy as np
 
 from .operators import OPERATORS as _ALL
 from .validation import check
@@ -50,7 +53,17 @@ def params(op: str, name: str, suite: str = "ck_examples", **overrides) -> dict:
     check(op in OPERATORS, f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
     found = [e for e in entries(suite) if e["op"] == op and e["name"] == name]
     check(bool(found), f"unknown problem {name!r} for {op} in {suite}; known: {', '.join(problem_names(op, suite))}")
+    valid = parameter_names(op)
+    unknown = sorted(set(overrides) - set(valid))
+    check(not unknown, f"{op}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                       f"its parameters are {', '.join(valid)}")
     return {**_as_params(found[0]["params"]), **overrides}
+
+
+def parameter_names(op: str) -> list[str]:
+    """The parameters a problem of ``op`` is made from (``problem_from_params``'s keywords)."""
+    return [name for name, p in inspect.signature(OPERATORS[op].problem_from_params).parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "op"]
 
 
 def problem(op: str, name: str, suite: str = "ck_examples", **overrides):
@@ -64,3 +77,64 @@ def problems(suite: str = "ck_examples", ops: list[str] | None = None) -> list[t
         for e in entries(suite)
         if e["op"] in OPERATORS and (ops is None or e["op"] in ops)
     ]
+
+
+# --- Random problems: the compile sweep's ------------------------------------------------------------------
+
+LAYOUTS = {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}
+DTYPES = ("float16", "bfloat16", "float32")
+
+
+def _conv_params(rng, rank):
+    filters = tuple(int(v) for v in rng.integers(1, 4, rank))
+    stride = tuple(int(v) for v in rng.integers(1, 4, rank))
+    dilation = tuple(int(v) for v in rng.choice([1, 1, 2, 3], rank))
+    padding = tuple((int(lo), int(hi)) for lo, hi in rng.integers(0, 3, (rank, 2)))
+    spatial = tuple(int(v) for v in rng.integers(3, 12 if rank < 3 else 7, rank))
+    groups = int(rng.choice([1, 1, 2, 3, 4]))
+    return dict(batch=int(rng.integers(1, 4)), in_channels=int(rng.integers(1, 6)), out_channels=int(rng.integers(1, 6)),
+                input_spatial=spatial, filter_spatial=filters, stride=stride, padding=padding, dilation=dilation,
+                layout=str(rng.choice(LAYOUTS[rank])), dtype=str(rng.choice(DTYPES)), groups=groups)
+
+
+def _pool_params(rng, rank):
+    kernel = tuple(int(v) for v in rng.integers(1, 4, rank))
+    return dict(batch=int(rng.integers(1, 3)), channels=int(rng.integers(1, 6)),
+                input_spatial=tuple(int(v) for v in rng.integers(4, 12 if rank < 3 else 8, rank)), kernel_size=kernel,
+                stride=tuple(int(v) for v in rng.integers(1, 4, rank)),
+                padding=tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel),
+                dilation=tuple(int(v) for v in rng.choice([1, 1, 2], rank)), ceil_mode=bool(rng.integers(2)),
+                layout=str(rng.choice(LAYOUTS[rank])), dtype=str(rng.choice(DTYPES)))
+
+
+def _random_problem(rng, op):
+    """A random valid problem of ``op`` (invalid draws, e.g. an output size below 1, are drawn again)."""
+    module = OPERATORS[op]
+    while True:
+        rank = int(rng.integers(1, 4))
+        try:
+            if op == "conv_bwd_data":  # the ungrouped operator (groups go to grouped_conv_bwd_data)
+                return module.problem_from_params(**{**_conv_params(rng, rank), "groups": 1})
+            if op == "grouped_conv_bwd_data":
+                epilogue, kinds = [(None, ()), ("add", ("full",)), ("add_relu", ("channel",)), ("bilinear", ("full",)),
+                                   ("where(d1 > 0, acc + d0, 0) * alpha", ("channel", "full"))][int(rng.integers(5))]
+                return module.problem_from_params(**_conv_params(rng, rank), epilogue=epilogue, d_kinds=kinds)
+            if op == "grouped_conv_bwd_weight":
+                params = _conv_params(rng, rank)
+                out_dtype = "float32" if params["dtype"] != "float32" and rng.integers(2) else None
+                return module.problem_from_params(**params, out_dtype=out_dtype)
+            if op == "maxpool2d_bwd":
+                return module.problem_from_params(**_pool_params(rng, 2), source=str(rng.choice(["indices", "x"])))
+            params = _pool_params(rng, 3)
+            return module.problem_from_params(**params, count_include_pad=bool(rng.integers(2)),
+                                              divisor_override=[None, None, 3][int(rng.integers(3))])
+        except ValueError:
+            continue
+
+
+def random_problems(seed: int, count: int) -> list[tuple[str, object]]:
+    """``count`` random valid problems, the operators in turn, from ``seed``: the compile sweep's
+    (``tests/test_sweep.py``) and the GPU checks' (``build_tools/verify_run.py``)."""
+    rng = np.random.default_rng([seed, 20261122])
+    ops = list(OPERATORS)
+    return [(ops[i % len(ops)], _random_problem(rng, ops[i % len(ops)])) for i in range(count)]

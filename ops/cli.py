@@ -1,13 +1,15 @@
 """``python -m ops``: run a named problem with random inputs, verify it, time it.
 
     python -m ops list
-    python -m ops run OPERATOR|all [--problem ck_default] [--device local-task] [--verify] [--repeat 5]
+    python -m ops run OPERATOR|all [--problem ck_default] [--device local-task] [--verify] [--repeat 3]
                       [--seed S] [key=value ...]
+    python -m ops cache [--clear]
 
 ``key=value`` overrides a problem parameter: ints (``batch=8``), per-dim tuples (``input_spatial=35x35``),
 ``(low, high)`` padding pairs (``padding=1:0,0:1``) or words (``dtype=float32``, ``layout=NCHW``). Like CK's
 examples' ``verify init time`` arguments: --verify checks against the float64 NumPy reference, and the
-timing is the median of --repeat calls on device-resident inputs.
+timing is the median of --repeat calls on device-resident inputs. ``cache`` shows where compiled modules and
+known-answer verdicts are kept and how much they hold; ``--clear`` empties it.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import statistics
 import sys
 import time
 
 import numpy as np
 
-from . import catalog, compiler, runtime, targets, tuning, verify
+from . import catalog, compiler, known_answer, runtime, targets, tuning, verify
 from .operator import run
 
 
@@ -130,13 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the known operators and problems")
-    run = commands.add_parser("run", help="run one problem with random inputs")
+    run = commands.add_parser(
+        "run", help="run one problem with random inputs", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="python -m ops run OPERATOR|all [options] [key=value ...]",
+        epilog="key=value overrides a parameter of the problem: ints (batch=8), per-dim tuples (input_spatial=35x35),\n"
+               "(low, high) padding pairs (padding=1:0,0:1) or words (dtype=float32, layout=NCHW).\n"
+               "python -m ops list shows the problems; an unknown key is named with the operator's valid ones.")
     run.add_argument("operator", choices=[*catalog.OPERATORS, "all"], help="an operator, or all: each one's CK default problem")
     run.add_argument("--problem", default=None, help="problem name (default: the CK example's default)")
     run.add_argument("--device", default=targets.DEFAULT_DEVICE, help="IREE driver: local-task, hip, cuda")
     run.add_argument("--verify", action="store_true", help="check against the float64 NumPy reference")
     run.add_argument("--repeat", type=int, default=3, help="timed calls after the first (default 3)")
     run.add_argument("--seed", type=int, default=None, help="input seed (default: a fresh one, printed)")
+    cache = commands.add_parser("cache", help="where compiled modules are kept, and how much they hold")
+    cache.add_argument("--clear", action="store_true", help="delete the cache's contents")
     args, extra = parser.parse_known_args(argv)  # overrides may come between the options
     unknown = [item for item in extra if "=" not in item or item.startswith("-")]
     if unknown:
@@ -152,11 +162,20 @@ def main(argv: list[str] | None = None) -> int:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
         return 0
 
+    if args.command == "cache":
+        return _cache(args.clear)
+
     operators = list(catalog.OPERATORS) if args.operator == "all" else [args.operator]
     if args.operator == "all" and (args.problem or extra):
         parser.error("run all takes no --problem or overrides: it runs each operator's CK default problem")
     seed = args.seed if args.seed is not None else int(os.environ.get("OPS_SEED", secrets.randbits(31)))
     rows = []
+    try:
+        targets.target_for_device(args.device)
+        runtime.get_device(args.device)  # before any work: a missing device is one line, not a traceback
+    except (ValueError, RuntimeError) as error:
+        print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 2
     try:
         for step, op in enumerate(operators, 1):
             name = args.problem or catalog.problem_names(op)[0]
@@ -164,9 +183,22 @@ def main(argv: list[str] | None = None) -> int:
                 _progress(f"[{step}/{len(operators)}] {op}")
             rows.append(run_problem(op, name, device=args.device, verify_result=args.verify, repeat=args.repeat,
                                     seed=seed, overrides=parse_overrides(extra)))
-    except (ValueError, TypeError, compiler.MissingModuleError, compiler.DamagedModuleError, compiler.CompileError) as error:
+    except (ValueError, TypeError, compiler.MissingModuleError, compiler.DamagedModuleError, compiler.CompileError,
+            known_answer.WrongResultError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"seed {seed}")
     print_table(rows)
     return 0 if all(row["ok"] for row in rows) else 1
+
+
+def _cache(clear: bool) -> int:
+    root = compiler.cache_dir()
+    files = [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
+    size = sum(p.stat().st_size for p in files)
+    print(f"cache: {root} ({len(files)} files, {size / 2 ** 20:.1f} MiB; $OPS_CACHE_DIR moves it)")
+    if clear and files:
+        for child in root.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        print(f"cleared {root}")
+    return 0

@@ -21,6 +21,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
 import threading
 import warnings
@@ -267,28 +268,46 @@ def _rebuild_command(spec: ModuleSpec) -> str:
     return f"python -m build_tools.aot --targets {spec.target} (or install iree-base-compiler==3.13.0: the module is then rebuilt into the cache)"
 
 
+def _say_compiling(spec: ModuleSpec) -> None:
+    """One line on stderr for each module compiled on first use (``OPS_QUIET=1`` silences it)."""
+    if os.environ.get("OPS_QUIET", "") not in ("", "0"):
+        return
+    print(f"ops: compiling {spec.name} for {spec.target} (its first use; compiled once into {cache_dir()}; "
+          "ops.torch.precompile or python -m build_tools.aot compiles ahead; OPS_QUIET=1 silences this)",
+          file=sys.stderr, flush=True)
+
+
 def failure_path(vmfb: Path) -> Path:
     """Where a module that does not compile keeps the compiler's message, so the next process skips it."""
     return vmfb.with_name(vmfb.name + ".failed")
 
 
-def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
-    """The first of ``specs`` (alternative forms of one problem, preferred first) that is stored or compiles:
-    the spec, where its module is, and its verified bytes.
+def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Path, bytes]:
+    """The first of ``specs`` (alternative forms of one problem, preferred first) that is stored or compiles, and
+    that ``accept`` takes (the known-answer check of ``ops.known_answer``, on the device that will run it): the
+    spec, where its module is, and its verified bytes.
 
     A stored module is taken from artifacts/, else the cache, if it matches its digest. Otherwise the forms are
     compiled into the cache in order; a form that fails is remembered (``failure_path``) and the next one is
     tried. A damaged module is rebuilt with a warning, or, without a compiler, reported by DamagedModuleError.
+    A module ``accept`` refuses is passed over like one that does not compile; when it has refused them all,
+    ``accept.refuse_all`` raises (``known_answer.Gate``: WrongResultError, with the worst verdict).
     """
+    accept = accept or _accept_all
     version = compiler_version()
     damaged: list[Path] = []
+    refused: set[Path] = set()
     for spec in specs:
         for root in (artifacts_dir(), cache_dir()):
             candidate = spec.path(root, version)
             data = verified(root, candidate, damaged)
             if data is not None:
-                return spec, candidate, data
+                if accept(spec, candidate, data):
+                    return spec, candidate, data
+                refused.add(candidate)
     first = specs[0]
+    if installed_compiler_version() is None and refused:
+        accept.refuse_all(f"no compiler is installed to build the other forms: {_rebuild_command(first)}")
     if installed_compiler_version() is None:
         if damaged:
             raise DamagedModuleError(
@@ -306,6 +325,8 @@ def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
     errors = []
     for spec in specs:
         vmfb = spec.path(cache_dir(), version)
+        if vmfb in refused:
+            continue
         with _lock:
             path_lock = _path_locks.setdefault(vmfb, threading.Lock())
         with path_lock:
@@ -314,6 +335,7 @@ def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
                 errors.append(failure_path(vmfb).read_text())
                 continue
             if data is None:
+                _say_compiling(spec)
                 try:
                     compile_module(spec, vmfb)
                 except CompileError as error:
@@ -323,10 +345,25 @@ def load_first(specs: Sequence[ModuleSpec]) -> tuple[ModuleSpec, Path, bytes]:
                 data = verified(cache_dir(), vmfb)
         if data is None:
             raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
-        return spec, vmfb, data
+        if accept(spec, vmfb, data):
+            return spec, vmfb, data
+        refused.add(vmfb)
+    if refused:
+        accept.refuse_all(None)  # every form that compiles computes a wrong answer
     if len(errors) == 1:
         raise CompileError(errors[0])
     raise CompileError(f"none of the {len(specs)} forms of {first.name} compiles on {first.target}:\n\n" + "\n\n".join(errors))
+
+
+class _AcceptAll:
+    def __call__(self, spec, path, data) -> bool:
+        return True
+
+    def refuse_all(self, hint) -> None:  # never reached: nothing is refused
+        raise AssertionError(hint)
+
+
+_accept_all = _AcceptAll()
 
 
 def find_or_compile(spec: ModuleSpec | Sequence[ModuleSpec]) -> Path:

@@ -33,15 +33,18 @@ def layouts_of_rank(rank: int) -> list[str]:
 def array_shape_dtype(op: str, name: str, array) -> tuple[tuple[int, ...], str]:
     """Shape and canonical dtype name of a NumPy array or IREE DeviceArray, or a TypeError naming the parameter."""
     shape, dtype = getattr(array, "shape", None), getattr(array, "dtype", None)
+    if type(array).__module__.partition(".")[0] == "torch":
+        raise TypeError(
+            f"{op}: {name} is a {type(array).__module__}.{type(array).__name__}; this API takes NumPy arrays or IREE "
+            "DeviceArrays. For PyTorch tensors use ops.torch (conv1d/2d/3d, max_pool2d, avg_pool3d and the nn "
+            f"modules, whose backward runs these kernels inside autograd), or pass {name}.numpy()")
     check_type(
         shape is not None and dtype is not None,
         f"{op}: {name} must be a NumPy array or an IREE DeviceArray, but got {type(array).__name__}",
     )
-    check_type(
-        not isinstance(dtype, np.dtype) or dtype.isnative,
-        f"{op}: {name} has dtype {dtype.str} in a byte order not this machine's; convert it first, e.g. "
-        f"{name}.astype({name}.dtype.newbyteorder('='))",
-    )
+    if isinstance(dtype, np.dtype) and not dtype.isnative:
+        raise TypeError(f"{op}: {name} has dtype {dtype.str} in a byte order not this machine's; convert it first, "
+                        f"e.g. {name}.astype({name}.dtype.newbyteorder('='))")
     return tuple(int(s) for s in shape), dtypes.dtype_name(dtype)
 
 

@@ -14,7 +14,8 @@ import numpy as np
 
 import iree.runtime as rt
 
-from . import compiler, dtypes, targets, tuning
+from . import compiler, dtypes, known_answer, targets, tuning
+from .operator import operator as operator_of
 from .validation import check, check_type
 
 _lock = threading.Lock()
@@ -166,12 +167,27 @@ class Function:
         return rt.HalFence.create_at(self._timeline, next(self._reached))
 
 
-def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None) -> Function:
+def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None,
+          problem=None) -> Function:
     """The entry point of the first of ``specs`` that loads (``compiler.load_first``) on ``hal_device`` (by default
-    ``driver``'s one device); its results are the destinations, the last ``len(results)`` arrays of a call."""
-    global _instance
+    ``driver``'s one device) and, given the ``problem``, computes its known answer there (``ops.known_answer``);
+    its results are the destinations, the last ``len(results)`` arrays of a call."""
     hal_device = hal_device or get_device(driver)
-    spec, _, data = compiler.load_first(specs)  # verified against its digest; only these bytes are loaded
+
+    def load(spec, path, data):
+        function = _function(spec, data, driver, hal_device)
+        return function, lambda inputs: known_run(function, problem, inputs)
+
+    if problem is None:  # a benchmark's own module: it checks its results itself
+        spec, path, data = compiler.load_first(specs)
+        return load(spec, path, data)[0]
+    gate = known_answer.Gate(problem, device_identity(driver), "iree-runtime", load)
+    compiler.load_first(specs, gate)
+    return gate.served
+
+
+def _function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_device: rt.HalDevice) -> Function:
+    global _instance
     with _lock:
         if _instance is None:
             _instance = rt.VmInstance()
@@ -179,6 +195,23 @@ def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevic
         context = rt.SystemContext(vm_modules=[module], config=rt.Config(device=hal_device))
         stats["loads"] += 1
     return Function(context, module.lookup_function(spec.name), driver, hal_device)
+
+
+def known_run(function: Function, problem, inputs: list) -> list:
+    """``function`` on ``inputs`` into NaN-filled (or -1) destinations: its results, on the host."""
+    results = operator_of(problem).results(problem)
+    destinations = [np.full(shape, -1 if dtype.startswith("int") else np.nan, dtype=dtypes.numpy_dtype(dtype))
+                    for shape, dtype in results]
+    returned = function(*inputs, *destinations)[-len(results):]
+    return [np.array(r.to_host(), copy=True) for r in returned]
+
+
+def device_identity(driver: str) -> str:
+    """What a known-answer verdict on ``driver``'s device is recorded under: the CPU, or the GPU's name."""
+    if targets.DRIVER_BACKEND.get(driver) == "llvm-cpu":
+        return known_answer.cpu_identity(driver)
+    infos = rt.get_driver(driver).query_available_devices()
+    return f"{driver}|{infos[0].get('name', '') if infos else ''}|{known_answer.gpu_driver_version(driver)}"
 
 
 def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Function:
@@ -189,7 +222,7 @@ def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: 
     cache_key = (problem, str(target), driver, extra_flags, form_key)
     function = _functions.get(cache_key)
     if function is None:
-        function = _load(tuning.module_specs(problem, target, extra_flags, options=form), driver)
+        function = _load(tuning.module_specs(problem, target, extra_flags, options=form), driver, problem=problem)
         _functions[cache_key] = function
     return function
 
@@ -214,7 +247,7 @@ def stream_function(problem, driver: str, index: int, uuid: str | None, stream: 
     if function is None:
         target = targets.target_for_device(driver)
         device = stream_device(driver, index, uuid, stream)
-        function = _functions[key] = _load(tuning.module_specs(problem, target), driver, device)
+        function = _functions[key] = _load(tuning.module_specs(problem, target), driver, device, problem)
     return function
 
 
@@ -268,6 +301,8 @@ def execute(problem, inputs: list, *, results: list[tuple[tuple[int, ...], str]]
     if problem.batch == 0:
         return _empty_batch(results, outs, driver, keep_on_device)
     function = function_for(problem, driver, form=form)
+    if known_answer.mode() == "always":
+        known_answer.check_again(problem, driver, lambda inputs: known_run(function, problem, inputs))
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
     returned = function(*arguments, *destinations)[len(arguments):]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import tempfile
 import zlib
 
@@ -23,6 +24,11 @@ if "OPS_TEST_DEVICE" not in os.environ:
     os.environ["OPS_ARTIFACTS_DIR"] = os.path.join(_SESSION_DIR, "no-artifacts")
 
 SEED = int(os.environ.get("OPS_TEST_SEED") or secrets.randbits(31))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The session's cache and artifacts folder go with it (a test run leaves nothing in the temporary directory)."""
+    shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 def pytest_report_header(config):

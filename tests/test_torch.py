@@ -540,12 +540,29 @@ def test_bad_input_names_the_parameter(call, error, message, nothing_compiles):
         call(x, w)
 
 
-def test_pytorch_weight_gradient_used_for_bfloat16_on_cuda_matches_ours(seeded):
-    """The fallback (bfloat16 weight gradients on CUDA) against this library's kernel, asymmetric padding too."""
+def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(seeded):
+    """PyTorch's own kernels (what serves a problem whose every module fails its known-answer check) against this
+    library's, with the same arguments: asymmetric padding, groups, a fused ReLU mask, channels-last."""
     x, g, w = torch.randn(2, 4, 9, 9), torch.randn(2, 6, 5, 3), torch.randn(6, 2, 3, 3)
     arguments = ([2, 2], [1, 1, 0, 0], [1, 2], 2)
-    with pytest.warns(UserWarning, match="bfloat16 weight gradients on CUDA"):
-        otorch._bfloat16_cuda_warned.clear()
-        theirs = otorch._torch_weight_grad(x, g, w, *arguments)
-    ours = torch.ops.iree_ck.conv_backward_weight(x, g, list(w.shape), *arguments)
-    assert relative_error(ours, theirs) <= 1e-5
+    relu_output = torch.randn(2, 4, 9, 9).relu()
+    for memory_format in (torch.contiguous_format, torch.channels_last):
+        x, g, w, relu_output = (t.contiguous(memory_format=memory_format) for t in (x, g, w, relu_output))
+        pairs = [
+            (otorch._conv_backward_weight, (x, g, list(w.shape), *arguments)),
+            (otorch._conv_backward_input, (g, w, relu_output, list(x.shape), *arguments)),
+            (otorch._conv_backward_input, (g, w, None, list(x.shape), *arguments)),
+            (otorch._max_pool2d_kernel, (x, [3, 3], [2, 2], [1, 1], [1, 2], True)),
+        ]
+        y, indices = otorch._max_pool2d_kernel.run(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
+        pairs.append((otorch._max_pool2d_backward, (torch.randn_like(y), indices, list(x.shape), [3, 3], [2, 2], [1, 1],
+                                                    [1, 1], False)))
+        for kernel, args in pairs:
+            ours, theirs = kernel.run(*args), kernel.fallback(*args)
+            for a, b in zip(ours if isinstance(ours, tuple) else [ours], theirs if isinstance(theirs, tuple) else [theirs]):
+                assert a.shape == b.shape and a.stride() == b.stride(), kernel.op
+                assert torch.equal(a, b) if a.dtype == torch.int64 else relative_error(a, b) <= 1e-5, kernel.op
+    v = torch.randn(1, 2, 5, 7, 7)
+    grad = torch.randn(1, 2, 3, 4, 4)
+    args = (grad, list(v.shape), [2, 2, 2], [2, 2, 2], [1, 0, 1], True, False, 3)
+    assert relative_error(otorch._avg_pool3d_backward.run(*args), otorch._avg_pool3d_backward.fallback(*args)) <= 1e-5

@@ -130,23 +130,12 @@ def _fill(fill: launch_plan.Fill, bases: list[int], stream) -> None:
     _check(memset.__name__, memset(address, fill.pattern, count, stream))
 
 
-_loaded: dict[tuple, tuple] = {}
-_loading = threading.Lock()
+def load(path, data: bytes, device_index: int) -> "tuple[Kernels, launch_plan.Plan] | str":
+    """The kernels of the stored module at ``path`` (its verified bytes ``data``) on CUDA device ``device_index``, and
+    their plan; or why the module has none."""
+    from . import plan_of
 
-
-def kernels_for(problem, device_index: int) -> "tuple[Kernels, launch_plan.Plan] | str":
-    """``problem``'s kernels on CUDA device ``device_index`` (its module's plan, loaded once per device), or why
-    its module has no plan."""
-    key = (problem, device_index)
-    found = _loaded.get(key)
-    if found is None:
-        from .. import targets
-        from . import plan_for
-
-        with _loading:
-            found = _loaded.get(key)
-            if found is None:
-                planned = plan_for(problem, targets.target_for_device("cuda"))
-                found = (planned,) if isinstance(planned, str) else (Kernels(planned[0], planned[1], device_index), planned[0])
-                _loaded[key] = found
-    return found[0] if len(found) == 1 else found
+    planned = plan_of(path, data)
+    if isinstance(planned, str):
+        return planned
+    return Kernels(planned[0], planned[1], device_index), planned[0]

@@ -35,11 +35,17 @@ from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ModuleNotFoundError as error:  # the extra: PyTorch is not a dependency of the NumPy API
+    raise ModuleNotFoundError(
+        "ops.torch needs PyTorch, which is not installed: pip install 'iree-ck-backward-ops[torch]' "
+        "(or pip install -e \".[torch]\" in a checkout)", name="torch") from error
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import compiler, dtypes, geometry, targets, tuning
+from .. import compiler, dtypes, geometry, known_answer, targets, tuning
 from . import calls
 from ..operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
 from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
@@ -133,10 +139,11 @@ def _fake(plan: _Plan):
     return plan.result()
 
 
-def _prepare(plan: Callable, args: tuple) -> calls.Prepared:
+def _prepare(plan: Callable, args: tuple, fallback: Callable) -> calls.Prepared:
     """The ready call of ``args``' signature: ``plan`` run once (layout, destinations, the checked problem), and
     what it decided kept (see ``ops/torch/calls.py``). The tensor arguments are the module's inputs, in order;
-    the first one's memory format decides the layout."""
+    the first one's memory format decides the layout. ``fallback`` (PyTorch's own kernel, the same arguments)
+    serves a problem none of whose forms computes its known answer on the device."""
     planned = plan(*args)
     tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
     channels_last = planned.channels_last
@@ -146,7 +153,11 @@ def _prepare(plan: Callable, args: tuple) -> calls.Prepared:
     device = tensors[0][1].device
     empty = any(t.numel() == 0 for t in [*planned.inputs, *planned.writes])
     problem = planned.problem()
-    kernel = None if empty else calls.kernel_for(problem, device, lambda ts: [_kernel_view(t, channels_last) for t in ts])
+    try:
+        kernel = None if empty else calls.kernel_for(problem, device, lambda ts: [_kernel_view(t, channels_last) for t in ts])
+    except known_answer.WrongResultError as error:
+        calls.say_once(f"ops.torch: {error}. PyTorch's own kernel computes this problem instead.")
+        return calls.Prepared(problem, reads, memory_format, results, device, None, empty, fallback)
     return calls.Prepared(problem, reads, memory_format, results, device, kernel, empty)
 
 
@@ -173,8 +184,8 @@ class _KernelOp:
     from ``plan`` on first use) and whose fake one returns ``plan``'s destinations (and notes the problem for
     ``precompile``). ``run`` is that implementation without the dispatcher: eager autograd calls it directly."""
 
-    def __init__(self, name: str, plan: Callable):
-        self.plan, self.ready = plan, {}
+    def __init__(self, name: str, plan: Callable, fallback: Callable):
+        self.plan, self.fallback, self.ready = plan, fallback, {}
         self.op = _define(name, plan, lambda *args: self.run(*args), lambda *args: _fake(plan(*args)))
 
     def run(self, *args):
@@ -183,7 +194,7 @@ class _KernelOp:
         key = calls.signature(args)
         call = self.ready.get(key)
         if call is None:
-            call = self.ready[key] = _prepare(self.plan, args)
+            call = self.ready[key] = _prepare(self.plan, args, self.fallback)
         return call(args)
 
     def call(self, direct: bool, *args):
@@ -323,11 +334,53 @@ def _plan_avg_pool3d_backward(grad_output: Tensor, input_size: List[int], kernel
 
 # --- The registered operators ----------------------------------------------------------------------------
 
-_conv_backward_input = _KernelOp("conv_backward_input", _plan_conv_backward_input)
-_conv_backward_weight = _KernelOp("conv_backward_weight", _plan_conv_backward_weight)
-_max_pool2d_kernel = _KernelOp("max_pool2d", _plan_max_pool2d)
-_max_pool2d_backward = _KernelOp("max_pool2d_backward", _plan_max_pool2d_backward)
-_avg_pool3d_backward = _KernelOp("avg_pool3d_backward", _plan_avg_pool3d_backward)
+# --- PyTorch's own kernels: where no compiled form computes a problem's known answer (ops.known_answer) ------
+
+
+def _linear_gradient(forward: Callable, like: Tensor, size: List[int], grad_output: Tensor) -> Tensor:
+    """The gradient, by PyTorch's autograd, of ``forward`` (linear in its one tensor argument of ``size``)."""
+    with torch.enable_grad():
+        point = torch.zeros(size, dtype=like.dtype, device=like.device, requires_grad=True)
+        (gradient,) = torch.autograd.grad(forward(point), point, grad_output)
+    return _conform(gradient, _is_channels_last(grad_output))
+
+
+def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, stride, padding, dilation, groups):
+    gradient = _linear_gradient(lambda x: _torch_conv(x, weight.detach(), None, stride, padding, dilation, groups),
+                                grad_output, input_size, grad_output)
+    return gradient if relu_output is None else torch.where(relu_output <= 0, 0, gradient)  # _RELU_BACKWARD
+
+
+def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups):
+    return _linear_gradient(lambda w: _torch_conv(input.detach(), w, None, stride, padding, dilation, groups),
+                            input, weight_size, grad_output)
+
+
+def _torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    cl = _is_channels_last(input)
+    y, indices = F.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return _conform(y, cl), _conform(indices, cl)
+
+
+def _torch_max_pool2d_backward(grad_output, indices, input_size, kernel_size, stride, padding, dilation, ceil_mode):
+    cl = _is_channels_last(grad_output)
+    return _conform(torch.ops.aten.max_pool2d_with_indices_backward(
+        grad_output, _empty(input_size, grad_output, cl), kernel_size, stride, padding, dilation, ceil_mode, indices), cl)
+
+
+def _torch_avg_pool3d_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                               divisor_override):
+    cl = _is_channels_last(grad_output)
+    return _conform(torch.ops.aten.avg_pool3d_backward(
+        grad_output, _empty(input_size, grad_output, cl), kernel_size, stride, padding, ceil_mode, count_include_pad,
+        divisor_override), cl)
+
+
+_conv_backward_input = _KernelOp("conv_backward_input", _plan_conv_backward_input, _torch_conv_backward_input)
+_conv_backward_weight = _KernelOp("conv_backward_weight", _plan_conv_backward_weight, _torch_conv_backward_weight)
+_max_pool2d_kernel = _KernelOp("max_pool2d", _plan_max_pool2d, _torch_max_pool2d)
+_max_pool2d_backward = _KernelOp("max_pool2d_backward", _plan_max_pool2d_backward, _torch_max_pool2d_backward)
+_avg_pool3d_backward = _KernelOp("avg_pool3d_backward", _plan_avg_pool3d_backward, _torch_avg_pool3d_backward)
 
 
 def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
@@ -371,23 +424,6 @@ _conv_op = _define("conv", _conv_forward, _conv_forward, _torch_conv)
 _relu_conv_op = _define("relu_conv", _relu_conv_forward, _relu_conv_forward, _relu_conv_fake)
 
 
-_bfloat16_cuda_warned = []
-
-
-def _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilation, groups):
-    """PyTorch's own weight gradient. Used for bfloat16 on CUDA: on the H100, IREE's sm_80 backward-weight
-    modules gave wrong bfloat16 weight gradients for 1x1 convolutions (normwise error ~1 against float64, while
-    float32 and the CPU's bfloat16 are right), so those gradients are not taken from them until that is fixed."""
-    if not _bfloat16_cuda_warned:
-        _bfloat16_cuda_warned.append(True)
-        warnings.warn("ops.torch: bfloat16 weight gradients on CUDA run PyTorch's own kernel (this library's sm_80 "
-                      "module gave wrong 1x1 weight gradients on the H100)", stacklevel=2)
-    padded, symmetric = _symmetric_padding(conv_input, padding)
-    return torch.ops.aten.convolution_backward(
-        grad_output, padded, weight, None, list(stride), symmetric, list(dilation), False, [0] * len(symmetric),
-        groups, [False, True, False])[1]
-
-
 def _conv_setup(ctx, inputs, output, direct: bool = False):
     input, weight, bias, stride, padding, dilation, groups = inputs
     ctx.direct = direct
@@ -409,11 +445,8 @@ def _conv_backward(ctx, grad_output, *unused):
         grad_input = _conv_backward_input.call(ctx.direct, grad_output, weight, conv_input if ctx.fused_relu else None,
                                           list(conv_input.shape), stride, padding, dilation, groups)
     if ctx.needs_input_grad[1]:
-        if grad_output.dtype == torch.bfloat16 and grad_output.device.type == "cuda":
-            grad_weight = _torch_weight_grad(conv_input, grad_output, weight, stride, padding, dilation, groups)
-        else:
-            grad_weight = _conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride, padding,
-                                                dilation, groups)
+        grad_weight = _conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride, padding,
+                                                 dilation, groups)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
     return grad_input, grad_weight, grad_bias, None, None, None, None

@@ -32,7 +32,10 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from .. import runtime, targets
+import numpy as np
+
+from .. import compiler, dtypes, known_answer, runtime, targets, tuning
+from ..operator import operator as operator_of
 from ..validation import check
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
@@ -59,13 +62,20 @@ class Prepared:
     """One call signature of one kernel op, ready: ``reads`` are (argument index, whether it needs one
     ``contiguous(memory_format)`` first), ``results`` (shape, dtype) of the destinations in ``memory_format``."""
 
-    __slots__ = ("problem", "reads", "memory_format", "results", "device", "kernel", "empty")
+    __slots__ = ("problem", "reads", "memory_format", "results", "device", "kernel", "empty", "fallback", "always")
 
-    def __init__(self, problem, reads, memory_format, results, device, kernel, empty: bool):
+    def __init__(self, problem, reads, memory_format, results, device, kernel, empty: bool, fallback=None):
         self.problem, self.reads, self.memory_format, self.results = problem, reads, memory_format, results
         self.device, self.kernel, self.empty = device, kernel, empty
+        self.fallback = fallback  # PyTorch's own kernel, where no form of the problem computes its known answer
+        self.always = known_answer.mode() == "always" and kernel is not None
 
     def __call__(self, args: tuple):
+        if self.fallback is not None:
+            return self.fallback(*args)
+        if self.always:  # OPS_VERIFY=always: the known answer first, waited for
+            known_answer.check_again(self.problem, str(self.device),
+                                     lambda inputs: run_known(self.kernel, self.problem, self.device, inputs))
         memory_format = self.memory_format
         inputs = [args[i].contiguous(memory_format=memory_format) if copy else args[i] for i, copy in self.reads]
         outputs = [torch.empty(shape, dtype=dtype, device=self.device, memory_format=memory_format)
@@ -152,18 +162,62 @@ class LaunchedKernel:
 
 
 def _launched(problem, device: torch.device):
-    """The launch-plan kernel of ``problem`` on a CUDA device, or None (said once) where it cannot be."""
+    """The launch-plan kernel of ``problem`` on a CUDA device, or None (said once) where it cannot be: the first
+    form whose module has a plan and computes the known answer through the launcher (``ops.known_answer``)."""
     try:
         from ..launch import cuda as launch_cuda
     except ImportError as error:
         say_once(f"ops.torch: CUDA kernels run through IREE's runtime, synchronously: {error}")
         return None
-    found = launch_cuda.kernels_for(problem, device.index)
-    if isinstance(found, str):
-        say_once(f"ops.torch: {problem.name} runs through IREE's runtime, synchronously: {found}")
+
+    def load(spec, path, data):
+        found = launch_cuda.load(path, data, device.index)
+        if isinstance(found, str):  # no plan: IREE's runtime serves it, and checks it there
+            return found, None
+        kernel = LaunchedKernel(*found, device)
+        return kernel, lambda inputs: run_known(kernel, problem, device, inputs)
+
+    identity = f"cuda|{torch.cuda.get_device_name(device)}|{known_answer.gpu_driver_version('cuda')}"
+    gate = known_answer.Gate(problem, identity, "cuda-launch", load)
+    compiler.load_first(tuning.module_specs(problem, targets.target_for_device("cuda")), gate)
+    if isinstance(gate.served, str):
+        say_once(f"ops.torch: {problem.name} runs through IREE's runtime, synchronously: {gate.served}")
         return None
-    kernels, plan = found
-    return LaunchedKernel(kernels, plan, device)
+    return gate.served
+
+
+def run_known(kernel, problem, device: torch.device, inputs: list) -> list:
+    """``kernel`` on ``inputs`` (arrays in the problem's layout) into NaN-filled (or -1) destinations, on
+    ``device``; its results on the host. Tensors are handed over as PyTorch holds them: a channels-last problem's
+    arrays as (N, C, *spatial) views of their NHWC memory."""
+    channels_last = problem.channels_last
+    tensors = [_to_torch(a, device, channels_last) for a in inputs]
+    results = operator_of(problem).results(problem)
+    outputs = [_to_torch(np.full(shape, -1 if dtype.startswith("int") else np.nan, dtype=dtypes.numpy_dtype(dtype)),
+                         device, channels_last) for shape, dtype in results]
+    kernel(tensors, outputs)
+    if device.type == "cuda":
+        torch.cuda.current_stream(device).synchronize()
+    return [_to_numpy(t, channels_last) for t in outputs]
+
+
+def _to_torch(array, device: torch.device, channels_last: bool) -> Tensor:
+    array = np.ascontiguousarray(array)
+    if array.dtype.name == "bfloat16":
+        t = torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(array)
+    t = t.to(device)
+    return t.permute(0, t.dim() - 1, *range(1, t.dim() - 1)) if channels_last and t.dim() >= 3 else t
+
+
+def _to_numpy(t: Tensor, channels_last: bool) -> np.ndarray:
+    if channels_last and t.dim() >= 3:
+        t = t.permute(0, *range(2, t.dim()), 1)
+    t = t.contiguous().cpu()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.uint16).numpy().view(dtypes.numpy_dtype("bfloat16"))
+    return t.numpy()
 
 
 def kernel_for(problem, device: torch.device, views: Callable):

@@ -1,0 +1,335 @@
+"""Known-answer checks: a compiled module is trusted on a device only after it has computed a known answer there.
+
+Before a module serves its first call on a device, it runs once on the library's own inputs (``random_inputs``,
+seeded from the problem's name: finite, never the user's data) and its results are compared with float64 values
+from the operator's definition (``reference``). The verdict is recorded in the user's cache under a key of the
+module's SHA-256, the device, the launch path and the runtime's version, so later processes trust a passed module
+without running it again, and a failed one is never served (``ops.compiler.load_first`` takes the next form).
+
+What is compared:
+- Results of at most ``WHOLE`` elements, whole.
+- Larger ones on a stratified sample that keeps every spatial position (so every stride phase, padded border,
+  first and last row and column) and every group, and of each group a few channels: the first, the last and two
+  drawn at random (backward-weight: of both its input and its output channels); and of the batch the first, the
+  last and two drawn at random index (backward-weight sums over the batch, so it keeps every one). Only those
+  are computed, by the same reference on the sliced inputs (every operator here is separable by channel within
+  a group and, but backward-weight, by batch index), so the reference costs that fraction of the whole.
+- Each position's tolerance scales with the sum of the magnitudes of its terms (the reference on the inputs'
+  absolute values): ``(2 u_out + 8 sqrt(L) u_32) * sum |terms|``, where ``u`` is the unit roundoff of the result's
+  dtype and of the float32 accumulator and ``L`` the largest number of terms of a position, plus the result
+  dtype's smallest normal number (a GPU may flush subnormals to zero). A NaN, an infinity or an index off by one
+  fails.
+
+``OPS_VERIFY``: ``first`` (the default) checks once per module, device, path and runtime; ``always`` checks before
+every call and waits for it (a debugging mode for faults that depend on what ran before, which one check at
+first use cannot see); ``off`` never checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .validation import check
+
+MODES = ("first", "always", "off")
+WHOLE = 1 << 18  # results up to this many elements are checked whole
+CHANNELS_KEPT = 4  # per group, in a sampled check: the first, the last, two at random
+BATCHES_KEPT = 4  # likewise of the batch, where it is not summed over
+_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+_TINY = {"float32": 2.0 ** -126, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}
+
+
+class WrongResultError(RuntimeError):
+    """No compiled form of a problem computes its known answer on this device."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    worst: float  # the largest |result - expected| / tolerance over the checked positions (above 1 fails)
+    position: tuple  # that position, in the result's layout (result index first)
+    expected: float
+    got: float
+    checked: int  # positions compared
+
+    def describe(self) -> str:
+        return (f"{self.checked} positions checked; worst at {self.position}: {self.got!r} where {self.expected!r} "
+                f"was expected ({self.worst:.3g} times its tolerance)")
+
+
+def mode() -> str:
+    value = os.environ.get("OPS_VERIFY", "first")
+    check(value in MODES, f"OPS_VERIFY must be one of {', '.join(MODES)}, but got {value!r}")
+    return value
+
+
+# --- The check -----------------------------------------------------------------------------------------------
+
+
+def inputs_for(problem) -> list:
+    """The library's own inputs for ``problem``: ``random_inputs`` seeded from its name."""
+    from .operator import operator
+
+    return operator(problem).random_inputs(problem, np.random.default_rng(zlib.crc32(problem.name.encode())))
+
+
+def verify(problem, run: Callable[[list], list]) -> Verdict:
+    """Run ``problem``'s module (``run``: its inputs -> its results, as host arrays) on ``inputs_for(problem)`` and
+    judge the results."""
+    inputs = inputs_for(problem)
+    return judge(problem, inputs, run(inputs))
+
+
+def judge(problem, inputs: list, results: list) -> Verdict:
+    """``results`` of ``problem`` on ``inputs`` against the float64 reference (see the module docstring)."""
+    sample = _sample(problem, inputs, whole=max(np.size(r) for r in results) <= WHOLE)
+    expected, magnitude = _expected(problem, sample.inputs)
+    dtypes_ = [dtype for _, dtype in _results(problem)]
+    verdicts = []
+    for number, (result, want, size, dtype) in enumerate(zip(results, expected, magnitude, dtypes_)):
+        got = sample.take(np.asarray(result))
+        if np.issubdtype(np.asarray(want).dtype, np.integer):  # indices: exact
+            tolerance = np.zeros(np.shape(want))
+        else:
+            unit = _ROUNDOFF.get(dtype, 0.0)
+            # plus the result dtype's smallest normal: a GPU may flush subnormal results to zero
+            tolerance = (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * size + _TINY.get(dtype, 0.0)
+        verdicts.append(_worst(number, got, np.asarray(want), tolerance))
+    worst = max(verdicts, key=lambda v: v.worst)
+    return dataclasses.replace(worst, checked=sum(v.checked for v in verdicts))
+
+
+def _worst(number: int, got, want, tolerance) -> Verdict:
+    got64 = np.asarray(got, dtype=np.float64)
+    want64 = np.asarray(want, dtype=np.float64)
+    error = np.abs(got64 - want64)
+    ratio = np.where(error <= tolerance, 0.0, error / np.maximum(tolerance, np.finfo(np.float64).tiny))
+    ratio = np.where(np.isfinite(got64), ratio, np.inf)
+    flat = int(np.argmax(ratio)) if ratio.size else 0
+    where = np.unravel_index(flat, ratio.shape) if ratio.size else ()
+    worst = float(ratio[where]) if ratio.size else 0.0
+    return Verdict(worst <= 1.0, worst, (number, *map(int, where)), float(want64[where]) if ratio.size else 0.0,
+                   float(got64[where]) if ratio.size else 0.0, int(ratio.size))
+
+
+def _results(problem) -> list:
+    from .operator import operator
+
+    return operator(problem).results(problem)
+
+
+def _terms(problem) -> int:
+    """The largest number of terms summed into one result position."""
+    if problem.op == "grouped_conv_bwd_weight":
+        return problem.batch * math.prod(problem.output_spatial)
+    if problem.op in ("conv_bwd_data", "grouped_conv_bwd_data"):
+        return problem.out_channels * math.prod(problem.filter_spatial)
+    return math.prod(problem.kernel)
+
+
+# --- Samples: the channels kept, the inputs sliced to them ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sample:
+    inputs: list  # the inputs, sliced to the kept channels
+    axes: tuple  # the result's (axis, kept indices) pairs
+
+    def take(self, result):
+        for axis, kept in self.axes:
+            result = np.take(result, kept, axis=axis)
+        return result
+
+
+def _kept(per_group: int, groups: int, whole: bool, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(within a group, across all groups) indices of the channels kept."""
+    if whole or per_group <= CHANNELS_KEPT:
+        within = np.arange(per_group)
+    else:
+        within = np.unique(np.concatenate([[0, per_group - 1], rng.choice(np.arange(1, per_group - 1), 2, replace=False)]))
+    return within, (np.arange(groups)[:, None] * per_group + within).ravel()
+
+
+def _sample(problem, inputs: list, whole: bool) -> _Sample:
+    rng = np.random.default_rng(zlib.crc32(problem.name.encode()) + 1)
+    channel = -1 if problem.channels_last else 1
+    sample = _channels(problem, inputs, whole, rng, channel)
+    if whole or problem.op == "grouped_conv_bwd_weight" or problem.batch <= BATCHES_KEPT:
+        return sample
+    # every other operator is separable by batch index too: the first, the last, two at random
+    kept = np.unique(np.concatenate([[0, problem.batch - 1], rng.choice(np.arange(1, problem.batch - 1), 2, replace=False)]))
+    batched = [np.take(a, kept, 0) if np.ndim(a) > 2 and np.shape(a)[0] == problem.batch else a for a in sample.inputs]
+    return _Sample(batched, ((0, kept), *sample.axes))
+
+
+def _channels(problem, inputs: list, whole: bool, rng, channel: int) -> _Sample:
+    if problem.op == "grouped_conv_bwd_weight":
+        c_within, c_all = _kept(problem.in_channels, problem.groups, whole, rng)
+        k_within, k_all = _kept(problem.out_channels, problem.groups, whole, rng)
+        x, grad_out = inputs
+        return _Sample([np.take(x, c_all, channel), np.take(grad_out, k_all, channel)], ((0, k_all), (channel, c_within)))
+    if problem.op in ("conv_bwd_data", "grouped_conv_bwd_data"):
+        within, kept = _kept(problem.in_channels, problem.groups, whole, rng)
+        total = problem.groups * problem.in_channels
+        sliced = [inputs[0], np.take(inputs[1], within, channel)]
+        for d in inputs[2:2 + len(getattr(problem, "d_shapes", ()))]:
+            sliced.append(_slice_broadcast(d, len(problem.input_shape), channel, total, kept))
+        return _Sample(sliced + inputs[len(sliced):], ((channel, kept),))
+    _, kept = _kept(problem.channels, 1, whole, rng)
+    return _Sample([np.take(a, kept, channel) if np.ndim(a) > 2 else a for a in inputs], ((channel, kept),))
+
+
+def _slice_broadcast(d, rank: int, channel: int, total: int, kept) -> np.ndarray:
+    """A D tensor (broadcast against the result, aligned right) sliced where it spans the result's channels."""
+    axis = (channel % rank) - (rank - np.ndim(d))
+    if 0 <= axis < np.ndim(d) and np.shape(d)[axis] == total:
+        return np.take(d, kept, axis)
+    return d
+
+
+def _expected(problem, inputs: list) -> tuple[list, list]:
+    """The float64 values of the sampled results, and each position's sum of term magnitudes."""
+    from .operator import operator
+    from .operators import grouped_conv_bwd_data
+
+    reference = operator(problem).reference
+    values = reference(problem, inputs)
+    values = list(values) if isinstance(values, tuple) else [values]
+    if problem.op == "maxpool2d_fwd":
+        return values, [np.abs(values[0]), np.zeros(np.shape(values[1]))]
+    if problem.op in ("maxpool2d_bwd", "avgpool3d_bwd"):
+        return values, [reference(problem, [np.abs(np.asarray(inputs[0], np.float64)), *inputs[1:]])]
+    absolute = [np.abs(np.asarray(a, np.float64)) for a in inputs[:2]]
+    if problem.op == "grouped_conv_bwd_data" and problem.epilogue is not None:
+        magnitude = grouped_conv_bwd_data.conv.reference(problem, absolute) + np.abs(values[0])
+        return values, [magnitude]
+    return values, [reference(problem, absolute)]
+
+
+# --- The record ----------------------------------------------------------------------------------------------
+
+
+def record_key(module_sha256: str, device: str, path: str) -> str:
+    """What a verdict is recorded under: the module's bytes, the device, the launch path, the runtime's version."""
+    from .runtime import rt
+
+    runtime_version = getattr(getattr(rt, "version", None), "VERSION", "") or ""
+    parts = (module_sha256, device, path, runtime_version)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _record_path(key: str, passed: bool) -> Path:
+    from .compiler import cache_dir
+
+    return cache_dir() / "verified" / f"{key}.{'pass' if passed else 'fail'}"
+
+
+def recalled(key: str) -> Verdict | None:
+    """The recorded verdict of ``key``; a pass is final whatever else was recorded."""
+    for passed in (True, False):
+        path = _record_path(key, passed)
+        if path.is_file():
+            try:
+                fields = json.loads(path.read_text())
+                return Verdict(**{**fields, "position": tuple(fields["position"])})
+            except (ValueError, TypeError, KeyError):  # a damaged record is no record
+                continue
+    return None
+
+
+def remember(key: str, verdict: Verdict) -> None:
+    from .compiler import _atomic_write
+
+    _atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
+
+
+def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list], list]) -> Verdict | None:
+    """The verdict on ``problem``'s module (``run``) on ``device`` by ``path``: recalled (``first``) or checked now;
+    None when ``OPS_VERIFY=off``."""
+    how = mode()
+    if how == "off":
+        return None
+    key = record_key(module_sha256, device, path)
+    if how == "first":
+        known = recalled(key)
+        if known is not None:
+            return known
+    verdict = verify(problem, run)
+    if how == "first":
+        remember(key, verdict)
+    return verdict
+
+
+def cpu_identity(driver: str) -> str:
+    """A CPU device's identity: the driver and this machine's processor."""
+    cpuinfo = Path("/proc/cpuinfo")
+    text = cpuinfo.read_text() if cpuinfo.exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
+    return f"{driver}|{platform.machine()}|{model or platform.processor()}"
+
+
+class Gate:
+    """``compiler.load_first``'s ``accept``: a candidate module of ``problem`` is taken only if it computes the known
+    answer on ``device`` by ``path``. ``load(spec, module_path, data)`` loads a candidate and returns what serves
+    calls, with a ``run(inputs) -> results`` for the check; the accepted one is kept in ``served``."""
+
+    def __init__(self, problem, device: str, path: str, load: Callable):
+        self.problem, self.device, self.path, self.load = problem, device, path, load
+        self.refused: list[tuple[str, Verdict]] = []
+        self.served = None
+
+    def __call__(self, spec, module_path: Path, data: bytes) -> bool:
+        served, run = self.load(spec, module_path, data)
+        if run is None:  # served some other way, which checks it itself
+            self.served = served
+            return True
+        verdict = ensure(self.problem, hashlib.sha256(data).hexdigest(), self.device, self.path, run)
+        if verdict is not None and not verdict.passed:
+            self.refused.append((module_path.name, verdict))
+            return False
+        self.served = served
+        return True
+
+    def refuse_all(self, hint: str | None):
+        name, verdict = max(self.refused, key=lambda item: item[1].worst)
+        raise WrongResultError(
+            f"{self.problem.op}: no compiled form of {self.problem.name} computes the right answer on {self.device} "
+            f"({len(self.refused)} refused by the known-answer check); worst: {name}: {verdict.describe()}"
+            + (f"; {hint}" if hint else ""))
+
+
+def check_again(problem, device, run: Callable[[list], list]) -> None:
+    """``OPS_VERIFY=always``: the known-answer check before a call, nothing recalled or recorded; raises if wrong."""
+    verdict = verify(problem, run)
+    if not verdict.passed:
+        raise WrongResultError(f"{problem.op}: {problem.name} computed a wrong known answer on {device} "
+                               f"(OPS_VERIFY=always): {verdict.describe()}")
+
+
+def gpu_driver_version(driver: str) -> str:
+    """The GPU driver's version, where its Python bindings are installed (else empty)."""
+    try:
+        if driver == "cuda":
+            from cuda.bindings import driver as cu
+
+            error, version = cu.cuDriverGetVersion()
+            return str(version)
+        if driver == "hip":
+            from hip import hip
+
+            error, version = hip.hipDriverGetVersion()
+            return str(version)
+    except Exception:  # no bindings: the name and the runtime's version still key the record
+        return ""
+    return ""

@@ -1,0 +1,158 @@
+"""Known-answer checks (ops/known_answer.py): a module is served on a device only after computing a known answer
+there; a wrong one is caught, recorded, and never served."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from ops import compiler, dtypes, known_answer, operator, runtime, targets, tuning
+from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
+
+CPU = targets.parse_target("llvm-cpu")
+
+
+def _strided_problem(batch: int = 2, layout: str = "NHWC"):
+    return conv_bwd_data.problem_from_params(
+        batch=batch, in_channels=4, out_channels=8, input_spatial=(7, 7), filter_spatial=(3, 3), stride=(2, 2),
+        dilation=(1, 1), padding=((1, 1), (1, 1)), layout=layout, dtype="float32")
+
+
+def _answers(problem):
+    inputs = known_answer.inputs_for(problem)
+    return inputs, [np.asarray(operator.operator(problem).reference(problem, inputs), dtype=np.float32)]
+
+
+def test_the_right_answer_passes_and_a_wrong_phase_or_batch_index_fails_a_sampled_check(monkeypatch):
+    monkeypatch.setattr(known_answer, "WHOLE", 0)  # the stratified sample, on a problem small enough to see
+    problem = _strided_problem(batch=9)
+    inputs, (right,) = _answers(problem)
+    assert known_answer.judge(problem, inputs, [right]).passed
+    wrong_phase = right.copy()
+    wrong_phase[:, 1::2, 0::2, :] *= -1  # one stride phase of grad_in (odd rows, even columns)
+    verdict = known_answer.judge(problem, inputs, [wrong_phase])
+    assert not verdict.passed and verdict.position[2] % 2 == 1 and verdict.position[3] % 2 == 0
+    wrong_batch = right.copy()
+    wrong_batch[-1] = right[0]  # the last batch index computed from the first's data
+    assert not known_answer.judge(problem, inputs, [wrong_batch]).passed
+    unwritten = right.copy()
+    unwritten[0, 0, 0, 0] = np.nan
+    assert known_answer.judge(problem, inputs, [unwritten]).worst == np.inf
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_rounded_right_answer_is_no_false_alarm(dtype):
+    """A result that is the float64 answer rounded to float16/bfloat16 passes; the same with one weight tap left
+    out of every position does not (each position's tolerance follows its own terms)."""
+    problem = grouped_conv_bwd_weight.problem_from_params(
+        batch=4, groups=2, in_channels=4, out_channels=4, input_spatial=(9, 9), filter_spatial=(3, 3), stride=(2, 2),
+        dilation=(1, 1), padding=((1, 1), (1, 1)), layout="NHWC", dtype=dtype)
+    inputs = known_answer.inputs_for(problem)
+    right = grouped_conv_bwd_weight.reference(problem, inputs)
+    rounded = right.astype(dtypes.numpy_dtype(problem.out_dtype))
+    assert known_answer.judge(problem, inputs, [rounded]).passed
+    wrong = right.copy()
+    wrong[:, 1, 1, :] = 0  # the centre tap's gradient lost
+    assert not known_answer.judge(problem, inputs, [wrong]).passed
+
+
+def test_verdicts_are_recorded_and_a_pass_is_trusted_later(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
+    problem = _strided_problem(batch=3)
+    checks = []
+    original = known_answer.verify
+    monkeypatch.setattr(known_answer, "verify", lambda p, run: checks.append(p.name) or original(p, run))
+    runtime._functions.clear()
+    runtime.function_for(problem, "local-task")
+    assert checks == [problem.name]
+    assert len(list((tmp_path / "verified").glob("*.pass"))) == 1
+    runtime._functions.clear()  # as a new process: the module is loaded again, its pass recalled
+    runtime.function_for(problem, "local-task")
+    assert checks == [problem.name]
+
+
+def test_ops_verify_off_always_and_a_wrong_value(monkeypatch, tmp_path, rng):
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
+    problem = _strided_problem(batch=4, layout="NCHW")
+    inputs = conv_bwd_data.random_inputs(problem, rng)
+    checks = []
+    original = known_answer.verify
+    monkeypatch.setattr(known_answer, "verify", lambda p, run: checks.append(p.name) or original(p, run))
+    runtime._functions.clear()
+    monkeypatch.setenv("OPS_VERIFY", "off")
+    operator.run(problem, inputs)
+    assert checks == [] and not (tmp_path / "verified").exists()
+    runtime._functions.clear()
+    monkeypatch.setenv("OPS_VERIFY", "always")
+    for _ in range(2):
+        operator.run(problem, inputs)
+    assert checks == [problem.name] * 3  # at load, then before each call
+    monkeypatch.setenv("OPS_VERIFY", "sometimes")
+    with pytest.raises(ValueError, match="OPS_VERIFY must be one of first, always, off, but got 'sometimes'"):
+        operator.run(problem, inputs)
+
+
+_FRESH_PROCESS = textwrap.dedent("""
+    import json, warnings
+    import numpy as np, torch
+    from ops import known_answer, operator
+    from ops.operators import conv_bwd_data
+    import ops.torch as otorch
+
+    problem = conv_bwd_data.problem_from_params(
+        batch=2, in_channels=4, out_channels=8, input_spatial=(7, 7), filter_spatial=(3, 3), stride=(2, 2),
+        dilation=(1, 1), padding=((1, 1), (1, 1)), layout="NHWC", dtype="float32")
+    report = {}
+    try:
+        operator.run(problem, conv_bwd_data.random_inputs(problem, np.random.default_rng(0)))
+    except known_answer.WrongResultError as error:
+        report["numpy_error"] = str(error)
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 7, 7).to(memory_format=torch.channels_last).requires_grad_()
+    w = torch.randn(8, 4, 3, 3).to(memory_format=torch.channels_last)
+    g = torch.randn(2, 8, 4, 4).to(memory_format=torch.channels_last)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        otorch.conv2d(x, w, stride=2, padding=1).backward(g)
+        ours = x.grad.clone()
+        x.grad = None
+        otorch.conv2d(x, w, stride=2, padding=1).backward(g)
+    x.grad = None
+    torch.nn.functional.conv2d(x.double(), w.double(), stride=2, padding=1).backward(g.double())
+    report["error"] = float((ours.double() - x.grad).norm() / x.grad.norm())
+    report["warnings"] = [str(w.message) for w in caught if "PyTorch's own kernel" in str(w.message)]
+    print(json.dumps(report))
+""")
+
+
+def test_a_module_that_computes_a_wrong_result_is_caught_in_a_fresh_process(tmp_path):
+    """A simulated miscompile: the problem's own module, its first stride phase's results doubled, compiled and
+    stored under the right module's key with its digest. A fresh process never serves it: the NumPy API raises
+    an error naming the operator, the problem and the worst error; ops.torch gives the right gradient (PyTorch's
+    own kernel, said once)."""
+    cache = tmp_path / "cache"
+    problem = _strided_problem()
+    (spec,) = tuning.module_specs(problem, CPU)  # one form on the CPU: nothing else to fall back to
+    store = "  ^bb0(%acc: f32, %unused: f32):\n\n    linalg.yield %acc : f32"
+    assert store in spec.mlir
+    altered = spec.mlir.replace(store, "  ^bb0(%acc: f32, %unused: f32):\n    %twice = arith.addf %acc, %acc : f32\n"
+                                       "    linalg.yield %twice : f32", 1)
+    wrong = compiler.ModuleSpec(spec.name, altered, spec.target)
+    compiler.compile_module(wrong, spec.path(cache, compiler.compiler_version()))
+    environment = {**os.environ, "OPS_CACHE_DIR": str(cache), "OPS_ARTIFACTS_DIR": str(tmp_path / "none"),
+                   "OPS_VERIFY": "first"}
+    done = subprocess.run([sys.executable, "-c", _FRESH_PROCESS], env=environment, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    message = report["numpy_error"]
+    assert message.startswith("conv_bwd_data: no compiled form of " + problem.name) and "worst" in message
+    assert report["error"] < 1e-5
+    assert len(report["warnings"]) == 1 and problem.name in report["warnings"][0]
+    assert len(list((cache / "verified").glob("*.fail"))) == 1

@@ -1,0 +1,82 @@
+"""What a newcomer tripped on: each with its fix's test (issue 24)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ops
+from ops import cli, compiler, runtime
+from ops.operators import avgpool3d
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_torch_tensor_in_the_numpy_api_names_the_parameter_and_points_to_ops_torch():
+    torch = pytest.importorskip("torch")  # the test extra installs it; the message needs no torch
+    with pytest.raises(TypeError, match=r"conv_bwd_data: grad_out is a torch.Tensor; .* use ops.torch"):
+        ops.conv_bwd_data(torch.randn(2, 8, 4, 4), np.ones((8, 4, 3, 3), np.float32), input_shape=(2, 4, 7, 7),
+                          stride=2, padding=1, layout="NCHW")
+
+
+def test_a_missing_device_is_one_line_before_any_work(monkeypatch, capsys):
+    def unavailable(driver):
+        raise RuntimeError(f"IREE could not open device {driver!r}: CUDA driver library 'libcuda.so' not available\n"
+                           "  more lines of the runtime's own")
+
+    monkeypatch.setattr(runtime, "get_device", unavailable)
+    monkeypatch.setattr(cli, "run_problem", lambda *a, **k: pytest.fail("work began before the device was opened"))
+    assert cli.main(["run", "conv_bwd_data", "--device", "cuda"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == ["error: IREE could not open device 'cuda': CUDA driver library 'libcuda.so' not available"]
+
+
+def test_an_unknown_key_names_the_operators_keys_and_help_says_key_value(capsys):
+    assert cli.main(["run", "conv_bwd_data", "bogus=1"]) == 2
+    error = capsys.readouterr().err
+    assert "conv_bwd_data: unknown parameter 'bogus'; its parameters are batch, in_channels" in error
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    assert "key=value overrides a parameter" in capsys.readouterr().out
+    assert "--repeat 3" in cli.__doc__ and "--repeat 5" not in cli.__doc__
+
+
+def test_ops_torch_without_pytorch_names_the_extra():
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; import ops.torch"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 1
+    assert "ModuleNotFoundError: ops.torch needs PyTorch, which is not installed: pip install " \
+           "'iree-ck-backward-ops[torch]'" in done.stderr
+
+
+def test_a_compile_on_first_use_says_so_once_and_quiet_silences_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
+    problem = avgpool3d.problem_from_params(batch=1, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
+                                            stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
+    runtime._functions.clear()
+    runtime.function_for(problem, "local-task")
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: compiling")]
+    assert len(said) == 1 and problem.name in said[0] and "llvm-cpu" in said[0] and "precompile" in said[0]
+    monkeypatch.setenv("OPS_QUIET", "1")
+    other = avgpool3d.problem_from_params(batch=2, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
+                                          stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
+    runtime.function_for(other, "local-task")
+    assert "ops: compiling" not in capsys.readouterr().err
+    assert cli.main(["cache"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"cache: {compiler.cache_dir()} (") and "MiB" in shown
+    assert cli.main(["cache", "--clear"]) == 0
+    assert list(compiler.cache_dir().iterdir()) == []
+
+
+def test_a_test_run_leaves_nothing_in_the_temporary_directory(tmp_path):
+    environment = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_geometry.py"],
+                          capture_output=True, text=True, cwd=REPO, env=environment, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert not list(tmp_path.glob("ops-tests-*"))
