@@ -59,12 +59,7 @@ def _captured(model, x, y) -> dict:
     """forward+backward in one CUDA graph: replay time (events) and the largest relative gradient difference
     against an eager step on the same input."""
     loss_fn = nn.CrossEntropyLoss()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            _step(model, x, y, loss_fn)
-    torch.cuda.current_stream().wait_stream(side)
+    _warm_up(model, x, y, loss_fn)
     eager = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
     graph = torch.cuda.CUDAGraph()
     for p in model.parameters():
@@ -77,13 +72,29 @@ def _captured(model, x, y) -> dict:
     torch.cuda.synchronize()
     difference = max(float((p.grad.double() - eager[n].double()).norm() / eager[n].double().norm().clamp_min(1e-30))
                      for n, p in model.named_parameters())
+    return {"replay_ms": _replay_ms(graph), "gradient_difference": difference}
+
+
+def _warm_up(model, x, y, loss_fn, optimizer=None) -> None:
+    """Three steps on a side stream, as PyTorch's CUDA-graph recipe asks before a capture."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            _step(model, x, y, loss_fn)
+            if optimizer is not None:
+                optimizer.step()
+    torch.cuda.current_stream().wait_stream(side)
+
+
+def _replay_ms(graph, replays: int = 20) -> float:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(20):
+    for _ in range(replays):
         graph.replay()
     end.record()
     torch.cuda.synchronize()
-    return {"replay_ms": start.elapsed_time(end) / 20, "gradient_difference": difference}
+    return start.elapsed_time(end) / replays
 
 
 def _whole_step(model, x, y) -> dict:
@@ -94,13 +105,7 @@ def _whole_step(model, x, y) -> dict:
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     eager_model = copy.deepcopy(model)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            _step(model, x, y, loss_fn)
-            optimizer.step()
-    torch.cuda.current_stream().wait_stream(side)
+    _warm_up(model, x, y, loss_fn, optimizer)
     eager_model.load_state_dict(model.state_dict())
     eager_optimizer = torch.optim.SGD(eager_model.parameters(), lr=0.01, momentum=0.9)
     eager_optimizer.load_state_dict(optimizer.state_dict())
@@ -116,13 +121,7 @@ def _whole_step(model, x, y) -> dict:
     torch.cuda.synchronize()
     difference = max(float(((p.double() - b) - (q.double() - b)).norm() / (q.double() - b).norm().clamp_min(1e-30))
                      for p, q, b in zip(model.parameters(), eager_model.parameters(), before))
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(20):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    replay = start.elapsed_time(end) / 20
+    replay = _replay_ms(graph)
     return {"replay_ms": replay, "kernels_ms": kernels_ms, "replay_over_kernels": replay / kernels_ms,
             "update_difference": difference}
 
