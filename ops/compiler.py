@@ -300,6 +300,8 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
     for spec in specs:
         for root in (artifacts_dir(), cache_dir()):
             candidate = spec.path(root, version)
+            if candidate in refused:  # forms that render the same module: checked once
+                continue
             data = verified(root, candidate, damaged)
             if data is not None:
                 if accept(spec, candidate, data):

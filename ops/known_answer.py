@@ -7,7 +7,7 @@ module's SHA-256, the device, the launch path and the runtime's version, so late
 without running it again, and a failed one is never served (``ops.compiler.load_first`` takes the next form).
 
 What is compared:
-- Results of at most ``WHOLE`` elements, whole.
+- Results of at most ``WHOLE`` elements whose reference sums at most ``WORK`` terms, whole.
 - Larger ones on a stratified sample that keeps every spatial position (so every stride phase, padded border,
   first and last row and column) and every group, and of each group a few channels: the first, the last and two
   drawn at random (backward-weight: of both its input and its output channels); and of the batch the first, the
@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,8 @@ import numpy as np
 from .validation import check
 
 MODES = ("first", "always", "off")
-WHOLE = 1 << 18  # results up to this many elements are checked whole
+WHOLE = 1 << 18  # results up to this many elements are checked whole ...
+WORK = 1 << 27  # ... if their reference sums no more terms than this (a weight gradient's sums are long)
 CHANNELS_KEPT = 4  # per group, in a sampled check: the first, the last, two at random
 BATCHES_KEPT = 4  # likewise of the batch, where it is not summed over
 _ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
@@ -93,7 +95,8 @@ def verify(problem, run: Callable[[list], list]) -> Verdict:
 
 def judge(problem, inputs: list, results: list) -> Verdict:
     """``results`` of ``problem`` on ``inputs`` against the float64 reference (see the module docstring)."""
-    sample = _sample(problem, inputs, whole=max(np.size(r) for r in results) <= WHOLE)
+    size = max(np.size(r) for r in results)
+    sample = _sample(problem, inputs, whole=size <= WHOLE and size * _terms(problem) <= WORK)
     expected, magnitude = _expected(problem, sample.inputs)
     dtypes_ = [dtype for _, dtype in _results(problem)]
     verdicts = []
@@ -222,10 +225,9 @@ def _expected(problem, inputs: list) -> tuple[list, list]:
 
 def record_key(module_sha256: str, device: str, path: str) -> str:
     """What a verdict is recorded under: the module's bytes, the device, the launch path, the runtime's version."""
-    from .runtime import rt
+    from .runtime import RUNTIME_VERSION  # loaded with the runtime, which is what runs the checks
 
-    runtime_version = getattr(getattr(rt, "version", None), "VERSION", "") or ""
-    parts = (module_sha256, device, path, runtime_version)
+    parts = (module_sha256, device, path, RUNTIME_VERSION)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -235,8 +237,13 @@ def _record_path(key: str, passed: bool) -> Path:
     return cache_dir() / "verified" / f"{key}.{'pass' if passed else 'fail'}"
 
 
+_remembered: dict[str, Verdict] = {}  # this process's verdicts, also where the cache cannot be written
+
+
 def recalled(key: str) -> Verdict | None:
     """The recorded verdict of ``key``; a pass is final whatever else was recorded."""
+    if key in _remembered:
+        return _remembered[key]
     for passed in (True, False):
         path = _record_path(key, passed)
         if path.is_file():
@@ -249,9 +256,15 @@ def recalled(key: str) -> Verdict | None:
 
 
 def remember(key: str, verdict: Verdict) -> None:
+    """Record ``verdict`` in the cache (atomically); where the cache is not writable, for this process only."""
     from .compiler import _atomic_write
 
-    _atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
+    _remembered[key] = verdict
+    try:
+        _atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
+    except OSError as error:
+        warnings.warn(f"ops: known-answer verdicts cannot be recorded in {_record_path(key, True).parent} ({error}); "
+                      "they are kept for this process only", RuntimeWarning, stacklevel=3)
 
 
 def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list], list]) -> Verdict | None:

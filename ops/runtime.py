@@ -14,6 +14,11 @@ import numpy as np
 
 import iree.runtime as rt
 
+try:
+    from iree.runtime.version import VERSION as RUNTIME_VERSION
+except ImportError:  # a runtime build without its version module
+    RUNTIME_VERSION = ""
+
 from . import compiler, dtypes, known_answer, targets, tuning
 from .operator import operator as operator_of
 from .validation import check, check_type
