@@ -4,6 +4,7 @@ stored digests; and the PyTorch call path's alignment fallback."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -230,3 +231,83 @@ def test_an_async_external_module_runs_with_fences_as_a_synchronous_one(rng):
     reference = conv_bwd_data.reference(problem, inputs)
     error = np.linalg.norm(expected.astype(np.float64) - reference) / np.linalg.norm(reference)
     assert error < 2e-3, error
+
+
+class _StandInHip:
+    """Records the HIP runtime calls the launcher makes (no AMD GPU here): handles are counters, launches keep the
+    argument values the kernel would read."""
+
+    def __init__(self):
+        self.calls, self.names, self.counter = [], {}, 1000
+
+    def _new(self, out, name=None) -> int:
+        self.counter += 1
+        out._obj.value = self.counter
+        self.names[self.counter] = name
+        return 0
+
+    def hipSetDevice(self, index):
+        self.calls.append(("device", index))
+        return 0
+
+    def hipModuleLoadData(self, module, image):
+        self.calls.append(("load", bytes(image[:4])))
+        return self._new(module)
+
+    def hipModuleGetFunction(self, function, module, name):
+        return self._new(function, name.decode())
+
+    def hipModuleLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        count = self.arguments[self.names[function.value]]
+        slots = (ctypes.c_void_p * count).from_address(params)
+        values = [ctypes.c_uint64.from_address(slot).value for slot in slots]
+        self.calls.append(("launch", self.names[function.value], (gx, gy, gz), (bx, by, bz), shared, stream.value, values))
+        return 0
+
+    def _memset(self, width):
+        return lambda address, value, count, stream: self.calls.append(("fill", width, address, value, count)) or 0
+
+    def __getattr__(self, name):
+        widths = {"hipMemsetD8Async": 1, "hipMemsetD16Async": 2, "hipMemsetD32Async": 4}
+        if name in widths:
+            return self._memset(widths[name])
+        raise AttributeError(name)
+
+    def hipMemcpyDtoDAsync(self, target, source, length, stream):
+        self.calls.append(("copy", target, source, length))
+        return 0
+
+
+def test_the_opt_in_hip_launcher_issues_a_committed_gfx942_plan_as_it_says():
+    """The ROCm launcher (ops/launch/hip.py, opt-in, not run on an AMD GPU) against a stand-in HIP runtime, on a
+    committed gfx942 module of 15 dispatches and 3 fills: each hsaco loaded, each kernel found by name, the
+    commands issued in order on the given stream with the plan's grid and block and the argument block IREE's HIP
+    HAL packs (each binding's base + offset, then the constants), fills as the plan says."""
+    from ops.launch import hip as launch_hip
+
+    record = next(m for m in _committed_gfx942() if m["dispatches"] == 15)
+    vmfb = ARTIFACTS / record["module"]
+    data = compiler.verified(ARTIFACTS, vmfb)
+    plan = compiler.load_plan(ARTIFACTS, vmfb, data)
+    stand_in = _StandInHip()
+    stand_in.arguments = {e.name: e.bindings + e.constants for x in plan.executables for e in x.exports}
+    kernels = launch_hip.Kernels(plan, [data[e.offset: e.offset + e.nbytes] for e in plan.executables], 3, stand_in)
+    assert stand_in.calls[0] == ("device", 3) and all(c == ("load", b"\x7fELF") for c in stand_in.calls[1:])
+    bases = [(1 << 40) + (i << 32) for i in range(len(plan.slots))]
+    stand_in.calls.clear()
+    kernels(bases, 0xABC0)
+    expected = []
+    for command in plan.commands:
+        if isinstance(command, launch_plan.Dispatch):
+            export = plan.executables[command.executable].exports[command.export]
+            values = [bases[slot] + offset if kind == "pointer" else slot
+                      for kind, slot, offset in launch_plan.kernel_arguments(command)]
+            expected.append(("launch", export.name, command.grid, export.block, 0, 0xABC0, values))
+        elif isinstance(command, launch_plan.Fill):
+            expected.append(("fill", command.pattern_bytes, bases[command.slot] + command.offset, command.pattern,
+                             command.length // command.pattern_bytes))
+        else:
+            expected.append(("copy", bases[command.target] + command.target_offset,
+                             bases[command.source] + command.source_offset, command.length))
+    assert stand_in.calls == expected
+    assert sum(c[0] == "launch" for c in expected) == 15 and sum(c[0] == "fill" for c in expected) == 3

@@ -16,6 +16,7 @@ import ctypes
 import threading
 
 from . import plan as launch_plan
+from .blocks import ArgumentBlock
 
 try:
     from cuda.bindings import driver as cu
@@ -53,26 +54,6 @@ def make_current(device_index: int) -> None:
     done.add(device_index)
 
 
-class _Dispatch:
-    """One dispatch: its function, launch shape, and its argument block (ctypes), of which only the pointers
-    change from call to call."""
-
-    __slots__ = ("function", "shape", "values", "addresses", "pointers")
-
-    def __init__(self, function, export: launch_plan.Export, dispatch: launch_plan.Dispatch):
-        packed = launch_plan.kernel_arguments(dispatch)
-        self.function = function
-        self.shape = (*dispatch.grid, *export.block, export.shared_bytes)
-        self.values = (ctypes.c_uint64 * max(len(packed), 1))()
-        for index, (kind, value, _) in enumerate(packed):
-            if kind == "u32":
-                self.values[index] = value  # little-endian: the kernel reads the low 4 bytes
-        self.addresses = (ctypes.c_void_p * max(len(packed), 1))(
-            *(ctypes.addressof(self.values) + 8 * i for i in range(max(len(packed), 1))))
-        self.pointers = tuple((index, value, offset) for index, (kind, value, offset) in enumerate(packed)
-                              if kind == "pointer")
-
-
 class Kernels:
     """A plan's kernels, loaded into the current context of one device (``make_current`` first)."""
 
@@ -98,7 +79,7 @@ class Kernels:
         for command in plan.commands:
             if isinstance(command, launch_plan.Dispatch):
                 export = plan.executables[command.executable].exports[command.export]
-                self._steps.append(_Dispatch(functions[command.executable][command.export], export, command))
+                self._steps.append(ArgumentBlock(functions[command.executable][command.export], export, command))
             else:
                 self._steps.append(command)
 
@@ -107,10 +88,8 @@ class Kernels:
         ``bases[i]``."""
         handle = cu.CUstream(stream)
         for step in self._steps:
-            if type(step) is _Dispatch:
-                values = step.values
-                for index, slot, offset in step.pointers:
-                    values[index] = bases[slot] + offset
+            if type(step) is ArgumentBlock:
+                step.write(bases)
                 gx, gy, gz, bx, by, bz, shared = step.shape
                 error, = cu.cuLaunchKernel(step.function, gx, gy, gz, bx, by, bz, shared, handle,
                                            ctypes.addressof(step.addresses), 0)

@@ -19,20 +19,22 @@ Kernels, by device:
   IREE device per stream (IREE's HIP HAL's ``hip_external_stream``), the module's asynchronous entry point
   (ROCm modules compile with ``--iree-execution-model=async-external``) called with empty fences, the tensors'
   own memory (DLPack, no copy). IREE issues the kernels onto that stream before the call returns; nothing is
-  waited for. None of this has run on an AMD GPU (none is reachable where it was written).
+  waited for. ``OPS_ROCM_LAUNCHER=plan`` opts in to the launch plans instead (``ops/launch/hip.py``). None of
+  this has run on an AMD GPU (none is reachable where it was written).
 - **The CPU**: IREE's runtime, synchronously, on the tensors' own memory (DLPack, no copy).
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import threading
 import warnings
 from typing import Callable
 
+import numpy as np
 import torch
 from torch import Tensor
-
-import numpy as np
 
 from .. import compiler, dtypes, known_answer, runtime, targets, tuning
 from ..operator import operator as operator_of
@@ -161,27 +163,31 @@ class LaunchedKernel:
         _record_streams(inputs, self.device, stream)
 
 
-def _launched(problem, device: torch.device):
-    """The launch-plan kernel of ``problem`` on a CUDA device, or None (said once) where it cannot be: the first
-    form whose module has a plan and computes the known answer through the launcher (``ops.known_answer``)."""
+def _launched(problem, device: torch.device, backend: str = "cuda"):
+    """The launch-plan kernel of ``problem`` on a GPU (``backend``: ``cuda``, or ``hip`` where opted in), or None
+    (said once) where it cannot be: the first form whose module has a plan and computes the known answer through
+    the launcher (``ops.known_answer``)."""
     try:
-        from ..launch import cuda as launch_cuda
+        launcher = importlib.import_module(f"ops.launch.{backend}")
     except ImportError as error:
-        say_once(f"ops.torch: CUDA kernels run through IREE's runtime, synchronously: {error}")
+        say_once(f"ops.torch: {backend} kernels run through IREE's runtime: {error}")
         return None
 
     def load(spec, path, data):
-        found = launch_cuda.load(path, data, device.index)
+        try:
+            found = launcher.load(path, data, device.index)
+        except OSError as error:  # the driver's library is missing
+            return f"the {backend} launcher cannot load it: {error}", None
         if isinstance(found, str):  # no plan: IREE's runtime serves it, and checks it there
             return found, None
         kernel = LaunchedKernel(*found, device)
         return kernel, lambda inputs: run_known(kernel, problem, device, inputs)
 
-    identity = f"cuda|{torch.cuda.get_device_name(device)}|{known_answer.gpu_driver_version('cuda')}"
-    gate = known_answer.Gate(problem, identity, "cuda-launch", load)
-    compiler.load_first(tuning.module_specs(problem, targets.target_for_device("cuda")), gate)
+    identity = f"{backend}|{torch.cuda.get_device_name(device)}|{known_answer.gpu_driver_version(backend)}"
+    gate = known_answer.Gate(problem, identity, f"{backend}-launch", load)
+    compiler.load_first(tuning.module_specs(problem, targets.target_for_device(backend)), gate)
     if isinstance(gate.served, str):
-        say_once(f"ops.torch: {problem.name} runs through IREE's runtime, synchronously: {gate.served}")
+        say_once(f"ops.torch: {problem.name} runs through IREE's runtime: {gate.served}")
         return None
     return gate.served
 
@@ -232,6 +238,15 @@ def kernel_for(problem, device: torch.device, views: Callable):
         if launched is not None:
             return launched
     if driver == "hip":
+        if os.environ.get("OPS_ROCM_LAUNCHER") == "plan":  # opt-in: not yet run on an AMD GPU
+            try:
+                launched = _launched(problem, device, "hip")
+            except known_answer.WrongResultError as error:
+                say_once(f"ops.torch: the HIP launcher computes no form of {problem.name} right ({error}); IREE's "
+                         "runtime runs it")
+                launched = None
+            if launched is not None:
+                return launched
         return StreamKernel(problem, device, views)
     return RuntimeKernel(runtime.function_for(problem, driver), driver, views, device.type == "cuda")
 
