@@ -53,15 +53,16 @@ def params(op: str, name: str, suite: str = "ck_examples", **overrides) -> dict:
     check(op in OPERATORS, f"unknown operator {op!r}; known: {', '.join(OPERATORS)}")
     found = [e for e in entries(suite) if e["op"] == op and e["name"] == name]
     check(bool(found), f"unknown problem {name!r} for {op} in {suite}; known: {', '.join(problem_names(op, suite))}")
-    valid = parameter_names(op)
+    base = _as_params(found[0]["params"])
+    valid = [*base, *(name for name in parameter_names(op) if name not in base)]
     unknown = sorted(set(overrides) - set(valid))
     check(not unknown, f"{op}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                        f"its parameters are {', '.join(valid)}")
-    return {**_as_params(found[0]["params"]), **overrides}
+    return {**base, **overrides}
 
 
 def parameter_names(op: str) -> list[str]:
-    """The parameters a problem of ``op`` is made from (``problem_from_params``'s keywords)."""
+    """The parameters ``problem_from_params`` of ``op`` names (a manifest entry's are valid too)."""
     return [name for name, p in inspect.signature(OPERATORS[op].problem_from_params).parameters.items()
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "op"]
 
