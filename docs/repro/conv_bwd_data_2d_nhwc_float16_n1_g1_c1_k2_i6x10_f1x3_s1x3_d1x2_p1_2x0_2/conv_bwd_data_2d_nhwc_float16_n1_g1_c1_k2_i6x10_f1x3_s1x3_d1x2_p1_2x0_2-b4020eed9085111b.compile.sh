@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+iree-compile conv_bwd_data_2d_nhwc_float16_n1_g1_c1_k2_i6x10_f1x3_s1x3_d1x2_p1_2x0_2-b4020eed9085111b.mlir --iree-hal-target-device=cuda --iree-cuda-target=sm_80 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --iree-codegen-llvmgpu-use-tile-and-fuse-matmul=false --iree-codegen-llvmgpu-use-vector-distribution=false --compile-to=hal -o conv_bwd_data_2d_nhwc_float16_n1_g1_c1_k2_i6x10_f1x3_s1x3_d1x2_p1_2x0_2-b4020eed9085111b.hal.mlir
+iree-compile --compile-from=hal conv_bwd_data_2d_nhwc_float16_n1_g1_c1_k2_i6x10_f1x3_s1x3_d1x2_p1_2x0_2-b4020eed9085111b.hal.mlir --iree-hal-target-device=cuda --iree-cuda-target=sm_80 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --iree-codegen-llvmgpu-use-tile-and-fuse-matmul=false --iree-codegen-llvmgpu-use-vector-distribution=false -o conv_bwd_data_2d_nhwc_float16_n1_g1_c1_k2_i6x10_f1x3_s1x3_d1x2_p1_2x0_2-b4020eed9085111b.vmfb

@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+iree-compile grouped_conv_bwd_data_1d_nwc_float16_n1_g1_c5_k4_i7_f3_s3_d2_p0_2_e1_11628b21cd-33b1e5e0ac8c6040.mlir --iree-hal-target-device=cuda --iree-cuda-target=sm_80 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --iree-codegen-llvmgpu-use-tile-and-fuse-matmul=false --iree-codegen-llvmgpu-use-vector-distribution=false --compile-to=hal -o grouped_conv_bwd_data_1d_nwc_float16_n1_g1_c5_k4_i7_f3_s3_d2_p0_2_e1_11628b21cd-33b1e5e0ac8c6040.hal.mlir
+iree-compile --compile-from=hal grouped_conv_bwd_data_1d_nwc_float16_n1_g1_c5_k4_i7_f3_s3_d2_p0_2_e1_11628b21cd-33b1e5e0ac8c6040.hal.mlir --iree-hal-target-device=cuda --iree-cuda-target=sm_80 --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --iree-codegen-llvmgpu-use-tile-and-fuse-matmul=false --iree-codegen-llvmgpu-use-vector-distribution=false -o grouped_conv_bwd_data_1d_nwc_float16_n1_g1_c5_k4_i7_f3_s3_d2_p0_2_e1_11628b21cd-33b1e5e0ac8c6040.vmfb

@@ -1,0 +1,79 @@
+// Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight), 1-D, layout NWC.
+//
+// The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), group g:
+//     out[n, o, g*K + k] = sum_{f, c} x[n, i, g*C + c] * w[g*K + k, f, c]      where   s*o + d*f = i + p_lo
+// Its gradient with respect to w is the same identity read as a sum over what the weight does not index,
+// the batch n and the output positions o:
+//     grad_w[g*K + k, f, c] = sum_{n, o} x_padded[n, s*o + d*f, g*C + c] * grad_out[n, o, g*K + k]
+// where x_padded is x with p_lo zeros in front (i + p_lo = s*o + d*f) and, behind, as many zeros as the last
+// window reads (taps outside x multiply a zero), or x cut where the last window ends: exactly what is read. That is a convolution with the roles swapped (JAX's
+// transpose_rhs: stride and dilation trade places): grad_out is the filter, its taps o dilated by s; x is the
+// image; f runs over the output positions with stride d; and the batch n is reduced like the input channels
+// of a forward convolution. As an implicit GEMM per group: K rows, F*C columns, a reduction of length N*O
+// (x must stay the first operand: IREE's implicit GEMM takes it as the image). No index map has a negative
+// coefficient (s*o + d*f >= 0).
+//
+// Groups fold into channels as in PyTorch and CK's NHWGC: tensor.expand_shape splits G*C and G*K into
+// (G, C) and (G, K) (free reshapes).
+//
+// The batch splits into 3 chunks of 1 (the same free reshape, N = J*Nc): the weight
+// gradient is small and its reduction long (here 21 terms per element), so one dispatch
+// computes J partial sums in parallel and a second adds them:
+//     partial[j, g, k, f, c] = sum_{nc, o} x_padded[j*Nc + nc, s*o + d*f, g, c] * grad_out[j*Nc + nc, o, g, k]
+//     grad_w[g*K + k, f, c]  = sum_j partial[j, g, k, f, c]
+// (J = 1: no split, no J dim and no sum.) One linalg.generic over (j, g, k, f0, c, n, o0) accumulates float32 into
+// !partial = (J, G, K, F0, C); tensor.collapse_shape merges (G, K); the sum over J casts to f32.
+//
+// Problem: grouped_conv_bwd_weight_1d_nwc_float16_n3_g1_c3_k3_i4_f1_s1_d2_p1_2_out_float32
+
+!x = tensor<3x4x3xf16>
+!grad_out = tensor<3x7x3xf16>
+!grad_w = tensor<3x1x3xf32>
+!x_padded = tensor<3x7x3xf16>
+!x_groups = tensor<3x1x7x1x3xf16>
+!grad_out_groups = tensor<3x1x7x1x3xf16>
+!partial = tensor<3x1x3x1x3xf32>
+!partial_flat = tensor<3x3x1x3xf32>
+!acc_flat = tensor<3x1x3xf32>
+
+func.func @grouped_conv_bwd_weight_1d_nwc_float16_n3_g1_c3_k3_i4_f1_s1_d2_p1_2_out_float32(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}) -> !grad_w {
+  %zero = arith.constant 0.0 : f32
+  %zero_element = arith.constant 0.0 : f16
+  %x_unpadded_groups = tensor.expand_shape %x [[0, 1], [2], [3, 4]] output_shape [3, 1, 4, 1, 3] : !x into tensor<3x1x4x1x3xf16>
+  %x_groups = tensor.pad %x_unpadded_groups low[0, 0, 1, 0, 0] high[0, 0, 2, 0, 0] {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %i4: index):
+    tensor.yield %zero_element : f16
+  } : tensor<3x1x4x1x3xf16> to !x_groups
+  // x_groups is x padded, above
+  %grad_out_groups = tensor.expand_shape %grad_out [[0, 1], [2], [3, 4]] output_shape [3, 1, 7, 1, 3] : !grad_out into !grad_out_groups
+  %partial_empty = tensor.empty() : !partial
+  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
+  // partial[j, g, k, f, c] += x_padded[j, nc, s*o + d*f, g, c] * grad_out[j, nc, o, g, k], per axis
+  // (channels-first: the same sums)
+  %partial = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d5, d6 + d3 * 2, d1, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d5, d6, d1, d2)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial) {
+  ^bb0(%xv: f16, %gv: f16, %sum: f32):
+    %x32 = arith.extf %xv : f16 to f32
+    %g32 = arith.extf %gv : f16 to f32
+    %product = arith.mulf %x32, %g32 : f32
+    %new_sum = arith.addf %sum, %product : f32
+    linalg.yield %new_sum : f32
+  } -> !partial
+  %partial_flat = tensor.collapse_shape %partial [[0], [1, 2], [3], [4]] : !partial into !partial_flat
+  // grad_w = sum over the 3 chunks (j, the last dim), still float32
+  %acc_empty = tensor.empty() : !acc_flat
+  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc_flat) -> !acc_flat
+  %acc = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d3, d0, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%partial_flat : !partial_flat) outs(%acc_zero : !acc_flat) {
+  ^bb0(%p: f32, %sum: f32):
+    %new_sum = arith.addf %sum, %p : f32
+    linalg.yield %new_sum : f32
+  } -> !acc_flat
+  %grad_w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%acc : !acc_flat) outs(%dst : !grad_w) {
+  ^bb0(%a: f32, %unused: f32):
+
+    linalg.yield %a : f32
+  } -> !grad_w
+  return %grad_w : !grad_w
+}

@@ -1,0 +1,74 @@
+// Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight), 2-D, layout NHWC.
+//
+// The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), group g:
+//     out[n, o, g*K + k] = sum_{f, c} x[n, i, g*C + c] * w[g*K + k, f, c]      where   s*o + d*f = i + p_lo
+// Its gradient with respect to w is the same identity read as a sum over what the weight does not index,
+// the batch n and the output positions o:
+//     grad_w[g*K + k, f, c] = sum_{n, o} x_padded[n, s*o + d*f, g*C + c] * grad_out[n, o, g*K + k]
+// where x_padded is x with p_lo zeros in front (i + p_lo = s*o + d*f) and, behind, as many zeros as the last
+// window reads (taps outside x multiply a zero), or x cut where the last window ends: exactly what is read. That is a convolution with the roles swapped (JAX's
+// transpose_rhs: stride and dilation trade places): grad_out is the filter, its taps o dilated by s; x is the
+// image; f runs over the output positions with stride d; and the batch n is reduced like the input channels
+// of a forward convolution. As an implicit GEMM per group: K rows, F*C columns, a reduction of length N*O
+// (x must stay the first operand: IREE's implicit GEMM takes it as the image). No index map has a negative
+// coefficient (s*o + d*f >= 0).
+//
+// Groups fold into channels as in PyTorch and CK's NHWGC: tensor.expand_shape splits G*C and G*K into
+// (G, C) and (G, K) (free reshapes).
+//
+// The batch splits into 128 chunks of 1 (the same free reshape, N = J*Nc): the weight
+// gradient is small and its reduction long (here 8192 terms per element), so one dispatch
+// computes J partial sums in parallel and a second adds them:
+//     partial[j, g, k, f, c] = sum_{nc, o} x_padded[j*Nc + nc, s*o + d*f, g, c] * grad_out[j*Nc + nc, o, g, k]
+//     grad_w[g*K + k, f, c]  = sum_j partial[j, g, k, f, c]
+// (J = 1: no split, no J dim and no sum.) One linalg.generic over (j, g, k, f0, f1, c, n, o0, o1) accumulates float32 into
+// !partial = (J, G, K, F0, F1, C); tensor.collapse_shape merges (G, K); the sum over J casts to bf16.
+//
+// Problem: grouped_conv_bwd_weight_2d_nhwc_bfloat16_n128_g1_c64_k128_i8x8_f1x1_s1x1_d1x1_p0_0x0_0
+
+!x = tensor<128x8x8x64xbf16>
+!grad_out = tensor<128x8x8x128xbf16>
+!grad_w = tensor<128x1x1x64xbf16>
+!x_padded = tensor<128x8x8x64xbf16>
+!x_groups = tensor<128x1x8x8x1x64xbf16>
+!grad_out_groups = tensor<128x1x8x8x1x128xbf16>
+!partial = tensor<128x1x128x1x1x64xf32>
+!partial_flat = tensor<128x128x1x1x64xf32>
+!acc_flat = tensor<128x1x1x64xf32>
+
+func.func @grouped_conv_bwd_weight_2d_nhwc_bfloat16_n128_g1_c64_k128_i8x8_f1x1_s1x1_d1x1_p0_0x0_0(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.output = 0 : index}) -> !grad_w {
+  %zero = arith.constant 0.0 : f32
+  // no padding is read: x is used as it is
+  %x_groups = tensor.expand_shape %x [[0, 1], [2], [3], [4, 5]] output_shape [128, 1, 8, 8, 1, 64] : !x_padded into !x_groups
+  %grad_out_groups = tensor.expand_shape %grad_out [[0, 1], [2], [3], [4, 5]] output_shape [128, 1, 8, 8, 1, 128] : !grad_out into !grad_out_groups
+  %partial_empty = tensor.empty() : !partial
+  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
+  // partial[j, g, k, f, c] += x_padded[j, nc, s*o + d*f, g, c] * grad_out[j, nc, o, g, k], per axis
+  // (channels-first: the same sums)
+  %partial = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8) -> (d0, d6, d7 + d3, d8 + d4, d1, d5)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8) -> (d0, d6, d7, d8, d1, d2)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8) -> (d0, d1, d2, d3, d4, d5)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial) {
+  ^bb0(%xv: bf16, %gv: bf16, %sum: f32):
+    %x32 = arith.extf %xv : bf16 to f32
+    %g32 = arith.extf %gv : bf16 to f32
+    %product = arith.mulf %x32, %g32 : f32
+    %new_sum = arith.addf %sum, %product : f32
+    linalg.yield %new_sum : f32
+  } -> !partial
+  %partial_flat = tensor.collapse_shape %partial [[0], [1, 2], [3], [4], [5]] : !partial into !partial_flat
+  // grad_w = sum over the 128 chunks (j, the last dim), still float32
+  %acc_empty = tensor.empty() : !acc_flat
+  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc_flat) -> !acc_flat
+  %acc = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d4, d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%partial_flat : !partial_flat) outs(%acc_zero : !acc_flat) {
+  ^bb0(%p: f32, %sum: f32):
+    %new_sum = arith.addf %sum, %p : f32
+    linalg.yield %new_sum : f32
+  } -> !acc_flat
+  %grad_w = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc : !acc_flat) outs(%dst : !grad_w) {
+  ^bb0(%a: f32, %unused: bf16):
+    %v = arith.truncf %a : f32 to bf16
+    linalg.yield %v : bf16
+  } -> !grad_w
+  return %grad_w : !grad_w
+}
