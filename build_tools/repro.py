@@ -51,7 +51,7 @@ def replay(folder: Path, device: str, compile_: bool) -> int:
         data = (work / f"{stem}.vmfb").read_bytes()
         spec = type("Spec", (), {"name": problem.name})
         function = runtime._function(spec, data, device, runtime.get_device(device))
-        verdict = known_answer.verify(problem, lambda inputs: runtime.known_run(function, problem, inputs))
+        verdict = known_answer.verify(problem, lambda inputs, axes: runtime.known_run(function, problem, inputs, axes))
         wrong += not verdict.passed
         print(f"  {stem}: {'right' if verdict.passed else 'WRONG'}: {verdict.describe()}")
     return 1 if wrong else 0

@@ -86,28 +86,44 @@ def inputs_for(problem) -> list:
     return operator(problem).random_inputs(problem, np.random.default_rng(zlib.crc32(problem.name.encode())))
 
 
-def verify(problem, run: Callable[[list], list]) -> Verdict:
-    """Run ``problem``'s module (``run``: its inputs -> its results, as host arrays) on ``inputs_for(problem)`` and
-    judge the results."""
+def verify(problem, run: Callable[[list, tuple], list]) -> Verdict:
+    """Run ``problem``'s module on ``inputs_for(problem)`` and judge its results. ``run(inputs, axes)`` returns them
+    as host arrays reduced to the sampled positions: ``axes``, (axis, kept indices) pairs applied in order (on a
+    GPU, gathered there, so that only they come to the host)."""
     inputs = inputs_for(problem)
-    return judge(problem, inputs, run(inputs))
+    sample = sample_of(problem, inputs)
+    return _judged(problem, sample, run(inputs, sample.axes))
 
 
 def judge(problem, inputs: list, results: list) -> Verdict:
-    """``results`` of ``problem`` on ``inputs`` against the float64 reference (see the module docstring)."""
-    size = max(np.size(r) for r in results)
-    sample = _sample(problem, inputs, whole=size <= WHOLE and size * _terms(problem) <= WORK)
-    expected, magnitude = _expected(problem, sample.inputs)
-    dtypes_ = [dtype for _, dtype in _results(problem)]
+    """Whole ``results`` of ``problem`` on ``inputs`` against the float64 reference (see the module docstring)."""
+    sample = sample_of(problem, inputs)
+    return _judged(problem, sample, [sample.take(np.asarray(r)) for r in results])
+
+
+def sample_of(problem, inputs: list) -> "_Sample":
+    """The positions checked of ``problem``'s results: all of them when they are few and cheap, else a sample."""
+    size = max(math.prod(shape) for shape, _ in _results(problem))
+    return _sample(problem, inputs, whole=size <= WHOLE and size * _terms(problem) <= WORK)
+
+
+def take(result, axes: tuple):
+    """``result`` reduced to the sampled positions (``axes``: see ``verify``)."""
+    for axis, kept in axes:
+        result = np.take(result, kept, axis=axis)
+    return result
+
+
+def _judged(problem, sample: "_Sample", results: list) -> Verdict:
+    expected, magnitudes = _expected(problem, sample.inputs)
     verdicts = []
-    for number, (result, want, size, dtype) in enumerate(zip(results, expected, magnitude, dtypes_)):
-        got = sample.take(np.asarray(result))
+    for number, (got, want, magnitude, (_, dtype)) in enumerate(zip(results, expected, magnitudes, _results(problem))):
         if np.issubdtype(np.asarray(want).dtype, np.integer):  # indices: exact
             tolerance = np.zeros(np.shape(want))
         else:
             unit = _ROUNDOFF.get(dtype, 0.0)
             # plus the result dtype's smallest normal: a GPU may flush subnormal results to zero
-            tolerance = (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * size + _TINY.get(dtype, 0.0)
+            tolerance = (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * magnitude + _TINY.get(dtype, 0.0)
         verdicts.append(_worst(number, got, np.asarray(want), tolerance))
     worst = max(verdicts, key=lambda v: v.worst)
     return dataclasses.replace(worst, checked=sum(v.checked for v in verdicts))
@@ -150,9 +166,7 @@ class _Sample:
     axes: tuple  # the result's (axis, kept indices) pairs
 
     def take(self, result):
-        for axis, kept in self.axes:
-            result = np.take(result, kept, axis=axis)
-        return result
+        return take(result, self.axes)
 
 
 def _kept(per_group: int, groups: int, whole: bool, rng) -> tuple[np.ndarray, np.ndarray]:

@@ -181,7 +181,7 @@ def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevic
 
     def load(spec, path, data):
         function = _function(spec, data, driver, hal_device)
-        return function, lambda inputs: known_run(function, problem, inputs)
+        return function, lambda inputs, axes: known_run(function, problem, inputs, axes)
 
     if problem is None:  # a benchmark's own module: it checks its results itself
         spec, path, data = compiler.load_first(specs)
@@ -202,13 +202,14 @@ def _function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_device: r
     return Function(context, module.lookup_function(spec.name), driver, hal_device)
 
 
-def known_run(function: Function, problem, inputs: list) -> list:
-    """``function`` on ``inputs`` into NaN-filled (or -1) destinations: its results, on the host."""
+def known_run(function: Function, problem, inputs: list, axes: tuple = ()) -> list:
+    """``function`` on ``inputs`` into NaN-filled (or -1) destinations: its results on the host, reduced to the
+    positions ``axes`` keeps (``known_answer.verify``)."""
     results = operator_of(problem).results(problem)
     destinations = [np.full(shape, -1 if dtype.startswith("int") else np.nan, dtype=dtypes.numpy_dtype(dtype))
                     for shape, dtype in results]
     returned = function(*inputs, *destinations)[-len(results):]
-    return [np.array(r.to_host(), copy=True) for r in returned]
+    return [known_answer.take(np.array(r.to_host(), copy=True), axes) for r in returned]
 
 
 def device_identity(driver: str) -> str:
@@ -307,7 +308,7 @@ def execute(problem, inputs: list, *, results: list[tuple[tuple[int, ...], str]]
         return _empty_batch(results, outs, driver, keep_on_device)
     function = function_for(problem, driver, form=form)
     if known_answer.mode() == "always":
-        known_answer.check_again(problem, driver, lambda inputs: known_run(function, problem, inputs))
+        known_answer.check_again(problem, driver, lambda inputs, axes: known_run(function, problem, inputs, axes))
     destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
     arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
     returned = function(*arguments, *destinations)[len(arguments):]

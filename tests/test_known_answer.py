@@ -156,3 +156,42 @@ def test_a_module_that_computes_a_wrong_result_is_caught_in_a_fresh_process(tmp_
     assert report["error"] < 1e-5
     assert len(report["warnings"]) == 1 and problem.name in report["warnings"][0]
     assert len(list((cache / "verified").glob("*.fail"))) == 1
+
+
+def test_the_torch_path_gathers_the_sampled_positions_before_they_reach_the_host(monkeypatch):
+    """ops.torch's check reduces a result to the sampled positions where it lies (index_select on its device), in
+    the problem's layout: the same values the whole result, reduced on the host, gives."""
+    torch = pytest.importorskip("torch")
+    from ops.torch import calls
+
+    monkeypatch.setattr(known_answer, "WHOLE", 0)
+    problem = _strided_problem(batch=9)  # NHWC: channels-last tensors
+    cpu = torch.device("cpu")
+    kernel = calls.kernel_for(problem, cpu, lambda tensors: [t.permute(0, 2, 3, 1) for t in tensors])
+    inputs = known_answer.inputs_for(problem)
+    sample = known_answer.sample_of(problem, inputs)
+    assert [axis for axis, _ in sample.axes] == [0, -1]  # batch indices, then channels
+    gathered = calls.run_known(kernel, problem, cpu, inputs, sample.axes)
+    whole = calls.run_known(kernel, problem, cpu, inputs)
+    assert gathered[0].shape == (4, 7, 7, 4) and np.array_equal(gathered[0], known_answer.take(whole[0], sample.axes))
+    assert known_answer.verify(problem, lambda i, axes: calls.run_known(kernel, problem, cpu, i, axes)).passed
+
+
+def test_ops_verify_always_checks_every_torch_call(monkeypatch, tmp_path):
+    torch = pytest.importorskip("torch")
+    import ops.torch as otorch
+
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OPS_VERIFY", "always")
+    checks = []
+    original = known_answer.verify
+    monkeypatch.setattr(known_answer, "verify", lambda p, run: checks.append(p.name) or original(p, run))
+    x = torch.randn(2, 3, 6, 6, requires_grad=True)
+    w = torch.randn(5, 3, 3, 3)
+    for step in range(2):
+        x.grad = None
+        otorch.conv2d(x, w, padding=1, stride=2).sum().backward()
+    assert len(checks) == 3 and len(set(checks)) == 1  # at load, then before each of the two calls
+    leaf = x.detach().double().requires_grad_()
+    torch.nn.functional.conv2d(leaf, w.double(), padding=1, stride=2).sum().backward()
+    assert torch.allclose(x.grad.double(), leaf.grad, rtol=1e-5, atol=1e-5)

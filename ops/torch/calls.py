@@ -77,7 +77,7 @@ class Prepared:
             return self.fallback(*args)
         if self.always:  # OPS_VERIFY=always: the known answer first, waited for
             known_answer.check_again(self.problem, str(self.device),
-                                     lambda inputs: run_known(self.kernel, self.problem, self.device, inputs))
+                                     lambda inputs, axes: run_known(self.kernel, self.problem, self.device, inputs, axes))
         memory_format = self.memory_format
         inputs = [args[i].contiguous(memory_format=memory_format) if copy else args[i] for i, copy in self.reads]
         outputs = [torch.empty(shape, dtype=dtype, device=self.device, memory_format=memory_format)
@@ -181,7 +181,7 @@ def _launched(problem, device: torch.device, backend: str = "cuda"):
         if isinstance(found, str):  # no plan: IREE's runtime serves it, and checks it there
             return found, None
         kernel = LaunchedKernel(*found, device)
-        return kernel, lambda inputs: run_known(kernel, problem, device, inputs)
+        return kernel, lambda inputs, axes: run_known(kernel, problem, device, inputs, axes)
 
     identity = f"{backend}|{torch.cuda.get_device_name(device)}|{known_answer.gpu_driver_version(backend)}"
     gate = known_answer.Gate(problem, identity, f"{backend}-launch", load)
@@ -192,10 +192,11 @@ def _launched(problem, device: torch.device, backend: str = "cuda"):
     return gate.served
 
 
-def run_known(kernel, problem, device: torch.device, inputs: list) -> list:
+def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple = ()) -> list:
     """``kernel`` on ``inputs`` (arrays in the problem's layout) into NaN-filled (or -1) destinations, on
-    ``device``; its results on the host. Tensors are handed over as PyTorch holds them: a channels-last problem's
-    arrays as (N, C, *spatial) views of their NHWC memory."""
+    ``device``; its results reduced there to the positions ``axes`` keeps (``known_answer.verify``), then brought
+    to the host. Tensors are handed over as PyTorch holds them: a channels-last problem's arrays as
+    (N, C, *spatial) views of their NHWC memory."""
     channels_last = problem.channels_last
     tensors = [_to_torch(a, device, channels_last) for a in inputs]
     results = operator_of(problem).results(problem)
@@ -204,7 +205,7 @@ def run_known(kernel, problem, device: torch.device, inputs: list) -> list:
     kernel(tensors, outputs)
     if device.type == "cuda":
         torch.cuda.current_stream(device).synchronize()
-    return [_to_numpy(t, channels_last) for t in outputs]
+    return [_to_numpy(_gathered(t, channels_last, axes)) for t in outputs]
 
 
 def _to_torch(array, device: torch.device, channels_last: bool) -> Tensor:
@@ -213,13 +214,20 @@ def _to_torch(array, device: torch.device, channels_last: bool) -> Tensor:
         t = torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
     else:
         t = torch.from_numpy(array)
-    t = t.to(device)
+    t = t.to(device, copy=True)  # PyTorch's allocation (aligned as its kernels and IREE's imports expect)
     return t.permute(0, t.dim() - 1, *range(1, t.dim() - 1)) if channels_last and t.dim() >= 3 else t
 
 
-def _to_numpy(t: Tensor, channels_last: bool) -> np.ndarray:
+def _gathered(t: Tensor, channels_last: bool, axes: tuple) -> Tensor:
+    """``t`` in the problem's layout, only the kept positions (gathered on its device)."""
     if channels_last and t.dim() >= 3:
         t = t.permute(0, *range(2, t.dim()), 1)
+    for axis, kept in axes:
+        t = t.index_select(axis % t.dim(), torch.as_tensor(kept, device=t.device))
+    return t
+
+
+def _to_numpy(t: Tensor) -> np.ndarray:
     t = t.contiguous().cpu()
     if t.dtype == torch.bfloat16:
         return t.view(torch.uint16).numpy().view(dtypes.numpy_dtype("bfloat16"))
