@@ -268,9 +268,12 @@ def _rebuild_command(spec: ModuleSpec) -> str:
     return f"python -m build_tools.aot --targets {spec.target} (or install iree-base-compiler==3.13.0: the module is then rebuilt into the cache)"
 
 
+announce = threading.local()  # ``quiet = True`` on a thread that reports its compiles itself (precompile)
+
+
 def _say_compiling(spec: ModuleSpec) -> None:
     """One line on stderr for each module compiled on first use (``OPS_QUIET=1`` silences it)."""
-    if os.environ.get("OPS_QUIET", "") not in ("", "0"):
+    if os.environ.get("OPS_QUIET", "") not in ("", "0") or getattr(announce, "quiet", False):
         return
     print(f"ops: compiling {spec.name} for {spec.target} (its first use; compiled once into {cache_dir()}; "
           "ops.torch.precompile or python -m build_tools.aot compiles ahead; OPS_QUIET=1 silences this)",

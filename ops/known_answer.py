@@ -281,7 +281,7 @@ def remember(key: str, verdict: Verdict) -> None:
                       "they are kept for this process only", RuntimeWarning, stacklevel=3)
 
 
-def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list], list]) -> Verdict | None:
+def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list, tuple], list]) -> Verdict | None:
     """The verdict on ``problem``'s module (``run``) on ``device`` by ``path``: recalled (``first``) or checked now;
     None when ``OPS_VERIFY=off``."""
     how = mode()
@@ -336,7 +336,7 @@ class Gate:
             + (f"; {hint}" if hint else ""))
 
 
-def check_again(problem, device, run: Callable[[list], list]) -> None:
+def check_again(problem, device: str, run: Callable[[list, tuple], list]) -> None:
     """``OPS_VERIFY=always``: the known-answer check before a call, nothing recalled or recorded; raises if wrong."""
     verdict = verify(problem, run)
     if not verdict.passed:

@@ -909,6 +909,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     done = []
 
     def build(specs):
+        compiler.announce.quiet = True  # the progress bar says what compiles
         path = compiler.find_or_compile(specs)
         done.append(specs[0].name)
         if progress:
