@@ -347,7 +347,7 @@ def main(argv=None) -> int:
     parser.add_argument("--kernels", action="store_true", help="also record each dispatch's device time (GPU, PyTorch's profiler)")
     parser.add_argument("--gemm", action="store_true", help="also time IREE's own batch_matmul of each convolution's implicit-GEMM shape")
     parser.add_argument("--form", action="append", default=[], metavar="key=value",
-                        help="time this template form instead of the tuning tables' choice (e.g. store=insert)")
+                        help="time this template form instead of the tuning tables' choice (e.g. store=strided)")
     parser.add_argument("--prepare", action="store_true",
                         help="only compile (here, with iree-base-compiler) every module the run would load, ours and the "
                              "GEMM ceilings, into the cache ($OPS_CACHE_DIR): for a GPU machine without the compiler")

@@ -20,7 +20,6 @@ from .validation import check, check_type
 DEFAULT_DEVICE = "local-task"
 DEFAULT_ARCH = {"rocm": "gfx942", "cuda": "sm_80", "llvm-cpu": "host"}
 ARCH_ENV = {"rocm": "OPS_ROCM_ARCH", "cuda": "OPS_CUDA_ARCH"}
-KNOWN_ARCHS = {"rocm": ("gfx942", "gfx90a", "gfx1100", "gfx950"), "cuda": ("sm_80", "sm_86", "sm_89"), "llvm-cpu": ("host",)}
 DRIVER_BACKEND = {"local-task": "llvm-cpu", "local-sync": "llvm-cpu", "hip": "rocm", "cuda": "cuda"}
 BACKEND_DRIVER = {"llvm-cpu": "local-task", "rocm": "hip", "cuda": "cuda"}
 

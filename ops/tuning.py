@@ -109,8 +109,9 @@ def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), con
     copy = copy_config(target)
     mlirs = [render(problem, Choices(target, form, configs, copy)) for form in forms_for(problem, target, options)]
     flags = (*flags_for(problem, target), *extra_flags)
-    return [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
-            for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]
+    specs = [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
+             for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]
+    return list(dict.fromkeys(specs))  # forms that render the same module, and flag sets that repeat, once
 
 
 def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,

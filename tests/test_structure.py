@@ -30,3 +30,15 @@ def test_every_operator_module_declares_the_protocol():
         assert not missing, f"{op}: {missing}"
         assert module.OP == op
         assert callable(module.render) and isinstance(module.Problem, type)
+
+
+def test_no_spec_list_repeats_a_module():
+    """A problem's alternatives (forms x fallback flag sets) name each distinct module once, on every target, for
+    every catalog problem (forms that render the same MLIR once were listed again and again: issue 23)."""
+    from ops import catalog, targets, tuning
+
+    for target in ("rocm:gfx942", "cuda:sm_80", "llvm-cpu"):
+        for suite in catalog.suites():
+            for op, name, problem in catalog.problems(suite):
+                keys = [spec.key(None) for spec in tuning.module_specs(problem, targets.parse_target(target))]
+                assert len(keys) == len(set(keys)) >= 1, f"{op}/{name} on {target}"

@@ -38,7 +38,6 @@ def forms(problem: AvgPoolProblem, target=None) -> list[dict]:
     return [{}]
 
 
-# Named problems (CK's example default first), for the catalog and the command line.
 # Named problems (CK's defaults and real layers) live in build_tools/manifests/ck_examples.json.
 
 

@@ -29,7 +29,7 @@ from ..validation import check, check_type
 from . import maxpool2d_fwd as fwd, pool_windows as windows
 from .maxpool2d_fwd import window_max as reference_fwd
 
-OP = BWD = "maxpool2d_bwd"
+OP = "maxpool2d_bwd"
 Problem = MaxPoolBwdProblem
 
 
@@ -50,30 +50,30 @@ def _check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
 
 def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, indices, x, layout) -> MaxPoolBwdProblem:
     """Check every argument (indices' values too, for NumPy indices) before anything is compiled."""
-    out_shape, out_dtype = array_shape_dtype(BWD, "grad_out", grad_out)
+    out_shape, out_dtype = array_shape_dtype(OP, "grad_out", grad_out)
     check(
         (indices is None) != (x is None),
-        f"{BWD}: pass exactly one of indices (from maxpool2d_fwd) or x (to recompute the argmax), but got "
+        f"{OP}: pass exactly one of indices (from maxpool2d_fwd) or x (to recompute the argmax), but got "
         + ("both" if indices is not None else "neither"),
     )
-    _check_rank(BWD, "grad_out", out_shape)
+    _check_rank(OP, "grad_out", out_shape)
     source, index_dtype = ("x", None) if indices is None else ("indices", None)
     if indices is not None:
-        index_shape, index_dtype = array_shape_dtype(BWD, "indices", indices)
+        index_shape, index_dtype = array_shape_dtype(OP, "indices", indices)
         check_type(
             index_dtype in POOL_INDEX_DTYPES,
-            f"{BWD}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
+            f"{OP}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
         )
-        check(index_shape == out_shape, f"{BWD}: indices has shape {index_shape!r}, but grad_out has shape {out_shape!r}")
+        check(index_shape == out_shape, f"{OP}: indices has shape {index_shape!r}, but grad_out has shape {out_shape!r}")
     problem = pool_problem(
-        MaxPoolBwdProblem, BWD, rank=2, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
+        MaxPoolBwdProblem, OP, rank=2, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
         source=source, index_dtype=index_dtype,
     )
     if x is not None:
-        x_shape, x_dtype = array_shape_dtype(BWD, "x", x)
-        check(x_shape == problem.input_shape, f"{BWD}: x has shape {x_shape!r}, but input_shape is {problem.input_shape!r}")
-        check(x_dtype == out_dtype, f"{BWD}: grad_out and x must have the same dtype, but got {out_dtype} and {x_dtype}")
+        x_shape, x_dtype = array_shape_dtype(OP, "x", x)
+        check(x_shape == problem.input_shape, f"{OP}: x has shape {x_shape!r}, but input_shape is {problem.input_shape!r}")
+        check(x_dtype == out_dtype, f"{OP}: grad_out and x must have the same dtype, but got {out_dtype} and {x_dtype}")
     elif isinstance(indices, np.ndarray):  # values on the device (or shape-only descriptions) are not read back
         check_indices(problem, indices)
     return problem
@@ -91,7 +91,7 @@ def check_indices(problem: MaxPoolBwdProblem, indices: np.ndarray) -> None:
     if bad.any():
         where = tuple(int(v) for v in np.argwhere(bad)[0])
         raise ValueError(
-            f"{BWD}: indices must be flat positions h*W + w in [0, {height * width}) of the {height}x{width} input "
+            f"{OP}: indices must be flat positions h*W + w in [0, {height * width}) of the {height}x{width} input "
             f"plane, but got {int(indices[where])} at {_layout_position(problem, where)}"
         )
     rows, cols = np.divmod(indices, width)
@@ -104,7 +104,7 @@ def check_indices(problem: MaxPoolBwdProblem, indices: np.ndarray) -> None:
     if not ok.all():
         where = tuple(int(v) for v in np.argwhere(~ok)[0])
         raise ValueError(
-            f"{BWD}: indices must point into their own pooling window (as maxpool2d_fwd's do), but the entry at "
+            f"{OP}: indices must point into their own pooling window (as maxpool2d_fwd's do), but the entry at "
             f"{_layout_position(problem, where)} is {int(indices[where])}, position {divmod(int(indices[where]), width)} "
             f"(h, w), outside window {where[1:3]}"
         )
@@ -186,12 +186,12 @@ def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=N
                         ceil_mode=False, layout="NHWC", dtype="float16", source="indices", index_dtype="int64") -> MaxPoolBwdProblem:
     """A problem from parameters, checked like a call's arguments."""
     input_shape = activation_from_params(batch, input_spatial, channels, layout)
-    check(source in ("indices", "x"), f"{BWD}: source must be one of indices, x, but got {source!r}")
+    check(source in ("indices", "x"), f"{OP}: source must be one of indices, x, but got {source!r}")
     check_type(
         source == "x" or index_dtype in POOL_INDEX_DTYPES,
-        f"{BWD}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
+        f"{OP}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
     )
-    return pool_problem(MaxPoolBwdProblem, BWD, rank=2, layout=layout, dtype=dtype, input_shape=input_shape,
+    return pool_problem(MaxPoolBwdProblem, OP, rank=2, layout=layout, dtype=dtype, input_shape=input_shape,
                         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
                         source=source, index_dtype=index_dtype if source == "indices" else None)
 

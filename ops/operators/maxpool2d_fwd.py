@@ -17,7 +17,7 @@ from ..problem import MaxPoolProblem, PoolProblem, activation_from_params, array
 from ..validation import check
 from . import pool_windows as windows
 
-OP = FWD = "maxpool2d_fwd"
+OP = "maxpool2d_fwd"
 Problem = MaxPoolProblem
 INDEX_TYPES = {"int64": "i64", "int32": "i32"}
 NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}  # -inf, spelled as its bits
@@ -28,10 +28,10 @@ def _check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
 
 
 def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout) -> MaxPoolProblem:
-    x_shape, x_dtype = array_shape_dtype(FWD, "x", x)
-    _check_rank(FWD, "x", x_shape)
+    x_shape, x_dtype = array_shape_dtype(OP, "x", x)
+    _check_rank(OP, "x", x_shape)
     return pool_problem(
-        MaxPoolProblem, FWD, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
+        MaxPoolProblem, OP, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
         index_dtype="int64",
     )
@@ -116,7 +116,7 @@ def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
                         ceil_mode=False, layout="NHWC", dtype="float16") -> MaxPoolProblem:
     """A problem from parameters, checked like a call's arguments."""
-    return pool_problem(MaxPoolProblem, FWD, rank=2, layout=layout, dtype=dtype, input_name="x", output_name="x",
+    return pool_problem(MaxPoolProblem, OP, rank=2, layout=layout, dtype=dtype, input_name="x", output_name="x",
                         input_shape=activation_from_params(batch, input_spatial, channels, layout),
                         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
                         index_dtype="int64")
