@@ -23,6 +23,7 @@ from .. import reference as reference_ops
 from ..operator import Choices, run
 from ..problem import ConvBwdWeightProblem, activation_from_params, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation
 from ..validation import check, check_type
+from .stride_phases import DEPTHWISE_OPS
 
 OP = "grouped_conv_bwd_weight"
 Problem = ConvBwdWeightProblem
@@ -320,14 +321,11 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     )
 
 
-_DEPTHWISE_OPS = {2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
-
-
 def _depthwise(problem: ConvBwdWeightProblem, element: str, x_value: str, padded_spatial: list[int]) -> str:
     """The llvm-cpu form of depthwise problems (``mlir/grouped_conv_bwd_weight.mlir``'s ``depthwise``): a named
     depthwise convolution over (batch, spatial..) of x_padded with grad_out as the filter, into (1, 1, f.., g)."""
     rank, groups, n = problem.rank, problem.groups, problem.batch
-    check(problem.kind == "depthwise" and rank + 1 in _DEPTHWISE_OPS,
+    check(problem.kind == "depthwise" and rank + 1 in (2, 3),
           f"{OP}: the depthwise form needs C = K = 1 and at most 2 spatial axes, but got {problem.name}")
     x_cl_shape, grad_out_cl_shape = [n, *padded_spatial, groups], [n, *problem.output_spatial, groups]
     x_cl, grad_out_cl, moves = x_value, "%grad_out", []  # x_value (x, its slice or x_padded) has !x_padded's type
@@ -351,7 +349,7 @@ def _depthwise(problem: ConvBwdWeightProblem, element: str, x_value: str, padded
         x_cl=x_cl, x_cl_type=x_cl_type, grad_out_cl=grad_out_cl, grad_out_cl_type=grad_out_cl_type,
         x_dw_reassociation=[[0, 1], *([a] for a in range(2, rank + 3))],
         x_dw_shape=mlir.index_list([1, *x_cl_shape]), x_dw_type=mlir.tensor([1, *x_cl_shape], element),
-        acc_dw_type=mlir.tensor(acc_dw, dtypes.ACCUMULATOR), conv_op=_DEPTHWISE_OPS[rank + 1],
+        acc_dw_type=mlir.tensor(acc_dw, dtypes.ACCUMULATOR), conv_op=DEPTHWISE_OPS[rank + 1],
         dilations=mlir.i64_array([1, *problem.stride]), strides=mlir.i64_array([1, *problem.dilation]),
         acc_taps_reassociation=[[0, 1, 2], *([a] for a in range(3, rank + 3))],
         acc_taps_type=mlir.tensor([*filters, groups], dtypes.ACCUMULATOR),

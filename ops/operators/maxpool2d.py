@@ -44,10 +44,6 @@ def forms(problem: MaxPoolBwdProblem, target=None) -> list[dict]:
 # --- Normalization --------------------------------------------------------------------------------------
 
 
-def _check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
-    check(len(shape) == 4, f"{op}: {name} must be 4-D (N, C, H, W or N, H, W, C), but has shape {shape!r}")
-
-
 def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, indices, x, layout) -> MaxPoolBwdProblem:
     """Check every argument (indices' values too, for NumPy indices) before anything is compiled."""
     out_shape, out_dtype = array_shape_dtype(OP, "grad_out", grad_out)
@@ -56,7 +52,7 @@ def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, 
         f"{OP}: pass exactly one of indices (from maxpool2d_fwd) or x (to recompute the argmax), but got "
         + ("both" if indices is not None else "neither"),
     )
-    _check_rank(OP, "grad_out", out_shape)
+    fwd.check_rank(OP, "grad_out", out_shape)
     source, index_dtype = ("x", None) if indices is None else ("indices", None)
     if indices is not None:
         index_shape, index_dtype = array_shape_dtype(OP, "indices", indices)

@@ -23,13 +23,14 @@ INDEX_TYPES = {"int64": "i64", "int32": "i32"}
 NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}  # -inf, spelled as its bits
 
 
-def _check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
+def check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
+    """Max-pool arrays are 4-D (both directions)."""
     check(len(shape) == 4, f"{op}: {name} must be 4-D (N, C, H, W or N, H, W, C), but has shape {shape!r}")
 
 
 def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout) -> MaxPoolProblem:
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
-    _check_rank(OP, "x", x_shape)
+    check_rank(OP, "x", x_shape)
     return pool_problem(
         MaxPoolProblem, OP, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,

@@ -19,7 +19,7 @@ from ..problem import ConvBwdDataProblem
 from ..validation import check
 
 _CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
-_DEPTHWISE_OPS = {1: "depthwise_conv_1d_nwc_wc", 2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
+DEPTHWISE_OPS = {1: "depthwise_conv_1d_nwc_wc", 2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
 
 
 def phases(problem: ConvBwdDataProblem) -> list[tuple[geometry.PhaseAxis, ...]]:
@@ -261,7 +261,7 @@ def _convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, w
         acc_shape = [problem.batch, *rows, groups]
         return mlir.render(
             "conv_bwd_data.depthwise",
-            index=index, conv_op=_DEPTHWISE_OPS[rank], window=window_value, window_type=mlir.tensor(window_shape, element),
+            index=index, conv_op=DEPTHWISE_OPS[rank], window=window_value, window_type=mlir.tensor(window_shape, element),
             filter_type=mlir.tensor(filter_shape, element), filter_taps_type=mlir.tensor([groups, *taps], element),
             filter_hwc_type=mlir.tensor([*taps, groups], element),
             filter_reassociation=[[a] for a in range(rank)] + [[rank, rank + 1, rank + 2]],
