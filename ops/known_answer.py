@@ -32,7 +32,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -107,6 +106,15 @@ def sample_of(problem, inputs: list) -> "_Sample":
     return _sample(problem, inputs, whole=size <= WHOLE and size * _terms(problem) <= WORK)
 
 
+def poisoned(problem) -> list:
+    """Destinations for ``problem``'s results, filled with NaN (indices with -1): a position the module does not
+    write shows up."""
+    from .dtypes import numpy_dtype
+
+    return [np.full(shape, -1 if dtype.startswith("int") else np.nan, dtype=numpy_dtype(dtype))
+            for shape, dtype in _results(problem)]
+
+
 def take(result, axes: tuple):
     """``result`` reduced to the sampled positions (``axes``: see ``verify``)."""
     for axis, kept in axes:
@@ -170,7 +178,7 @@ class _Sample:
 
 
 def _kept(per_group: int, groups: int, whole: bool, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(within a group, across all groups) indices of the channels kept."""
+    """(within a group, across all groups) indices of the channels kept (or, one group, of the batch indices)."""
     if whole or per_group <= CHANNELS_KEPT:
         within = np.arange(per_group)
     else:
@@ -185,7 +193,7 @@ def _sample(problem, inputs: list, whole: bool) -> _Sample:
     if whole or problem.op == "grouped_conv_bwd_weight" or problem.batch <= BATCHES_KEPT:
         return sample
     # every other operator is separable by batch index too: the first, the last, two at random
-    kept = np.unique(np.concatenate([[0, problem.batch - 1], rng.choice(np.arange(1, problem.batch - 1), 2, replace=False)]))
+    kept, _ = _kept(problem.batch, 1, whole, rng)
     batched = [np.take(a, kept, 0) if np.ndim(a) > 2 and np.shape(a)[0] == problem.batch else a for a in sample.inputs]
     return _Sample(batched, ((0, kept), *sample.axes))
 
@@ -298,12 +306,14 @@ def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[l
     return verdict
 
 
-def cpu_identity(driver: str) -> str:
-    """A CPU device's identity: the driver and this machine's processor."""
-    cpuinfo = Path("/proc/cpuinfo")
-    text = cpuinfo.read_text() if cpuinfo.exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
-    return f"{driver}|{platform.machine()}|{model or platform.processor()}"
+def device_identity(driver: str, gpu_name: str = "") -> str:
+    """What a verdict on ``driver``'s device is recorded under: the driver and this host's CPU, or on a GPU its
+    name (``gpu_name``) and the driver's version."""
+    from .targets import DRIVER_BACKEND, host_cpu
+
+    if DRIVER_BACKEND.get(driver) == "llvm-cpu":
+        return f"{driver}|{host_cpu()}"
+    return f"{driver}|{gpu_name}|{gpu_driver_version(driver)}"
 
 
 class Gate:
@@ -345,7 +355,7 @@ def check_again(problem, device: str, run: Callable[[list, tuple], list]) -> Non
 
 
 def gpu_driver_version(driver: str) -> str:
-    """The GPU driver's version, where its Python bindings are installed (else empty)."""
+    """The GPU driver's version, where the library the launcher uses is there (else empty)."""
     try:
         if driver == "cuda":
             from cuda.bindings import driver as cu
@@ -353,10 +363,13 @@ def gpu_driver_version(driver: str) -> str:
             error, version = cu.cuDriverGetVersion()
             return str(version)
         if driver == "hip":
-            from hip import hip
+            import ctypes
 
-            error, version = hip.hipDriverGetVersion()
-            return str(version)
-    except Exception:  # no bindings: the name and the runtime's version still key the record
+            from .launch import hip as launch_hip
+
+            version = ctypes.c_int()
+            launch_hip.library().hipDriverGetVersion(ctypes.byref(version))
+            return str(version.value)
+    except Exception:  # no driver library: the name and the runtime's version still key the record
         return ""
     return ""

@@ -20,7 +20,6 @@ except ImportError:  # a runtime build without its version module
     RUNTIME_VERSION = ""
 
 from . import compiler, dtypes, known_answer, targets, tuning
-from .operator import operator as operator_of
 from .validation import check, check_type
 
 _lock = threading.Lock()
@@ -205,19 +204,18 @@ def _function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_device: r
 def known_run(function: Function, problem, inputs: list, axes: tuple = ()) -> list:
     """``function`` on ``inputs`` into NaN-filled (or -1) destinations: its results on the host, reduced to the
     positions ``axes`` keeps (``known_answer.verify``)."""
-    results = operator_of(problem).results(problem)
-    destinations = [np.full(shape, -1 if dtype.startswith("int") else np.nan, dtype=dtypes.numpy_dtype(dtype))
-                    for shape, dtype in results]
-    returned = function(*inputs, *destinations)[-len(results):]
+    destinations = known_answer.poisoned(problem)
+    returned = function(*inputs, *destinations)[-len(destinations):]
     return [known_answer.take(np.array(r.to_host(), copy=True), axes) for r in returned]
 
 
 def device_identity(driver: str) -> str:
-    """What a known-answer verdict on ``driver``'s device is recorded under: the CPU, or the GPU's name."""
+    """What a known-answer verdict on ``driver``'s device is recorded under (``known_answer.device_identity``; a
+    GPU's name is that of the driver's first device, the one ``get_device`` opens)."""
     if targets.DRIVER_BACKEND.get(driver) == "llvm-cpu":
-        return known_answer.cpu_identity(driver)
+        return known_answer.device_identity(driver)
     infos = rt.get_driver(driver).query_available_devices()
-    return f"{driver}|{infos[0].get('name', '') if infos else ''}|{known_answer.gpu_driver_version(driver)}"
+    return known_answer.device_identity(driver, infos[0].get("name", "") if infos else "")
 
 
 def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Function:

@@ -9,6 +9,7 @@ driver JIT-compiles sm_80 PTX on newer GPUs).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -60,13 +61,17 @@ class Target:
 
     def machine_fingerprint(self) -> str:
         """What besides the flags decides the code: for ``host`` CPU targets, which CPU this is."""
-        if self.backend != "llvm-cpu":
-            return ""
-        cpuinfo = Path("/proc/cpuinfo")
-        text = cpuinfo.read_text() if cpuinfo.exists() else ""
-        model = next((line for line in text.splitlines() if line.startswith("model name")), "")
-        flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
-        return hashlib.sha256(f"{platform.machine()}|{model}|{flags}".encode()).hexdigest()[:16]
+        return host_cpu() if self.backend == "llvm-cpu" else ""
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu() -> str:
+    """This machine's processor (architecture, model and feature flags), hashed: it does not change while we run."""
+    cpuinfo = Path("/proc/cpuinfo")
+    text = cpuinfo.read_text() if cpuinfo.exists() else ""
+    model = next((line for line in text.splitlines() if line.startswith("model name")), "")
+    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return hashlib.sha256(f"{platform.machine()}|{model}|{flags}".encode()).hexdigest()[:16]
 
 
 def parse_target(text: str) -> Target:

@@ -37,7 +37,6 @@ import torch
 from torch import Tensor
 
 from .. import compiler, dtypes, known_answer, runtime, targets, tuning
-from ..operator import operator as operator_of
 from ..validation import check
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
@@ -183,7 +182,7 @@ def _launched(problem, device: torch.device, backend: str = "cuda"):
         kernel = LaunchedKernel(*found, device)
         return kernel, lambda inputs, axes: run_known(kernel, problem, device, inputs, axes)
 
-    identity = f"{backend}|{torch.cuda.get_device_name(device)}|{known_answer.gpu_driver_version(backend)}"
+    identity = known_answer.device_identity(backend, torch.cuda.get_device_name(device))
     gate = known_answer.Gate(problem, identity, f"{backend}-launch", load)
     compiler.load_first(tuning.module_specs(problem, targets.target_for_device(backend)), gate)
     if isinstance(gate.served, str):
@@ -199,9 +198,7 @@ def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple =
     (N, C, *spatial) views of their NHWC memory."""
     channels_last = problem.channels_last
     tensors = [_to_torch(a, device, channels_last) for a in inputs]
-    results = operator_of(problem).results(problem)
-    outputs = [_to_torch(np.full(shape, -1 if dtype.startswith("int") else np.nan, dtype=dtypes.numpy_dtype(dtype)),
-                         device, channels_last) for shape, dtype in results]
+    outputs = [_to_torch(a, device, channels_last) for a in known_answer.poisoned(problem)]
     kernel(tensors, outputs)
     if device.type == "cuda":
         torch.cuda.current_stream(device).synchronize()
