@@ -8,12 +8,7 @@ problem algebra, the templates and their tests need neither.
 """
 
 from .compiler import CompileError, DamagedModuleError, MissingModuleError
-from .operators.avgpool3d import avgpool3d_bwd
-from .operators.conv_bwd_data import conv_bwd_data
-from .operators.grouped_conv_bwd_data import grouped_conv_bwd_data
-from .operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
-from .operators.maxpool2d import maxpool2d_bwd
-from .operators.maxpool2d_fwd import maxpool2d_fwd
+from .api import avgpool3d_bwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d_bwd, maxpool2d_fwd
 
 
 def to_device(array, device: str = "local-task"):

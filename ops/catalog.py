@@ -1,6 +1,6 @@
 """Named problems from the manifests in ``build_tools/manifests/`` (``ck_examples.json``, ``zoo.json``).
 
-OPERATORS holds the operators the manifests name (the five CK examples), on the protocol of ``ops/operator.py``.
+OPERATORS holds the operators the manifests name (the five CK examples; ``ops/registry.py``), by name.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .operators import OPERATORS as _ALL
+from .registry import manifest_operators
 from .validation import check
 
-OPERATORS = {op: _ALL[op] for op in ("conv_bwd_data", "grouped_conv_bwd_data", "grouped_conv_bwd_weight",
-                                     "maxpool2d_bwd", "avgpool3d_bwd")}
+OPERATORS = manifest_operators()
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

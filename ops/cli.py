@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from . import catalog, compiler, known_answer, runtime, targets, tuning, verify
-from .operator import run
+from . import catalog, compiler, known_answer, runtime, targets, policy, verify
+from .api import run
 
 
 def _parse_value(text: str):
@@ -55,7 +55,7 @@ def artifact_targets(op: str, problem) -> list[str]:
     version = compiler.compiler_version()
     found = []
     for name in ("rocm:gfx942", "rocm:gfx90a", "rocm:gfx1100", "cuda:sm_80", "llvm-cpu"):
-        spec = tuning.module_spec(problem, targets.parse_target(name))
+        spec = policy.module_spec(problem, targets.parse_target(name))
         if spec.path(compiler.artifacts_dir(), version).is_file():
             found.append(name)
     return found

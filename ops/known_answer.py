@@ -80,7 +80,7 @@ def mode() -> str:
 
 def inputs_for(problem) -> list:
     """The library's own inputs for ``problem``: ``random_inputs`` seeded from its name."""
-    from .operator import operator
+    from .registry import module as operator
 
     return operator(problem).random_inputs(problem, np.random.default_rng(zlib.crc32(problem.name.encode())))
 
@@ -151,7 +151,7 @@ def _worst(number: int, got, want, tolerance) -> Verdict:
 
 
 def _results(problem) -> list:
-    from .operator import operator
+    from .registry import module as operator
 
     return operator(problem).results(problem)
 
@@ -225,7 +225,7 @@ def _slice_broadcast(d, rank: int, channel: int, total: int, kept) -> np.ndarray
 
 def _expected(problem, inputs: list) -> tuple[list, list]:
     """The float64 values of the sampled results, and each position's sum of term magnitudes."""
-    from .operator import operator
+    from .registry import module as operator
     from .operators import grouped_conv_bwd_data
 
     reference = operator(problem).reference

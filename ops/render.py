@@ -120,7 +120,7 @@ def copy_attrs(shape, copy, steps=None) -> str:
     return first.splitlines()[-1]
 
 
-def transients(target) -> str:
-    """The module function's last argument on llvm-cpu, the workspace for its intermediates (``common.transients``;
-    ops/runtime.py passes it); nothing on the GPUs, whose intermediates IREE allocates in stream order."""
-    return render("common.transients") if target is not None and target.backend == "llvm-cpu" else ""
+def transients(taken: bool) -> str:
+    """The module function's last argument when it ``taken``, the workspace for its intermediates
+    (``common.transients``; ops/runtime.py passes it; ``Target.transients``)."""
+    return render("common.transients") if taken else ""

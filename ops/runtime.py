@@ -19,7 +19,7 @@ try:
 except ImportError:  # a runtime build without its version module
     RUNTIME_VERSION = ""
 
-from . import compiler, dtypes, known_answer, targets, tuning
+from . import compiler, dtypes, known_answer, targets, policy
 from .validation import check, check_type
 
 _lock = threading.Lock()
@@ -218,15 +218,15 @@ def device_identity(driver: str) -> str:
     return known_answer.device_identity(driver, infos[0].get("name", "") if infos else "")
 
 
-def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form: dict | None = None) -> Function:
+def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form=None) -> Function:
     """The loaded entry point of ``problem``'s module on ``driver``: rendered, compiled and loaded once. ``form``
-    replaces the target's choice of the template's form."""
+    (the operator's Form, or a dict of its keys) replaces the target's choice of the template's form."""
     target = targets.target_for_device(driver)
-    form_key = tuple(sorted((form or {}).items()))
+    form_key = tuple(sorted(form.items())) if isinstance(form, dict) else form
     cache_key = (problem, str(target), driver, extra_flags, form_key)
     function = _functions.get(cache_key)
     if function is None:
-        function = _load(tuning.module_specs(problem, target, extra_flags, options=form), driver, problem=problem)
+        function = _load(policy.module_specs(problem, target, extra_flags, options=form), driver, problem=problem)
         _functions[cache_key] = function
     return function
 
@@ -251,7 +251,7 @@ def stream_function(problem, driver: str, index: int, uuid: str | None, stream: 
     if function is None:
         target = targets.target_for_device(driver)
         device = stream_device(driver, index, uuid, stream)
-        function = _functions[key] = _load(tuning.module_specs(problem, target), driver, device, problem)
+        function = _functions[key] = _load(policy.module_specs(problem, target), driver, device, problem)
     return function
 
 
@@ -286,7 +286,7 @@ def _empty_batch(results, outs: list, driver: str, keep_on_device: bool):
 
 def execute(problem, inputs: list, *, results: list[tuple[tuple[int, ...], str]], device=None, out=None, form=None):
     """Run ``problem``'s module on ``inputs`` (its function's arguments), writing ``results`` (shape, dtype) into
-    destinations: ``ops.operator.run``'s work.
+    destinations: ``ops.api.run``'s work.
 
     The module's function takes the inputs, then one destination per result (``iree.abi.output``).
     ``out`` (a DeviceArray, or a tuple of them for several results) receives the results in place.

@@ -33,10 +33,34 @@ class Target:
     def __str__(self) -> str:
         return self.backend if self.backend == "llvm-cpu" else f"{self.backend}:{self.arch}"
 
+    # Capabilities: what the policy (ops/policy.py) asks of a target. Nothing else compares backend names.
+
+    @property
+    def cpu(self) -> bool:
+        """Whether modules run on this host's CPU (IREE's local-task/local-sync drivers)."""
+        return self.backend == "llvm-cpu"
+
     @property
     def gpu(self) -> bool:
         """Whether modules run on a GPU, whose kernels a launch plan can put on a framework's stream."""
         return self.backend in ("cuda", "rocm")
+
+    @property
+    def negative_map_coefficients(self) -> bool:
+        """Whether IREE's tiling takes an indexing map with a negative coefficient (not on llvm-cpu)."""
+        return not self.cpu
+
+    @property
+    def transients(self) -> bool:
+        """Whether a module takes its intermediates' workspace as its last argument (llvm-cpu; the GPUs'
+        intermediates IREE allocates in stream order)."""
+        return self.cpu
+
+    @property
+    def external_stream(self) -> bool:
+        """Whether IREE's runtime can run a module on a framework's stream (HIP's ``hip_external_stream``; IREE's
+        CUDA runtime has none)."""
+        return self.backend == "rocm"
 
     @property
     def driver(self) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes, geometry
 from .. import render as mlir
-from ..operator import Choices, run
+from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
 from ..problem import AvgPoolProblem, activation_from_params, array_shape_dtype, avg_pool_fields, in_layout, pool_problem
 from ..validation import check
@@ -32,10 +32,6 @@ Problem = AvgPoolProblem
 
 def results(problem: AvgPoolProblem) -> list:
     return [(problem.input_shape, problem.dtype)]
-
-
-def forms(problem: AvgPoolProblem, target=None) -> list[dict]:
-    return [{}]
 
 
 # Named problems (CK's defaults and real layers) live in build_tools/manifests/ck_examples.json.
@@ -92,7 +88,7 @@ def _divisor(problem: AvgPoolProblem) -> tuple[str, str]:
                           products=products))
 
 
-def render(problem: AvgPoolProblem, choices: Choices = Choices()) -> str:
+def render(problem: AvgPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, dst)."""
     element = dtypes.mlir_element_type(problem.dtype)
     tables, divisor = _divisor(problem)
@@ -100,7 +96,7 @@ def render(problem: AvgPoolProblem, choices: Choices = Choices()) -> str:
     return windows.render_gather(
         problem,
         title="Average-pool 3-D backward",
-        transients=mlir.transients(choices.target),
+        transients=mlir.transients(lowering.transients),
         inputs="grad_out",
         contribution_note=mlir.render("pool_bwd.avg_note"),
         prologue=tables,
@@ -109,22 +105,6 @@ def render(problem: AvgPoolProblem, choices: Choices = Choices()) -> str:
             g_to_f32=g_to_f32, g32=g32,
         ),
     )
-
-
-def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                  count_include_pad=True, divisor_override=None, layout="NDHWC", device=None, out=None):
-    """Gradient of 3-D average pooling with respect to its input.
-
-    grad_out: one value per window, ``(N, OD, OH, OW, C)`` (``NDHWC``) or ``(N, C, OD, OH, OW)`` (``NCDHW``);
-    ``input_shape``: the forward input's full shape in the same layout. ``kernel_size``/``stride`` (default:
-    the kernel size)/``dilation`` (CK's extension): an int or one per spatial dim; ``padding``: an int, one per
-    dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``. ``ceil_mode``, ``count_include_pad`` and
-    ``divisor_override`` as in PyTorch. ``out``, optional: a DeviceArray of grad_in's shape and dtype.
-    """
-    problem = normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
-                        dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
-                        divisor_override=divisor_override, layout=layout)
-    return run(problem, [grad_out], device, out)
 
 
 # --- Problem construction, inputs and reference for the command line, the benchmarks and the tests -----

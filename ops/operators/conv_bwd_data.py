@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from .. import dtypes
 from .. import reference as reference_ops
-from ..operator import Choices, run
+from ..operator import Lowering
 from ..problem import ConvBwdDataProblem, array_shape_dtype, activation_from_params, conv_problem, in_layout
 from ..validation import check
 from . import stride_phases
 
 OP = "conv_bwd_data"
 Problem = ConvBwdDataProblem
-forms = stride_phases.forms
+Form = stride_phases.Form
 
 
 def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layout, groups=1, op=OP) -> ConvBwdDataProblem:
@@ -40,26 +40,9 @@ def results(problem: ConvBwdDataProblem) -> list:
     return [(problem.input_shape, problem.dtype)]
 
 
-def render(problem: ConvBwdDataProblem, choices: Choices = Choices()) -> str:
+def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst)."""
-    return stride_phases.render_module(problem, choices, choices.choose(forms(problem, choices.target)))
-
-
-def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilation=1, layout="NHWC", device=None, out=None):
-    """Gradient of an N-D convolution with respect to its input.
-
-    grad_out: ``(N, *out_spatial, K)`` for channels-last layouts (``NWC``, ``NHWC``, ``NDHWC``) or
-    ``(N, K, *out_spatial)`` for PyTorch's (``NCW``, ``NCHW``, ``NCDHW``); weight: ``(K, *filter, C)``
-    channels-last (CK's KYXC) or ``(K, C, *filter)`` channels-first (PyTorch's). ``input_shape`` is the
-    forward input's full shape in the same layout. ``stride``/``dilation``: an int or one per spatial dim;
-    ``padding``: an int, one per dim, or one ``(low, high)`` pair per dim.
-
-    NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out (no host copy).
-    ``device`` is an IREE driver name (``local-task`` by default; ``hip``, ``cuda``). ``out``, optional,
-    is a DeviceArray of grad_in's shape and dtype that receives the result.
-    """
-    problem = normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation, layout=layout)
-    return run(problem, [grad_out, weight], device, out)
+    return stride_phases.render_module(problem, form, lowering)
 
 
 # --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------

@@ -16,14 +16,14 @@ import numpy as np
 
 from .. import dtypes, epilogue as epilogues
 from .. import render as mlir
-from ..operator import Choices, run
+from ..operator import Lowering
 from ..problem import LAYOUTS, ConvBwdDataProblem, activation_from_params, array_shape_dtype, check_dtype
 from ..validation import check, check_type
 from . import conv_bwd_data as conv, stride_phases
 
 OP = "grouped_conv_bwd_data"
 Problem = ConvBwdDataProblem
-forms = stride_phases.forms
+Form = stride_phases.Form
 results = conv.results
 
 # parameter values the command line, the benchmarks and the tests' random inputs use (others: 1.0)
@@ -59,21 +59,6 @@ def normalize(grad_out, weight, ds, *, groups, input_shape, stride, padding, dil
     parsed, values = epilogues.parse(OP, epilogue, len(ds), params)
     problem = dataclasses.replace(plain, epilogue=parsed, d_shapes=tuple(d_shapes), d_dtypes=tuple(d_dtypes))
     return problem, (np.asarray(values, dtype=np.float32) if values else None)
-
-
-def grouped_conv_bwd_data(grad_out, weight, ds=(), *, groups, input_shape, stride=1, padding=0, dilation=1,
-                          epilogue=None, layout="NHWC", device=None, out=None, **params):
-    """Gradient of a grouped N-D convolution with respect to its input, with a fused epilogue.
-
-    Layouts as in ``conv_bwd_data``, groups folded into channels (PyTorch's and CK's NHWGC): channels-last
-    grad_out ``(N, *out_spatial, G*K)``, weight ``(G*K, *filter, C)``, grad_in ``(N, *spatial, G*C)``;
-    channels-first layouts are PyTorch's. ``epilogue``: ``None``, a name (``"add"``, ``"bilinear"``,
-    ``"scale"``, ``"add_relu"``, ``"relu_grad"``) or an expression over ``acc``, ``d0``, ``d1``, ... and
-    named float parameters given as keyword arguments, e.g. ``"where(d1 > 0, acc + d0, 0) * alpha"``.
-    """
-    problem, values = normalize(grad_out, weight, ds, groups=groups, input_shape=input_shape, stride=stride,
-                                padding=padding, dilation=dilation, epilogue=epilogue, layout=layout, params=params)
-    return run(problem, [grad_out, weight, *ds, *([] if values is None else [values])], device, out)
 
 
 # --- What each phase's store fuses ----------------------------------------------------------------------------
@@ -193,9 +178,9 @@ class _Fusion(stride_phases.Fusion):
         return lines + ["    " + line for line in body], value
 
 
-def render(problem: ConvBwdDataProblem, choices: Choices = Choices()) -> str:
+def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst)."""
-    return stride_phases.render_module(problem, choices, choices.choose(forms(problem, choices.target)), _Fusion(problem))
+    return stride_phases.render_module(problem, form, lowering, _Fusion(problem))
 
 
 # --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------

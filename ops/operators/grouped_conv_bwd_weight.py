@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from dataclasses import dataclass
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from .. import dtypes, geometry
 from .. import render as mlir
 from .. import reference as reference_ops
-from ..operator import Choices, run
+from ..operator import Lowering, one_of
 from ..problem import ConvBwdWeightProblem, activation_from_params, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation
 from ..validation import check, check_type
 from .stride_phases import DEPTHWISE_OPS
@@ -91,32 +92,30 @@ def _split_batch_and_channels(rank: int, channels_last: bool, split: bool) -> st
     return _reassociation([*batch, [first, first + 1], *([i] for i in range(first + 2, first + rank + 2))])
 
 
-# Partial sums enough to fill a GPU. Measured on the H100 (docs/PERFORMANCE.md): the 3D video layers ran
-# fastest with 4-5 M float32 accumulators (J = 8), depthwise layers with the most chunks the batch allows.
-# A rough rule; the tuning tables hold the measured choice per problem where it differs.
-GPU_PARALLEL_ACCUMULATORS = 1 << 22
-
-
 def batch_split_choices(problem: ConvBwdWeightProblem) -> list[int]:
     """The chunk counts J the batch can split into (J divides N), smallest first."""
     return [j for j in range(1, problem.batch + 1) if problem.batch % j == 0]
 
 
-def form_candidates(problem: ConvBwdWeightProblem) -> list[dict]:
+@dataclass(frozen=True)
+class Form:
+    """The template's forms (which one a target takes: ``ops/policy.py``).
+
+    ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum; it must
+    divide the batch). ``contraction``: the convolution-form ``linalg.generic`` (``"generic"``), the windows
+    gathered and contracted by a batch_matmul per group (``"im2col"``), or, for depthwise problems of 1 or 2 spatial
+    axes, the named depthwise convolution (``"depthwise"``); the last two reduce the whole batch at once."""
+
+    batch_split: int = 1
+    contraction: str = "generic"
+
+    def __post_init__(self):
+        one_of(OP, "contraction", self.contraction, ("generic", "im2col", "depthwise"))
+
+
+def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
     """The template forms build_tools/tune.py times for a problem: every batch split."""
-    return [{"batch_split": j} for j in batch_split_choices(problem)]
-
-
-def default_batch_split(problem: ConvBwdWeightProblem, target=None) -> int:
-    """J without a tuned choice: on a GPU, the fewest chunks giving ~2^22 partial sums; on the CPU, 1.
-
-    Two cores have all the parallel work they need in the weight gradient itself, and a split costs a
-    buffer of J weight-sized float32 partials there for nothing.
-    """
-    if target is None or target.backend == "llvm-cpu":
-        return 1
-    weight = math.prod(problem.weight_shape)
-    return next((j for j in batch_split_choices(problem) if j * weight >= GPU_PARALLEL_ACCUMULATORS), problem.batch)
+    return [Form(batch_split=j) for j in batch_split_choices(problem)]
 
 
 def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
@@ -129,32 +128,14 @@ def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
     return [*parallel, "n", *(f"o{a}" for a in range(rank))]
 
 
-def forms(problem: ConvBwdWeightProblem, target=None) -> list[dict]:
-    """GPUs: one form, the batch split J for the target (``default_batch_split``; the tuning tables may pick another).
-    llvm-cpu: the convolution-form generic, and the im2col form (``"contraction": "im2col"``: the windows gathered, a
-    batch_matmul per group) or, for depthwise problems of 1 or 2 spatial axes (where a 1 x 1 matmul per group would
-    only add the gather), the named depthwise convolution (``"depthwise"``).
-    Which one the CPU takes first is ``mlir/tuning/llvm-cpu.json``'s choice per kind of problem."""
-    generic = {"batch_split": default_batch_split(problem, target), "contraction": "generic"}
-    if target is None or target.backend != "llvm-cpu":
-        return [generic]
-    if problem.kind == "depthwise":  # the named depthwise ops go to 3-D: the batch axis takes one
-        return [generic, {"batch_split": 1, "contraction": "depthwise"}] if problem.rank <= 2 else [generic]
-    return [generic, {"batch_split": 1, "contraction": "im2col"}]
+def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
+    """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst), in ``form`` (``Form``).
 
-
-def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
-    """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst).
-
-    ``choices.configs`` may map 0 (the one convolution, as phase 0 of ops/tuning.py's tables) to an IREE
+    ``lowering.configs`` may map 0 (the one convolution, as phase 0 of the tuning tables) to an IREE
     ``#iree_codegen.compilation_info`` pinned on the convolution; without one IREE picks the configuration.
-    The form's ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum).
     """
-    config = choices.configs.get(0)
-    form = choices.choose(forms(problem, choices.target))
-    chunks = form["batch_split"]
-    if chunks != 1 and "contraction" not in choices.form:
-        form["contraction"] = "generic"  # a batch split asked for (the tuner, tests): J partial sums are the generic's
+    config = lowering.configs.get(0)
+    chunks = form.batch_split
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",
@@ -215,7 +196,7 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
                 result_type=x_type,
             ), 2))
             x_value = "%x_read"
-        if (any(pad_low) or any(pad_high)) and form["contraction"] == "generic":
+        if (any(pad_low) or any(pad_high)) and form.contraction == "generic":
             # padded after the split into groups, so that the pad meets the convolution with no reshape between
             # (IREE fuses a pad into its consumer only then)
             taken = [taken for _, taken, _ in reads]
@@ -266,12 +247,12 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
-    if form["contraction"] in ("im2col", "depthwise"):
-        check(not split, f"{OP}: the {form['contraction']} form reduces the whole batch at once (batch_split 1), "
+    if form.contraction in ("im2col", "depthwise"):
+        check(not split, f"{OP}: the {form.contraction} form reduces the whole batch at once (batch_split 1), "
                          f"but got {chunks}")
-    if form["contraction"] == "im2col":
+    if form.contraction == "im2col":
         contraction, summed = _im2col(problem, element, x_groups_shape, grad_out_groups_shape), "%acc"
-    elif form["contraction"] == "depthwise":
+    elif form.contraction == "depthwise":
         contraction, summed = _depthwise(problem, element, x_value, padded_spatial), "%acc"
     else:
         contraction, summed = mlir.render(
@@ -288,7 +269,7 @@ def render(problem: ConvBwdWeightProblem, choices: Choices = Choices()) -> str:
     return mlir.render(
         "grouped_conv_bwd_weight",
         rank=rank,
-        transients=mlir.transients(choices.target),
+        transients=mlir.transients(lowering.transients),
         layout=problem.layout,
         loop_names=", ".join(names),
         acc_names=", ".join(name.upper() for name in acc_dims),
@@ -434,29 +415,6 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
         grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
         taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), chunk_matmuls="\n".join(texts), taps_to_weight=to_weight,
     )
-
-
-def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",
-                            out_dtype=None, device=None, out=None):
-    """Gradient of a grouped N-D convolution with respect to its weight.
-
-    x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
-    (PyTorch's ``NCW``, ``NCHW``, ``NCDHW``); grad_out: ``(N, *out_spatial, G*K)`` or ``(N, G*K, *out_spatial)``.
-    Returns grad_w ``(G*K, *kernel_size, C)`` channels-last (CK's GKYXC with G, K merged) or ``(G*K, C, *kernel_size)``
-    channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for depthwise);
-    ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
-    ``(low, high)`` pair per dim. x and grad_out share a dtype (float32, float16, bfloat16); the sums run in
-    float32 and grad_w comes back in ``out_dtype``: the inputs' dtype by default, or float32 (as CK's bf16 kernel).
-
-    NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out. ``device`` is an IREE
-    driver name (``local-task`` by default; ``hip``, ``cuda``); ``out``, optional, is a DeviceArray of grad_w's
-    shape and dtype that receives the result.
-    """
-    problem = normalize(
-        x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-        layout=layout, out_dtype=out_dtype,
-    )
-    return run(problem, [x, grad_out], device, out)
 
 
 # --- Problem construction, inputs and reference for the command line and the benchmarks ---------------

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import render as mlir
-from ..operator import Choices, run
+from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
 from ..problem import (
     POOL_INDEX_DTYPES, MaxPoolBwdProblem, activation_from_params, array_shape_dtype, channels_last, in_layout,
@@ -35,10 +35,6 @@ Problem = MaxPoolBwdProblem
 
 def results(problem: MaxPoolBwdProblem) -> list:
     return [(problem.input_shape, problem.dtype)]
-
-
-def forms(problem: MaxPoolBwdProblem, target=None) -> list[dict]:
-    return [{}]
 
 
 # --- Normalization --------------------------------------------------------------------------------------
@@ -139,7 +135,7 @@ def _source(problem: MaxPoolBwdProblem, element: str, index_type: str) -> dict[s
     )
 
 
-def render(problem: MaxPoolBwdProblem, choices: Choices = Choices()) -> str:
+def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst)."""
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
@@ -147,7 +143,7 @@ def render(problem: MaxPoolBwdProblem, choices: Choices = Choices()) -> str:
     return windows.render_gather(
         problem,
         title="Max-pool 2-D backward",
-        transients=mlir.transients(choices.target),
+        transients=mlir.transients(lowering.transients),
         contribution_note=mlir.render("pool_bwd.max_note"),
         contribution=mlir.render(
             "pool_bwd.max_contribution", width=problem.input_spatial[1], index_type=index_type,
@@ -158,21 +154,6 @@ def render(problem: MaxPoolBwdProblem, choices: Choices = Choices()) -> str:
 
 
 # --- Public entry points --------------------------------------------------------------------------------
-
-
-def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                  indices=None, x=None, layout="NHWC", device=None, out=None):
-    """Gradient of 2-D max pooling with respect to its input.
-
-    grad_out: one value per window, in ``layout``; ``input_shape``: the forward input's full shape. Give
-    exactly one of ``indices`` (maxpool2d_fwd's, int64 or int32) or ``x`` (the forward input: the argmax is
-    recomputed with the forward's rules). Each window's gradient goes to its argmax; overlapping windows
-    add up. Other parameters as in :func:`maxpool2d_fwd`. ``out``, optional: a DeviceArray for grad_in.
-    """
-    problem = normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
-                        dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout)
-    source = indices if indices is not None else x
-    return run(problem, [grad_out, source], device, out)
 
 
 # --- Problem construction, inputs and reference for the command line, the benchmarks and the tests -----

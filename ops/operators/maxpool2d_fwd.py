@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from .. import reference as reference_ops
 from .. import render as mlir
-from ..operator import Choices, run
+from ..operator import Lowering, SingleForm as Form
 from ..problem import MaxPoolProblem, PoolProblem, activation_from_params, array_shape_dtype, in_layout, pool_problem
 from ..validation import check
 from . import pool_windows as windows
@@ -40,10 +40,6 @@ def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout) -
 
 def results(problem: MaxPoolProblem) -> list:
     return [(problem.output_shape, problem.dtype), (problem.output_shape, "int64")]
-
-
-def forms(problem: MaxPoolProblem, target=None) -> list[dict]:
-    return [{}]
 
 
 def window_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str) -> str:
@@ -75,14 +71,14 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
     )
 
 
-def render(problem: MaxPoolProblem, choices: Choices = Choices()) -> str:
+def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (x, y_dst, indices_dst)."""
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = INDEX_TYPES[problem.index_dtype]
     return mlir.render(
         "maxpool2d_fwd",
         layout=problem.layout,
-        transients=mlir.transients(choices.target),
+        transients=mlir.transients(lowering.transients),
         problem_name=problem.name,
         function=problem.name,
         element=element,
@@ -95,20 +91,6 @@ def render(problem: MaxPoolProblem, choices: Choices = Choices()) -> str:
         no_position=problem.input_spatial[0] * problem.input_spatial[1],
         scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst"), 2),
     )
-
-
-def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, layout="NHWC", device=None, out=None):
-    """2-D max pooling with PyTorch's indices: ``(y, indices)``.
-
-    x: ``(N, H, W, C)`` (``NHWC``) or ``(N, C, H, W)`` (``NCHW``); y and indices (int64, the flat position
-    ``h*W + w`` of each window's maximum inside its (n, c) plane) have the output's shape in the same layout.
-    ``kernel_size``/``stride`` (default: the kernel size)/``dilation``: an int or one per spatial dim;
-    ``padding``: an int, one per dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``.
-    ``out``, optional: a pair of DeviceArrays (y, indices) that receive the results.
-    """
-    problem = normalize(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                        ceil_mode=ceil_mode, layout=layout)
-    return run(problem, [x], device, out)
 
 
 # --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------

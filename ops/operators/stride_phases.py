@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import dtypes, geometry
 from .. import render as mlir
-from ..operator import Choices
+from ..operator import Lowering, one_of
 from ..problem import ConvBwdDataProblem
 from ..validation import check
 
@@ -42,12 +42,12 @@ def fully_covered(problem: ConvBwdDataProblem) -> bool:
     return all(sum(p.rows for p in axis) == size for axis, size in zip(_axis_phases(problem), problem.input_spatial))
 
 
-def interleaves(problem: ConvBwdDataProblem, form: dict) -> bool:
-    """Whether the module stores through the phase-major tensor (``form["store"]``; only a stride > 1 has phases
+def interleaves(problem: ConvBwdDataProblem, form: "Form") -> bool:
+    """Whether the module stores through the phase-major tensor (``form.store``; only a stride > 1 has phases
     to interleave). Channels-last layouts only: IREE 3.13's CUDA backend computed wrong interleaves into 16-bit
     channels-first grad_in (a transposing gather; sweep seed 17017, problem 51, on the H100), and the
     channels-first problems keep the strided store."""
-    return form.get("store") == "interleave" and any(s > 1 for s in problem.stride) and problem.channels_last
+    return form.store == "interleave" and any(s > 1 for s in problem.stride) and problem.channels_last
 
 
 def interleaved_rows(problem: ConvBwdDataProblem) -> list[int]:
@@ -56,15 +56,15 @@ def interleaved_rows(problem: ConvBwdDataProblem) -> list[int]:
     return [geometry.ceil_div(size, s) for size, s in zip(problem.input_spatial, problem.stride)]
 
 
-def phases_for_target(problem: ConvBwdDataProblem, target=None, interleaved: bool = False) -> list[tuple[geometry.PhaseAxis, ...]]:
-    """The phases as the target compiles them best: on llvm-cpu, a one-tap axis of a phase whose other axes
-    have several taps gets one zero tap (see PhaseAxis.with_zero_taps); GPUs take the phases as they are.
-    ``interleaved``: every phase computes ``interleaved_rows`` (its slot of the phase-major tensor)."""
+def phase_list(problem: ConvBwdDataProblem, form: "Form") -> list[tuple[geometry.PhaseAxis, ...]]:
+    """The phases the module computes: with ``form.single_taps == "zero_tap"``, a one-tap axis of a phase whose other
+    axes have several taps gets one zero tap (see PhaseAxis.with_zero_taps); with the interleaved store, every phase
+    computes ``interleaved_rows`` (its slot of the phase-major tensor)."""
     result = phases(problem)
-    if interleaved:
+    if interleaves(problem, form):
         rows = interleaved_rows(problem)
         result = [tuple(p.with_rows(r) for p, r in zip(phase, rows)) for phase in result]
-    if target is None or target.backend != "llvm-cpu":
+    if form.single_taps == "as_is":
         return result
     return [
         tuple(p.with_zero_taps(1) if p.taps == 1 and any(q.taps > 1 for q in phase) else p for p in phase)
@@ -72,38 +72,36 @@ def phases_for_target(problem: ConvBwdDataProblem, target=None, interleaved: boo
     ]
 
 
-def forms(problem: ConvBwdDataProblem, target=None) -> list[dict]:
-    """The forms to compile for ``target``, in order: when one fails to compile, the next is used (ops.tuning).
+@dataclass(frozen=True)
+class Form:
+    """The stride-phase template's forms (which one a target takes, and why: ``ops/policy.py``).
 
-    ``weight_flip``: the taps are flipped by a gather (index arithmetic) or by an indexing map with a negative
-    coefficient. IREE 3.13 fails each on some shapes of the GPU targets: NVPTX cannot select the gather's
-    vectorized index arithmetic ("Cannot select v2i16 umul_lohi", 3x3 float16 layers), and the map's tiled
-    operands fail linalg's shape check when a sub-filter is small ("inferred input/output operand ... to be
-    greater than or equal to 2"). So the GPU targets try the gather, then the map; llvm-cpu takes only the
-    gather (its tiling cannot take a negative coefficient).
-
+    ``weight_flip``: each phase's taps flipped by a gather (index arithmetic in the body; handles zero taps) or by
+    an indexing map with a negative coefficient (``"map"``).
     ``d_read``: a phase's store reads its rows of a D tensor by a strided slice or through its indexing map
-    (``s*m + offset``). IREE 3.13's CUDA backend mis-indexed the slice on a small shape (docs/perf/h100-sweep),
-    so the GPUs read through the map (slices last, should that not compile); llvm-cpu, whose dispatch formation
-    rejects the map on some small grouped shapes, takes the slice.
-
-    ``store`` (stride > 1): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
-    (``"strided"``; IREE 3.13 makes each a copy dispatch at a tenth of copy bandwidth, IREE issue 23976), or into its
-    slot of a phase-major tensor, a contiguous insert IREE writes in place, and one ``linalg.generic`` interleaves
-    the slots into grad_in (``"interleave"``, see ``_interleave``).
-
+    (``s*m + offset``).
+    ``store`` (stride > 1, channels-last): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
+    (``"strided"``), or into its slot of a phase-major tensor that one ``linalg.generic`` interleaves into grad_in
+    (``"interleave"``, see ``_interleave``).
     ``contraction`` (several groups; one group is always the named convolution): a convolution-form
-    ``linalg.generic`` (``"generic"``); on llvm-cpu also the taps gathered and contracted by ``linalg.batch_matmul``
-    (``"im2col"``, see ``_im2col``) and, for depthwise problems, the named depthwise convolution (``"depthwise"``):
-    IREE's CPU backend gives the generic no convolution pipeline. Which one the CPU takes first is
-    ``mlir/tuning/llvm-cpu.json``'s choice per kind of problem (``ops.tuning.forms_for``); this order is the fallback.
+    ``linalg.generic`` (``"generic"``), the taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``),
+    or, for depthwise problems, the named depthwise convolution (``"depthwise"``).
+    ``single_taps``: a one-tap axis beside axes of several taps as it is, or given one zero tap (``"zero_tap"``).
+    ``interleave_read``: the interleave reads the slots by ``tensor.extract`` or through its indexing map (``"map"``).
     """
-    if target is None or target.backend != "llvm-cpu":
-        flips = [{"weight_flip": "gather", "contraction": "generic"}, {"weight_flip": "map", "contraction": "generic"}]
-        interleaved = [{**flip, "d_read": "map", "store": "interleave"} for flip in flips]  # D read by the interleave
-        return interleaved + [{**flip, "d_read": read, "store": "strided"} for read in ("map", "slice") for flip in flips]
-    contractions = {"dense": ["generic"], "grouped": ["generic", "im2col"], "depthwise": ["generic", "im2col", "depthwise"]}
-    return [{"weight_flip": "gather", "d_read": "slice", "contraction": c, "store": "strided"} for c in contractions[problem.kind]]
+
+    weight_flip: str = "gather"
+    d_read: str = "map"
+    store: str = "interleave"
+    contraction: str = "generic"
+    single_taps: str = "as_is"
+    interleave_read: str = "extract"
+
+    def __post_init__(self):
+        for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
+                             ("store", ("interleave", "strided")), ("contraction", ("generic", "im2col", "depthwise")),
+                             ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
+            one_of("conv_bwd_data", key, getattr(self, key), allowed)
 
 
 @dataclass(frozen=True)
@@ -453,14 +451,14 @@ def _empty_slots(problem: ConvBwdDataProblem, slots: Slots, phase_list) -> tuple
     ), current
 
 
-def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion, gpu: bool,
+def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: str, fusion: Fusion, by_map: bool,
                 copy: dict) -> str:
     """The interleave: grad_in position (.., i, ..) is row i floordiv s of slot i mod s on each strided axis,
     through the epilogue (when the slots hold accumulators) and the cast.
 
-    On a GPU target the slots are read through the generic's indexing map, tiled as the target's ``copy`` config
-    says (IREE's default there is 32 threads a workgroup, one element each, and need not divide the strides); else
-    (llvm-cpu, or no target) by ``tensor.extract``, which IREE collapses to one dim and tiles freely."""
+    ``by_map``: the slots are read through the generic's indexing map, tiled as the ``copy`` config says (IREE's
+    GPU default there is 32 threads a workgroup, one element each, and need not divide the strides); else by
+    ``tensor.extract``, which IREE collapses to one dim and tiles freely."""
     x = mlir.dims("i", problem.rank)
     domain = ["n", *x, "ch"]  # channels-last only (``interleaves``)
     fused = fusion.operands({"n": "n", "channel": "ch", **dict(enumerate(x))})
@@ -472,7 +470,7 @@ def _interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: 
         "element": element, "slots": value, "slots_type": slots.type, "slot_element": slots.element,
         "iterators": mlir.iterators(["parallel"] * len(domain)), "store_body": body, "stored": stored,
     }
-    if gpu:  # the slots through the indexing map, tiled by the target's copy config
+    if by_map:  # the slots through the indexing map, tiled by the copy config
         rows = [f"{x[a]} floordiv {s}" if s > 1 else x[a] for a, s in enumerate(problem.stride)]
         read = [*(f"{x[a]} mod {problem.stride[a]}" for a in slots.strided_axes), "n", *rows, "ch"]
         steps = [1, *problem.stride, 1]
@@ -594,23 +592,19 @@ def _weight_groups(problem: ConvBwdDataProblem) -> tuple[str, str]:
     ), 2)
 
 
-def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fusion: Fusion | None = None) -> str:
-    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, fused tensors.., dst).
-
-    ``form`` (``forms``' keys, every one given): ``weight_flip``, how each phase's taps are flipped, ``"gather"``
-    (index arithmetic; every target) or ``"map"`` (an indexing map with a negative coefficient; not llvm-cpu);
-    ``d_read``: how a phase's store reads its rows of a D tensor, ``"slice"`` or ``"map"``. ``choices.configs``
-    maps a phase index to an IREE ``#iree_codegen.compilation_info`` for that phase's convolution.
+def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, fusion: Fusion | None = None) -> str:
+    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, fused tensors.., dst), in
+    ``form`` (``Form``). ``lowering.configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for
+    that phase's convolution.
     """
     fusion = fusion or Fusion()
     element = dtypes.mlir_element_type(problem.dtype)
     rank = problem.rank
-    cpu = choices.target is not None and choices.target.backend == "llvm-cpu"
     if problem.channels_last:
         to_channels_last = "  // grad_out is channels-last already"
     else:
         to_channels_last = mlir.render("conv_bwd_data.channels_last", permutation=mlir.index_list([0, *range(2, rank + 2), 1]))
-    over_groups = problem.groups > 1 and form["contraction"] != "depthwise"  # the convolution reads (.., G, K)
+    over_groups = problem.groups > 1 and form.contraction != "depthwise"  # the convolution reads (.., G, K)
     if over_groups:
         to_channels_last += "\n" + mlir.indent(mlir.render(
             "common.expand", result="%grad_out_groups", source="%grad_out" if problem.channels_last else "%grad_out_cl",
@@ -620,20 +614,20 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
             result_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups, problem.out_channels], element),
         ), 2)
     interleaved = interleaves(problem, form)
-    phase_list = phases_for_target(problem, choices.target, interleaved=interleaved)
+    phases_computed = phase_list(problem, form)
     slots = Slots.of(problem, fusion) if interleaved else None
     if slots:
-        init, current = _empty_slots(problem, slots, phase_list)
+        init, current = _empty_slots(problem, slots, phases_computed)
     else:
         init, current = _initial_grad_in(problem, element, fusion)
     phase_texts = []
-    for index, phase in enumerate(phase_list):
-        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=cpu or form["weight_flip"] != "map",
-                                                   copy=choices.copy)
+    for index, phase in enumerate(phases_computed):
+        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
+                                                   copy=lowering.copy)
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
         conv_text, acc_shape, acc_read = _convolution(index, phase, problem, element, window_value, window_shape,
-                                                      filter_shape, choices.configs.get(index), form["contraction"])
-        store_values = _store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form["d_read"], slots)
+                                                      filter_shape, lowering.configs.get(index), form.contraction)
+        store_values = _store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form.d_read, slots)
         current = store_values["inserted"]
         phase_texts.append(mlir.render(
             "conv_bwd_data.phase", index=index, element=element,
@@ -646,8 +640,8 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
             grad_out_window=window_text, convolution=conv_text, **store_values,
         ))
     if slots:
-        gpu = choices.target is not None and not cpu
-        phase_texts.append(_interleave(problem, element, slots, current, fusion, gpu, choices.copy))
+        phase_texts.append(_interleave(problem, element, slots, current, fusion, form.interleave_read == "map",
+                                       lowering.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
     weight_alias, weight_view = _weight_groups(problem)
@@ -661,5 +655,5 @@ def render_module(problem: ConvBwdDataProblem, choices: Choices, form: dict, fus
         grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
         grad_out_to_channels_last=to_channels_last, weight_view=weight_view, d_views=views,
-        initial=init, phases="\n".join(phase_texts), result=current, transients=mlir.transients(choices.target),
+        initial=init, phases="\n".join(phase_texts), result=current, transients=mlir.transients(lowering.transients),
     )

@@ -45,7 +45,7 @@ except ModuleNotFoundError as error:  # the extra: PyTorch is not a dependency o
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import compiler, dtypes, geometry, known_answer, targets, tuning
+from .. import compiler, dtypes, geometry, known_answer, targets, policy
 from . import calls
 from ..operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
 from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
@@ -905,7 +905,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
         if outputs:
             torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
     alternatives = list({specs[0].name + specs[0].key(None): specs for specs in (
-        tuning.module_specs(problem, target) for problem in plans)}.values())
+        policy.module_specs(problem, target) for problem in plans)}.values())
     done = []
 
     def build(specs):

@@ -27,7 +27,6 @@ Kernels, by device:
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 import warnings
 from typing import Callable
@@ -36,7 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .. import compiler, dtypes, known_answer, runtime, targets, tuning
+from .. import compiler, dtypes, known_answer, policy, runtime, targets
 from ..validation import check
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
@@ -184,7 +183,7 @@ def _launched(problem, device: torch.device, backend: str = "cuda"):
 
     identity = known_answer.device_identity(backend, torch.cuda.get_device_name(device))
     gate = known_answer.Gate(problem, identity, f"{backend}-launch", load)
-    compiler.load_first(tuning.module_specs(problem, targets.target_for_device(backend)), gate)
+    compiler.load_first(policy.module_specs(problem, targets.target_for_device(backend)), gate)
     if isinstance(gate.served, str):
         say_once(f"ops.torch: {problem.name} runs through IREE's runtime: {gate.served}")
         return None
@@ -238,22 +237,29 @@ def kernel_for(problem, device: torch.device, views: Callable):
         raise RuntimeError(
             f"ops.torch: {problem.op} meets a new problem ({problem.name}) while a CUDA graph is being captured; "
             "its module must be loaded first: run one eager step with the same shapes before capturing")
-    if driver == "cuda":
-        launched = _launched(problem, device)
+    target = targets.target_for_device(driver)
+    if not target.gpu:
+        return RuntimeKernel(runtime.function_for(problem, driver), driver, views, False)
+    if policy.gpu_launcher(target) == "plan":
+        launched = _planned(problem, device, driver, target)
         if launched is not None:
             return launched
-    if driver == "hip":
-        if os.environ.get("OPS_ROCM_LAUNCHER") == "plan":  # opt-in: not yet run on an AMD GPU
-            try:
-                launched = _launched(problem, device, "hip")
-            except known_answer.WrongResultError as error:
-                say_once(f"ops.torch: the HIP launcher computes no form of {problem.name} right ({error}); IREE's "
-                         "runtime runs it")
-                launched = None
-            if launched is not None:
-                return launched
+    if target.external_stream:
         return StreamKernel(problem, device, views)
-    return RuntimeKernel(runtime.function_for(problem, driver), driver, views, device.type == "cuda")
+    return RuntimeKernel(runtime.function_for(problem, driver), driver, views, True)
+
+
+def _planned(problem, device: torch.device, driver: str, target):
+    """``_launched``, where the target has another path on the stream: a launcher computing no form right is
+    said once, and the other path runs the problem (the HIP launcher is opt-in, and not yet run on an AMD GPU)."""
+    try:
+        return _launched(problem, device, driver)
+    except known_answer.WrongResultError as error:
+        if not target.external_stream:
+            raise
+        say_once(f"ops.torch: the {driver} launcher computes no form of {problem.name} right ({error}); IREE's "
+                 "runtime runs it")
+        return None
 
 
 def driver_for(device: torch.device) -> str:

@@ -1,0 +1,125 @@
+"""The public functions, one per operator: each checks its arguments (the operator's ``normalize``), then ``run``s
+the problem. NumPy arrays in give NumPy arrays out; IREE DeviceArrays in give DeviceArrays out.
+
+``run`` is the one path every caller takes with a problem: the command line, the benchmarks, the tuner, the
+tests and these functions. Nothing re-enters a public function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .operators import avgpool3d as avgpool_bwd, conv_bwd_data as conv, grouped_conv_bwd_data as grouped_data
+from .operators import grouped_conv_bwd_weight as grouped_weight, maxpool2d as maxpool_bwd, maxpool2d_fwd as maxpool_fwd
+
+
+def run(problem, arrays: list, device: str | None = None, out=None, *, form: Any = None):
+    """Run ``problem`` on ``arrays``: NumPy in, NumPy out; DeviceArrays (or ``out``) keep the results on the device.
+
+    ``form`` replaces the target's choice of the template's form: the operator's ``Form``, or a dict of the keys to
+    change in the target's first form (tests and the tuner try each).
+    """
+    from . import registry, runtime  # the IREE runtime only when something runs
+
+    return runtime.execute(problem, list(arrays), results=registry.module(problem).results(problem), device=device,
+                           out=out, form=form)
+
+
+def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilation=1, layout="NHWC", device=None, out=None):
+    """Gradient of an N-D convolution with respect to its input.
+
+    grad_out: ``(N, *out_spatial, K)`` for channels-last layouts (``NWC``, ``NHWC``, ``NDHWC``) or
+    ``(N, K, *out_spatial)`` for PyTorch's (``NCW``, ``NCHW``, ``NCDHW``); weight: ``(K, *filter, C)``
+    channels-last (CK's KYXC) or ``(K, C, *filter)`` channels-first (PyTorch's). ``input_shape`` is the
+    forward input's full shape in the same layout. ``stride``/``dilation``: an int or one per spatial dim;
+    ``padding``: an int, one per dim, or one ``(low, high)`` pair per dim.
+
+    NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out (no host copy).
+    ``device`` is an IREE driver name (``local-task`` by default; ``hip``, ``cuda``). ``out``, optional,
+    is a DeviceArray of grad_in's shape and dtype that receives the result.
+    """
+    problem = conv.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation, layout=layout)
+    return run(problem, [grad_out, weight], device, out)
+
+
+def grouped_conv_bwd_data(grad_out, weight, ds=(), *, groups, input_shape, stride=1, padding=0, dilation=1,
+                          epilogue=None, layout="NHWC", device=None, out=None, **params):
+    """Gradient of a grouped N-D convolution with respect to its input, with a fused epilogue.
+
+    Layouts as in ``conv_bwd_data``, groups folded into channels (PyTorch's and CK's NHWGC): channels-last
+    grad_out ``(N, *out_spatial, G*K)``, weight ``(G*K, *filter, C)``, grad_in ``(N, *spatial, G*C)``;
+    channels-first layouts are PyTorch's. ``epilogue``: ``None``, a name (``"add"``, ``"bilinear"``,
+    ``"scale"``, ``"add_relu"``, ``"relu_grad"``) or an expression over ``acc``, ``d0``, ``d1``, ... and
+    named float parameters given as keyword arguments, e.g. ``"where(d1 > 0, acc + d0, 0) * alpha"``.
+    """
+    problem, values = grouped_data.normalize(grad_out, weight, ds, groups=groups, input_shape=input_shape, stride=stride,
+                                padding=padding, dilation=dilation, epilogue=epilogue, layout=layout, params=params)
+    return run(problem, [grad_out, weight, *ds, *([] if values is None else [values])], device, out)
+
+
+def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",
+                            out_dtype=None, device=None, out=None):
+    """Gradient of a grouped N-D convolution with respect to its weight.
+
+    x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
+    (PyTorch's ``NCW``, ``NCHW``, ``NCDHW``); grad_out: ``(N, *out_spatial, G*K)`` or ``(N, G*K, *out_spatial)``.
+    Returns grad_w ``(G*K, *kernel_size, C)`` channels-last (CK's GKYXC with G, K merged) or ``(G*K, C, *kernel_size)``
+    channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for depthwise);
+    ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
+    ``(low, high)`` pair per dim. x and grad_out share a dtype (float32, float16, bfloat16); the sums run in
+    float32 and grad_w comes back in ``out_dtype``: the inputs' dtype by default, or float32 (as CK's bf16 kernel).
+
+    NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out. ``device`` is an IREE
+    driver name (``local-task`` by default; ``hip``, ``cuda``); ``out``, optional, is a DeviceArray of grad_w's
+    shape and dtype that receives the result.
+    """
+    problem = grouped_weight.normalize(
+        x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+        layout=layout, out_dtype=out_dtype,
+    )
+    return run(problem, [x, grad_out], device, out)
+
+
+def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, layout="NHWC", device=None, out=None):
+    """2-D max pooling with PyTorch's indices: ``(y, indices)``.
+
+    x: ``(N, H, W, C)`` (``NHWC``) or ``(N, C, H, W)`` (``NCHW``); y and indices (int64, the flat position
+    ``h*W + w`` of each window's maximum inside its (n, c) plane) have the output's shape in the same layout.
+    ``kernel_size``/``stride`` (default: the kernel size)/``dilation``: an int or one per spatial dim;
+    ``padding``: an int, one per dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``.
+    ``out``, optional: a pair of DeviceArrays (y, indices) that receive the results.
+    """
+    problem = maxpool_fwd.normalize(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                        ceil_mode=ceil_mode, layout=layout)
+    return run(problem, [x], device, out)
+
+
+def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                  indices=None, x=None, layout="NHWC", device=None, out=None):
+    """Gradient of 2-D max pooling with respect to its input.
+
+    grad_out: one value per window, in ``layout``; ``input_shape``: the forward input's full shape. Give
+    exactly one of ``indices`` (maxpool2d_fwd's, int64 or int32) or ``x`` (the forward input: the argmax is
+    recomputed with the forward's rules). Each window's gradient goes to its argmax; overlapping windows
+    add up. Other parameters as in :func:`maxpool2d_fwd`. ``out``, optional: a DeviceArray for grad_in.
+    """
+    problem = maxpool_bwd.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
+                        dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout)
+    source = indices if indices is not None else x
+    return run(problem, [grad_out, source], device, out)
+
+
+def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                  count_include_pad=True, divisor_override=None, layout="NDHWC", device=None, out=None):
+    """Gradient of 3-D average pooling with respect to its input.
+
+    grad_out: one value per window, ``(N, OD, OH, OW, C)`` (``NDHWC``) or ``(N, C, OD, OH, OW)`` (``NCDHW``);
+    ``input_shape``: the forward input's full shape in the same layout. ``kernel_size``/``stride`` (default:
+    the kernel size)/``dilation`` (CK's extension): an int or one per spatial dim; ``padding``: an int, one per
+    dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``. ``ceil_mode``, ``count_include_pad`` and
+    ``divisor_override`` as in PyTorch. ``out``, optional: a DeviceArray of grad_in's shape and dtype.
+    """
+    problem = avgpool_bwd.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
+                        dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                        divisor_override=divisor_override, layout=layout)
+    return run(problem, [grad_out], device, out)

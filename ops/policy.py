@@ -1,0 +1,286 @@
+"""Every target rule in one place: the forms a target compiles, in order; the flags and fallback flag sets; the
+tuned configurations; how a GPU's kernels are launched; and the IREE 3.13 workarounds, each with its reason and
+its measurement (``WORKAROUNDS``).
+
+The operators render a form they are given (``ops/operator.py``) and never ask which target it is for; IREE keeps
+the choice of lowering configuration apart from the passes that apply it the same way (``KernelConfig.cpp`` in its
+LLVMGPU and LLVMCPU codegen). The per-target data lives in ``mlir/tuning/<target>.json``:
+
+- ``rules``: per operator (narrowed to ``dtypes`` and ``kinds``, leaving out problems by function name with
+  ``except``): compile ``flags``, and the ``form`` put first;
+- ``entries``: per problem (by function name): a ``compilation_info`` per stride phase found by
+  ``build_tools/tune.py`` (timed on CUDA; set by hand for ROCm, which cannot be timed here: such entries say so),
+  extra ``flags``, and a ``render`` form that replaces the target's choice;
+- ``fallback_flags``: flag sets to compile with, in order, when no form compiles with IREE's defaults;
+- ``copy_config``: how a GPU tiles a data-movement ``linalg.generic`` (``ops/render.py`` ``copy_attrs``).
+
+A new target touches ``ops/targets.py`` (its flags and capabilities), this module where it needs a rule of its
+own, and its table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import compiler, registry
+from .operator import Lowering
+from .operators import grouped_conv_bwd_weight, stride_phases
+from .render import templates_dir
+from .targets import Target
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """An IREE 3.13 defect or limit the modules work around: where, why, and what showed it."""
+
+    name: str
+    where: str
+    reason: str
+    evidence: str
+
+
+WORKAROUNDS = (
+    Workaround(
+        "weight flip by gather, then by map", "policy._phase_forms (GPU targets)",
+        "NVPTX cannot select the gather's vectorized index arithmetic ('Cannot select v2i16 umul_lohi', 3x3 float16 "
+        "layers), and the map's tiled operands fail linalg's shape check when a sub-filter is small ('inferred "
+        "input/output operand ... to be greater than or equal to 2'): the GPUs try the gather, then the map",
+        "tests/test_lowering_conv_bwd_data.py"),
+    Workaround(
+        "weight flip by gather only on llvm-cpu", "Target.negative_map_coefficients",
+        "llvm-cpu's tiling cannot take an indexing map with a negative coefficient", "tests/test_cpu_forms.py"),
+    Workaround(
+        "D tensors read through the map on GPUs", "policy._phase_forms",
+        "IREE 3.13's CUDA backend mis-indexed the strided slice on a small shape; llvm-cpu's dispatch formation "
+        "rejects the map on some small grouped shapes and reads the slice", "docs/perf/h100-sweep"),
+    Workaround(
+        "interleaved store on GPUs", "policy._phase_forms",
+        "a strided tensor.insert_slice per phase becomes a copy dispatch at a tenth of copy bandwidth (IREE issue "
+        "23976); the phases write slots of a phase-major tensor in place and one generic interleaves them",
+        "docs/perf/h100-issue14"),
+    Workaround(
+        "no interleave into channels-first grad_in", "stride_phases.interleaves",
+        "IREE 3.13's CUDA backend computed wrong interleaves into 16-bit channels-first grad_in (a transposing "
+        "gather; sweep seed 17017, problem 51): channels-first problems keep the strided store",
+        "docs/perf/h100-sweep"),
+    Workaround(
+        "one-tap axes get a zero tap on llvm-cpu", "policy._phase_forms (single_taps)",
+        "IREE's CPU backend folds a one-tap filter axis away and rebuilds the convolution without a usable "
+        "pipeline; a zero tap keeps the convolution whole (geometry.PhaseAxis.with_zero_taps)",
+        "ops/geometry.py"),
+    Workaround(
+        "tuned phases with single-tap axes as a generic", "stride_phases._dense_tuned",
+        "IREE 3.13 folds single-tap axes out of a convolution by rebuilding the op, which drops a "
+        "compilation_info: the phase is written as the op it would rebuild", "build_tools/tune.py"),
+    Workaround(
+        "copy tiling of data-movement generics", "copy_config (mlir/tuning/<gpu>.json), render.copy_attrs",
+        "IREE 3.13 cannot vectorize a generic whose indexing map is not a projected permutation and gives it 32 "
+        "threads a workgroup, one element each", "docs/perf/h100-issue14"),
+    Workaround(
+        "one window per axis without a candidate loop", "mlir/pool_bwd.mlir (fragment window_only)",
+        "a candidate loop over an axis with one window trips IREE's GPU reduction codegen",
+        "tests/test_lowering_data_movement.py"),
+    Workaround(
+        "fallback flag sets", "fallback_flags (mlir/tuning/<gpu>.json)",
+        "some problems compile with none of their forms under IREE's defaults, or compile wrong (bf16 1x1 weight "
+        "gradients on CUDA): the next flag set is tried, and the known-answer check refuses a wrong module",
+        "docs/VERIFICATION.md"),
+)
+
+
+# --- The tables ---------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def table(target_name: str) -> dict:
+    """``mlir/tuning/<target_name>.json`` (empty where a target has none)."""
+    path = templates_dir() / "tuning" / f"{target_name}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def entries(target_name: str) -> tuple[dict, ...]:
+    """Per-problem choices, keyed by the problem's function name."""
+    return tuple(table(target_name).get("entries", ()))
+
+
+def rules(target_name: str) -> tuple[dict, ...]:
+    """Per-operator choices: flags and the preferred form for the problems of an operator (dtype, kind)."""
+    return tuple(table(target_name).get("rules", ()))
+
+
+def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
+    """Flag sets to compile a problem with, in order, when none of its forms compiles with IREE's defaults."""
+    return tuple(tuple(flags) for flags in table(target_name).get("fallback_flags", {}).get("sets", ()))
+
+
+def rule_applies(rule: dict, problem) -> bool:
+    """A rule names its operator, and may narrow to ``dtypes`` and to ``kinds`` (``ConvProblem.kind``), and leave
+    out problems by function name (``except``: measured slower with it)."""
+    kind = getattr(problem, "kind", None)
+    return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
+            and kind in rule.get("kinds", [kind]) and problem.name not in rule.get("except", ()))
+
+
+def copy_config(target: Target) -> dict:
+    """How the target tiles a data-movement ``linalg.generic`` whose indexing IREE's defaults do not vectorize
+    (elements per workgroup, per thread, the subgroup size); empty: IREE's defaults."""
+    return dict(table(target.directory_name).get("copy_config", {}))
+
+
+def configs_for(problem, target: Target) -> dict[int, str]:
+    """Phase index -> compilation_info for ``problem`` on ``target`` (empty: IREE's defaults)."""
+    return {int(e["phase"]): e["compilation_info"] for e in entries(target.directory_name)
+            if e["function"] == problem.name and "compilation_info" in e}
+
+
+def flags_for(problem, target: Target) -> tuple[str, ...]:
+    """Compile flags that matter for ``problem`` on ``target``: its operator's rules, then its own entries."""
+    flags = [f for r in rules(target.directory_name) if rule_applies(r, problem) for f in r.get("flags", ())]
+    flags += [f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ())]
+    return tuple(dict.fromkeys(flags))  # each once, in order
+
+
+def _entry_form(problem, target: Target) -> dict:
+    """The form keys the table's entries for ``problem`` set (``render``)."""
+    chosen = {}
+    for e in entries(target.directory_name):
+        if e["function"] == problem.name:
+            chosen.update(e.get("render", {}))
+    return chosen
+
+
+# --- The forms ----------------------------------------------------------------------------------------------
+
+# Partial sums enough to fill a GPU. Measured on the H100 (docs/PERFORMANCE.md): the 3D video layers ran
+# fastest with 4-5 M float32 accumulators (J = 8), depthwise layers with the most chunks the batch allows.
+# A rough rule; the tuning tables hold the measured choice per problem where it differs.
+GPU_PARALLEL_ACCUMULATORS = 1 << 22
+
+# llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
+# no convolution pipeline, so the im2col and depthwise forms exist; the table's rule per kind picks the first.
+CPU_CONTRACTIONS = {"dense": ("generic",), "grouped": ("generic", "im2col"), "depthwise": ("generic", "im2col", "depthwise")}
+
+
+def default_batch_split(problem, target: Target) -> int:
+    """J of the backward-weight generic without a tuned choice: on a GPU, the fewest chunks giving ~2^22 partial
+    sums; on the CPU, 1 (two cores have all the parallel work they need in the weight gradient itself, and a split
+    costs a buffer of J weight-sized float32 partials there for nothing)."""
+    if target.cpu:
+        return 1
+    weight = math.prod(problem.weight_shape)
+    return next((j for j in grouped_conv_bwd_weight.batch_split_choices(problem) if j * weight >= GPU_PARALLEL_ACCUMULATORS),
+                problem.batch)
+
+
+def _phase_forms(problem, target: Target) -> list:
+    """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``)."""
+    Form = stride_phases.Form
+    if target.cpu:
+        base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
+        return [dataclasses.replace(base, contraction=c) for c in CPU_CONTRACTIONS[problem.kind]]
+    flips = ("gather", "map") if target.negative_map_coefficients else ("gather",)
+    interleaved = [Form(weight_flip=f, d_read="map", store="interleave", interleave_read="map") for f in flips]
+    strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")
+               for read in ("map", "slice") for f in flips]
+    return interleaved + strided
+
+
+def _weight_forms(problem, target: Target) -> list:
+    """The backward-weight forms for ``target``: the batch-split generic; on llvm-cpu also im2col or, for depthwise
+    problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D, the batch axis taking one), depthwise."""
+    Form = grouped_conv_bwd_weight.Form
+    generic = Form(batch_split=default_batch_split(problem, target))
+    if not target.cpu:
+        return [generic]
+    if problem.kind == "depthwise":
+        return [generic, Form(contraction="depthwise")] if problem.rank <= 2 else [generic]
+    return [generic, Form(contraction="im2col")]
+
+
+# Forms per template, keyed by the operator's Form type; an operator of one form (SingleForm) needs no rule.
+FORM_RULES: dict[type, Callable[[Any, Target], list]] = {
+    stride_phases.Form: _phase_forms,
+    grouped_conv_bwd_weight.Form: _weight_forms,
+}
+
+
+def target_forms(problem, target: Target) -> list:
+    """The operator's forms for ``target``, before the table's choices: its rule's, or its one form."""
+    Form = registry.module(problem).Form
+    rule = FORM_RULES.get(Form)
+    return rule(problem, target) if rule else [Form()]
+
+
+def as_form(problem, base, keys: Any):
+    """``keys`` (the operator's Form, or a dict of keys) as a whole form: a dict's keys replace ``base``'s."""
+    Form = registry.module(problem).Form
+    if isinstance(keys, Form):
+        return keys
+    try:
+        return dataclasses.replace(base, **keys)
+    except TypeError:
+        valid = ", ".join(f.name for f in dataclasses.fields(Form)) or "none"
+        raise ValueError(f"{problem.op}: unknown form key in {dict(keys)!r}; its form keys are {valid}") from None
+
+
+def forms_for(problem, target: Target, options: Any = None) -> list:
+    """The forms to try, in order, for ``problem`` on ``target``, each once: with ``options`` (the tuner's candidate,
+    a test's choice) that one; else the table's entry where it names one; else the target's forms, the one the
+    first rule for the operator, dtype and kind names put first (the others stay, in order, as fallbacks)."""
+    forms = target_forms(problem, target)
+    chosen = _entry_form(problem, target)
+    if options:
+        return [as_form(problem, as_form(problem, forms[0], chosen), options)]
+    if chosen:
+        return [as_form(problem, forms[0], chosen)]
+    preferred = next((r["form"] for r in rules(target.directory_name) if "form" in r and rule_applies(r, problem)), None)
+    if preferred is not None:
+        forms = sorted(forms, key=lambda form: any(getattr(form, key) != value for key, value in preferred.items()))
+    return list(dict.fromkeys(forms))
+
+
+def lowering(problem, target: Target, configs: dict[int, str] | None = None) -> Lowering:
+    """What ``target`` adds to any form of ``problem``: its tuned configurations (``configs`` added: the tuner's),
+    its copy tiling, and the workspace argument."""
+    return Lowering({**configs_for(problem, target), **(configs or {})}, copy_config(target), target.transients)
+
+
+def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,
+                 options: Any = None) -> list[compiler.ModuleSpec]:
+    """The modules that can run ``problem`` on ``target``, preferred first, each once: each form with IREE's
+    defaults, then each again with the target's fallback flag sets. The runtime and the ahead-of-time build use the
+    first that compiles and passes its known-answer check (``compiler.load_first``).
+
+    ``configs`` and ``options`` (the tuner's candidates, a test's form) replace or extend the table's choices."""
+    render = registry.module(problem).render
+    how = lowering(problem, target, configs)
+    mlirs = [render(problem, form, how) for form in forms_for(problem, target, options)]
+    flags = (*flags_for(problem, target), *extra_flags)
+    specs = [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
+             for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]
+    return list(dict.fromkeys(specs))  # forms that render the same module, and flag sets that repeat, once
+
+
+def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,
+                options: Any = None) -> compiler.ModuleSpec:
+    """The preferred module of ``module_specs`` (for the tuner and the benchmarks, which time one form)."""
+    return module_specs(problem, target, extra_flags, configs, options)[0]
+
+
+# --- Launching on a framework's GPU stream --------------------------------------------------------------------
+
+
+def gpu_launcher(target: Target) -> str:
+    """How ``ops.torch`` runs a GPU module on PyTorch's stream: ``"plan"``, its kernels launched by the driver API
+    from the module's launch plan (``ops/launch``; CUDA, whose IREE runtime has no external stream, and ROCm with
+    ``OPS_ROCM_LAUNCHER=plan``), or ``"stream"``, IREE's runtime on a device made over the stream (HIP's
+    ``hip_external_stream``, the ROCm default)."""
+    if target.external_stream and os.environ.get("OPS_ROCM_LAUNCHER", "") != "plan":
+        return "stream"
+    return "plan"
