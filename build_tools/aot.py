@@ -5,7 +5,7 @@
 
 Modules land where the runtime looks for them (``ops.compiler.ModuleSpec.path``), so a machine with only
 ``iree-base-runtime`` runs every problem compiled here. Each module's SHA-256 is recorded in the manifest and
-beside the module, and the runtime loads only bytes that match it. Of a problem's forms (ops.tuning.module_specs)
+beside the module, and the runtime loads only bytes that match it. Of a problem's forms (ops.policy.module_specs)
 the first that compiles is kept, as at run time; one already present under its key, with its digest, is not
 compiled again. A problem none of whose forms compiles is reported with the compiler's messages; the others
 still finish, and the exit status is 1.
@@ -24,13 +24,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from ops import catalog, compiler, targets, tuning
+from ops import catalog, compiler, targets, policy
 
 DEFAULT_TARGETS = "rocm:gfx942"
 
 
 def module_specs(op: str, problem, target: targets.Target, extra_flags: tuple[str, ...] = ()) -> list[compiler.ModuleSpec]:
-    return tuning.module_specs(problem, target, extra_flags)
+    return policy.module_specs(problem, target, extra_flags)
 
 
 def _compile_one(op: str, name: str, problem, target: targets.Target, out: Path, version: str,
@@ -119,7 +119,7 @@ def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops:
             modules[record["key"]] = {**previous, **{k: v for k, v in record.items() if k != "status"}}
     manifest = {"compiler_version": version, "modules": sorted(modules.values(), key=lambda m: (m["target"], m["function"]))}
     out.mkdir(parents=True, exist_ok=True)
-    compiler._atomic_write(manifest_path, (json.dumps(manifest, indent=1) + "\n").encode())
+    compiler.atomic_write(manifest_path, (json.dumps(manifest, indent=1) + "\n").encode())
     compiled = sum(1 for _ in out.glob("*/*.vmfb"))
     print(f"{len(work) - failed} of {len(work)} modules ready ({failed} failed); {compiled} modules under {out}")
     return 1 if failed else 0

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, render, runtime, targets, tuning, verify
-from ops.operator import run
+from ops import catalog, compiler, dtypes, render, runtime, targets, policy, verify
+from ops.api import run
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
     import torch
@@ -223,7 +223,7 @@ def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
     if spec is None:
         return None
     groups, m, n, k = gemm_shape(problem)
-    function = runtime._load([spec], device)
+    function = runtime.load_specs([spec], device)
     a = runtime.to_device(dtypes.random_normal(rng, (groups, m, k), problem.dtype), device)
     b = runtime.to_device(dtypes.random_normal(rng, (groups, k, n), problem.dtype), device)
     c = runtime.empty((groups, m, n), "float32", device)
@@ -368,9 +368,9 @@ def main(argv=None) -> int:
     if args.prepare:
         target = targets.target_for_device(args.device)
         for op, name, problem in selected:
-            compiler.load_first(tuning.module_specs(problem, target, extra_flags))
+            compiler.load_first(policy.module_specs(problem, target, extra_flags))
             if form:
-                compiler.load_first(tuning.module_specs(problem, target, extra_flags, options=form))
+                compiler.load_first(policy.module_specs(problem, target, extra_flags, options=form))
             ceiling = gemm_spec(problem, args.device) if args.gemm else None
             if ceiling is not None:
                 compiler.find_or_compile(ceiling)

@@ -21,14 +21,14 @@ import time
 
 import numpy as np
 
-from ops import catalog, compiler, targets, tuning, verify
-from ops.operator import operator, run
+from ops import catalog, compiler, policy, registry, targets, verify
+from ops.api import run
 
 TARGET = "cuda:sm_80"
 
 
 def _specs(problem):
-    return tuning.module_specs(problem, targets.parse_target(TARGET))
+    return policy.module_specs(problem, targets.parse_target(TARGET))
 
 
 def prepare(suites: list[str]) -> int:
@@ -71,8 +71,8 @@ def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda, tran
     containers = [data[e.offset:e.offset + e.nbytes] for e in plan.executables]
     kernels = launch_cuda.Kernels(plan, containers, torch.cuda.current_device())
     rng = np.random.default_rng(abs(hash(problem.name)) % 2**32)
-    arrays = operator(problem).random_inputs(problem, rng)
-    results = operator(problem).results(problem)
+    arrays = registry.module(problem).random_inputs(problem, rng)
+    results = registry.module(problem).results(problem)
     expected = run(problem, arrays, device="cuda")
     expected = expected if isinstance(expected, tuple) else (expected,)
     inputs = [_to_torch(a, torch) for a in arrays]
@@ -94,7 +94,7 @@ def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda, tran
     row["dispatches"] = len(plan.dispatches)
     row["bitwise"] = all(np.array_equal(g.view(np.uint8), np.ascontiguousarray(e).view(np.uint8))
                          for g, e in zip(got, expected))
-    reference = operator(problem).reference(problem, arrays)
+    reference = registry.module(problem).reference(problem, arrays)
     reference = reference if isinstance(reference, tuple) else (reference,)
     row["error"] = max(verify.relative_error(g, r) for g, r in zip(got, reference))
     row["within_tolerance"] = row["error"] <= verify.tolerance(op, problem.dtype)

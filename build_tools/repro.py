@@ -30,9 +30,9 @@ def problem_of(folder: Path):
         seed, index = recipe["sweep"]
         problem = catalog.random_problems(seed, max(200, index + 1))[index][1]
     else:
-        from build_tools.verify_run import _train_problems
+        from build_tools.verify_run import train_problems
 
-        problem = next(p for p in _train_problems() if p.name == recipe["problem"])
+        problem = next(p for p in train_problems() if p.name == recipe["problem"])
     assert problem.name == recipe["problem"], (problem.name, recipe["problem"])
     return problem
 
@@ -50,7 +50,7 @@ def replay(folder: Path, device: str, compile_: bool) -> int:
             subprocess.run(["sh", str(work / script.name)], check=True)
         data = (work / f"{stem}.vmfb").read_bytes()
         spec = type("Spec", (), {"name": problem.name})
-        function = runtime._function(spec, data, device, runtime.get_device(device))
+        function = runtime.loaded_function(spec, data, device, runtime.get_device(device))
         verdict = known_answer.verify(problem, lambda inputs, axes: runtime.known_run(function, problem, inputs, axes))
         wrong += not verdict.passed
         print(f"  {stem}: {'right' if verdict.passed else 'WRONG'}: {verdict.describe()}")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, runtime, targets, tuning, verify
+from ops import catalog, compiler, dtypes, runtime, targets, policy, verify
 from ops.operators import stride_phases
 from ops.problem import ConvBwdDataProblem
 
@@ -131,7 +131,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         configs = {candidate["phase"]: candidate["config"]} if candidate["config"] else None
         # as the runtime does: the first of the forms (and fallback flags) that compiles
         error = None
-        for spec in tuning.module_specs(problem, target, configs=configs, options=candidate.get("render")):
+        for spec in policy.module_specs(problem, target, configs=configs, options=candidate.get("render")):
             path = spec.path(out / candidate["id"], version)
             try:
                 if not path.is_file():
@@ -142,9 +142,9 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         return {**candidate, "error": str(error).splitlines()[-1][:300]}
 
     # a form identical to the default module (the default's own choice) is not timed twice
-    default_key = tuning.module_spec(problem, target).key(version)
+    default_key = policy.module_spec(problem, target).key(version)
     candidates = [c for c in candidates if c["id"] == "default" or not c.get("render") or
-                  tuning.module_spec(problem, target, options=c["render"]).key(version) != default_key]
+                  policy.module_spec(problem, target, options=c["render"]).key(version) != default_key]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         built = list(pool.map(build, candidates))
     ok = [c for c in built if "module" in c]

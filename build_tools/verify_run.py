@@ -25,8 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ops import catalog, compiler, known_answer, runtime, targets, tuning
-from ops.operator import operator
+from ops import catalog, compiler, known_answer, policy, registry, runtime, targets
 
 CUDA = targets.parse_target("cuda:sm_80")
 # 50 and 51 run before 71: its fault needs them; 107, 127, 172 and 176 were first caught by the check (H100, run A)
@@ -42,11 +41,11 @@ def problems(name: str) -> list:
     if name == "wrong":
         return [catalog.random_problems(seed, 200)[i][1] for seed, indices in WRONG.items() for i in indices]
     if name == "bf16":
-        return _train_problems()
+        return train_problems()
     raise SystemExit(f"unknown set {name!r}")
 
 
-def _train_problems() -> list:
+def train_problems() -> list:
     """The weight-gradient problems of train.py's 2D model in bfloat16, channels-last (recorded, nothing runs)."""
     import torch
 
@@ -66,7 +65,7 @@ def prepare(sets: list[str], jobs: int) -> int:
     for name in sets:
         every_form = name in ("wrong", "bf16")
         for problem in problems(name):
-            specs = tuning.module_specs(problem, CUDA)
+            specs = policy.module_specs(problem, CUDA)
             work += [[spec] for spec in specs] if every_form else [specs]
 
     def build(specs):
@@ -115,7 +114,7 @@ def check_on_gpu(problem, device) -> dict:
         known_answer.Gate.__call__, known_answer.verify = gate_call, verify_
     record = {"problem": problem.name, "outcome": outcome, "first_use_s": time.perf_counter() - start,
               "check_s": sum(checks), "modules": seen}
-    inputs = operator(problem).random_inputs(problem, np.random.default_rng(1))
+    inputs = registry.module(problem).random_inputs(problem, np.random.default_rng(1))
     if kernel is not None:  # the served kernel on other inputs, judged as the check judges (sampled when large)
         results = calls.run_known(kernel, problem, device, inputs)
     elif outcome == "no plan":  # IREE's runtime serves it, checked on its load
@@ -136,7 +135,7 @@ def check_on_gpu(problem, device) -> dict:
 
 def _through_runtime(problem, spec, data: bytes) -> str:
     """A module the launcher's check refused, run through IREE's runtime instead: the same verdict or not."""
-    function = runtime._function(spec, data, "cuda", runtime.get_device("cuda"))
+    function = runtime.loaded_function(spec, data, "cuda", runtime.get_device("cuda"))
     inputs = known_answer.inputs_for(problem)
     return known_answer.judge(problem, inputs, runtime.known_run(function, problem, inputs)).describe()
 

@@ -81,31 +81,6 @@ def problems(suite: str = "ck_examples", ops: list[str] | None = None) -> list[t
 
 # --- Random problems: the compile sweep's ------------------------------------------------------------------
 
-LAYOUTS = {1: ("NWC", "NCW"), 2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}
-DTYPES = ("float16", "bfloat16", "float32")
-
-
-def _conv_params(rng, rank):
-    filters = tuple(int(v) for v in rng.integers(1, 4, rank))
-    stride = tuple(int(v) for v in rng.integers(1, 4, rank))
-    dilation = tuple(int(v) for v in rng.choice([1, 1, 2, 3], rank))
-    padding = tuple((int(lo), int(hi)) for lo, hi in rng.integers(0, 3, (rank, 2)))
-    spatial = tuple(int(v) for v in rng.integers(3, 12 if rank < 3 else 7, rank))
-    groups = int(rng.choice([1, 1, 2, 3, 4]))
-    return dict(batch=int(rng.integers(1, 4)), in_channels=int(rng.integers(1, 6)), out_channels=int(rng.integers(1, 6)),
-                input_spatial=spatial, filter_spatial=filters, stride=stride, padding=padding, dilation=dilation,
-                layout=str(rng.choice(LAYOUTS[rank])), dtype=str(rng.choice(DTYPES)), groups=groups)
-
-
-def _pool_params(rng, rank):
-    kernel = tuple(int(v) for v in rng.integers(1, 4, rank))
-    return dict(batch=int(rng.integers(1, 3)), channels=int(rng.integers(1, 6)),
-                input_spatial=tuple(int(v) for v in rng.integers(4, 12 if rank < 3 else 8, rank)), kernel_size=kernel,
-                stride=tuple(int(v) for v in rng.integers(1, 4, rank)),
-                padding=tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel),
-                dilation=tuple(int(v) for v in rng.choice([1, 1, 2], rank)), ceil_mode=bool(rng.integers(2)),
-                layout=str(rng.choice(LAYOUTS[rank])), dtype=str(rng.choice(DTYPES)))
-
 
 def _random_problem(rng, op):
     """A random valid problem of ``op`` (invalid draws, e.g. an output size below 1, are drawn again)."""
@@ -113,21 +88,7 @@ def _random_problem(rng, op):
     while True:
         rank = int(rng.integers(1, 4))
         try:
-            if op == "conv_bwd_data":  # the ungrouped operator (groups go to grouped_conv_bwd_data)
-                return module.problem_from_params(**{**_conv_params(rng, rank), "groups": 1})
-            if op == "grouped_conv_bwd_data":
-                epilogue, kinds = [(None, ()), ("add", ("full",)), ("add_relu", ("channel",)), ("bilinear", ("full",)),
-                                   ("where(d1 > 0, acc + d0, 0) * alpha", ("channel", "full"))][int(rng.integers(5))]
-                return module.problem_from_params(**_conv_params(rng, rank), epilogue=epilogue, d_kinds=kinds)
-            if op == "grouped_conv_bwd_weight":
-                params = _conv_params(rng, rank)
-                out_dtype = "float32" if params["dtype"] != "float32" and rng.integers(2) else None
-                return module.problem_from_params(**params, out_dtype=out_dtype)
-            if op == "maxpool2d_bwd":
-                return module.problem_from_params(**_pool_params(rng, 2), source=str(rng.choice(["indices", "x"])))
-            params = _pool_params(rng, 3)
-            return module.problem_from_params(**params, count_include_pad=bool(rng.integers(2)),
-                                              divisor_override=[None, None, 3][int(rng.integers(3))])
+            return module.problem_from_params(**module.random_params(rng, rank))
         except ValueError:
             continue
 

@@ -108,7 +108,7 @@ class ModuleSpec:
         return root / self.target.directory_name / f"{self.name}-{self.key(version)[:16]}.vmfb"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -144,7 +144,7 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
     that program (``ops/launch/plan.py``) is stored beside the module with its digest (``plan_path``): the
     plan and the module come from one program. A program no plan expresses leaves the reason instead."""
     mlir_path = vmfb.with_suffix(".mlir")
-    _atomic_write(mlir_path, spec.mlir.encode())
+    atomic_write(mlir_path, spec.mlir.encode())
     tmp = vmfb.with_name(f".{vmfb.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     extra = []
     if dump_dir is not None:
@@ -162,7 +162,7 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
         hal, steps = None, [[mlir_path.name, *spec.flags, *extra, "-o", vmfb.name]]
     shown = [["iree-compile", *(a for a in step if a not in extra)] for step in steps]
     script = "\n".join(shlex.join(s) for s in shown)
-    _atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode())
+    atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode())
     stats["compiles"] += 1
     hal_tmp = tmp.with_name(tmp.name + ".hal.mlir")
     try:
@@ -178,7 +178,7 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
     finally:
         hal_tmp.unlink(missing_ok=True)
     # the digest first: a module without its digest in place is never taken for a good one
-    _atomic_write(digest_path(vmfb), (digest(data) + "\n").encode())
+    atomic_write(digest_path(vmfb), (digest(data) + "\n").encode())
     os.replace(tmp, vmfb)
     return vmfb
 
@@ -204,11 +204,11 @@ def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
     try:
         plan = launch_plan.locate(*launch_plan.extract(hal_text), data)
     except launch_plan.UnsupportedModule as error:
-        _atomic_write(unsupported_path(vmfb), f"{error}\n".encode())
+        atomic_write(unsupported_path(vmfb), f"{error}\n".encode())
         return
     text = plan.to_json().encode()
-    _atomic_write(digest_path(plan_path(vmfb)), (digest(text) + "\n").encode())
-    _atomic_write(plan_path(vmfb), text)
+    atomic_write(digest_path(plan_path(vmfb)), (digest(text) + "\n").encode())
+    atomic_write(plan_path(vmfb), text)
 
 
 def load_plan(root: Path, vmfb: Path, data: bytes) -> "launch_plan.Plan | str":
@@ -344,7 +344,7 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
                 try:
                     compile_module(spec, vmfb)
                 except CompileError as error:
-                    _atomic_write(failure_path(vmfb), str(error).encode())
+                    atomic_write(failure_path(vmfb), str(error).encode())
                     errors.append(str(error))
                     continue
                 data = verified(cache_dir(), vmfb)

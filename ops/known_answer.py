@@ -80,9 +80,9 @@ def mode() -> str:
 
 def inputs_for(problem) -> list:
     """The library's own inputs for ``problem``: ``random_inputs`` seeded from its name."""
-    from .registry import module as operator
+    from .registry import module
 
-    return operator(problem).random_inputs(problem, np.random.default_rng(zlib.crc32(problem.name.encode())))
+    return module(problem).random_inputs(problem, np.random.default_rng(zlib.crc32(problem.name.encode())))
 
 
 def verify(problem, run: Callable[[list, tuple], list]) -> Verdict:
@@ -150,19 +150,19 @@ def _worst(number: int, got, want, tolerance) -> Verdict:
                    float(got64[where]) if ratio.size else 0.0, int(ratio.size))
 
 
-def _results(problem) -> list:
-    from .registry import module as operator
+def _operator(problem):
+    from .registry import module
 
-    return operator(problem).results(problem)
+    return module(problem)
+
+
+def _results(problem) -> list:
+    return _operator(problem).results(problem)
 
 
 def _terms(problem) -> int:
-    """The largest number of terms summed into one result position."""
-    if problem.op == "grouped_conv_bwd_weight":
-        return problem.batch * math.prod(problem.output_spatial)
-    if problem.op in ("conv_bwd_data", "grouped_conv_bwd_data"):
-        return problem.out_channels * math.prod(problem.filter_spatial)
-    return math.prod(problem.kernel)
+    """The largest number of terms summed into one result position (the operator's ``terms``)."""
+    return _operator(problem).terms(problem)
 
 
 # --- Samples: the channels kept, the inputs sliced to them ----------------------------------------------------
@@ -187,69 +187,44 @@ def _kept(per_group: int, groups: int, whole: bool, rng) -> tuple[np.ndarray, np
 
 
 def _sample(problem, inputs: list, whole: bool) -> _Sample:
+    """The operator's channel sample (its ``sample``), then, where its results are separable by batch index
+    (``BATCH_SEPARABLE``), the batch too: the first, the last, two at random."""
     rng = np.random.default_rng(zlib.crc32(problem.name.encode()) + 1)
     channel = -1 if problem.channels_last else 1
-    sample = _channels(problem, inputs, whole, rng, channel)
-    if whole or problem.op == "grouped_conv_bwd_weight" or problem.batch <= BATCHES_KEPT:
+    operator = _operator(problem)
+    sample = _Sample(*operator.sample(problem, inputs, lambda per_group, groups: _kept(per_group, groups, whole, rng),
+                                      channel))
+    if whole or not operator.BATCH_SEPARABLE or problem.batch <= BATCHES_KEPT:
         return sample
-    # every other operator is separable by batch index too: the first, the last, two at random
     kept, _ = _kept(problem.batch, 1, whole, rng)
     batched = [np.take(a, kept, 0) if np.ndim(a) > 2 and np.shape(a)[0] == problem.batch else a for a in sample.inputs]
     return _Sample(batched, ((0, kept), *sample.axes))
 
 
-def _channels(problem, inputs: list, whole: bool, rng, channel: int) -> _Sample:
-    if problem.op == "grouped_conv_bwd_weight":
-        c_within, c_all = _kept(problem.in_channels, problem.groups, whole, rng)
-        k_within, k_all = _kept(problem.out_channels, problem.groups, whole, rng)
-        x, grad_out = inputs
-        return _Sample([np.take(x, c_all, channel), np.take(grad_out, k_all, channel)], ((0, k_all), (channel, c_within)))
-    if problem.op in ("conv_bwd_data", "grouped_conv_bwd_data"):
-        within, kept = _kept(problem.in_channels, problem.groups, whole, rng)
-        total = problem.groups * problem.in_channels
-        sliced = [inputs[0], np.take(inputs[1], within, channel)]
-        for d in inputs[2:2 + len(getattr(problem, "d_shapes", ()))]:
-            sliced.append(_slice_broadcast(d, len(problem.input_shape), channel, total, kept))
-        return _Sample(sliced + inputs[len(sliced):], ((channel, kept),))
-    _, kept = _kept(problem.channels, 1, whole, rng)
-    return _Sample([np.take(a, kept, channel) if np.ndim(a) > 2 else a for a in inputs], ((channel, kept),))
-
-
-def _slice_broadcast(d, rank: int, channel: int, total: int, kept) -> np.ndarray:
-    """A D tensor (broadcast against the result, aligned right) sliced where it spans the result's channels."""
-    axis = (channel % rank) - (rank - np.ndim(d))
-    if 0 <= axis < np.ndim(d) and np.shape(d)[axis] == total:
-        return np.take(d, kept, axis)
-    return d
-
-
 def _expected(problem, inputs: list) -> tuple[list, list]:
-    """The float64 values of the sampled results, and each position's sum of term magnitudes."""
-    from .registry import module as operator
-    from .operators import grouped_conv_bwd_data
-
-    reference = operator(problem).reference
-    values = reference(problem, inputs)
+    """The float64 values of the sampled results, and each position's sum of term magnitudes (the operator's
+    ``magnitudes``)."""
+    operator = _operator(problem)
+    values = operator.reference(problem, inputs)
     values = list(values) if isinstance(values, tuple) else [values]
-    if problem.op == "maxpool2d_fwd":
-        return values, [np.abs(values[0]), np.zeros(np.shape(values[1]))]
-    if problem.op in ("maxpool2d_bwd", "avgpool3d_bwd"):
-        return values, [reference(problem, [np.abs(np.asarray(inputs[0], np.float64)), *inputs[1:]])]
-    absolute = [np.abs(np.asarray(a, np.float64)) for a in inputs[:2]]
-    if problem.op == "grouped_conv_bwd_data" and problem.epilogue is not None:
-        magnitude = grouped_conv_bwd_data.conv.reference(problem, absolute) + np.abs(values[0])
-        return values, [magnitude]
-    return values, [reference(problem, absolute)]
+    return values, operator.magnitudes(problem, inputs, values)
 
 
 # --- The record ----------------------------------------------------------------------------------------------
 
 
+def runtime_version() -> str:
+    """The installed IREE runtime's version (what runs the checks); empty without one."""
+    try:
+        from iree.runtime.version import VERSION
+    except ImportError:
+        return ""
+    return VERSION
+
+
 def record_key(module_sha256: str, device: str, path: str) -> str:
     """What a verdict is recorded under: the module's bytes, the device, the launch path, the runtime's version."""
-    from .runtime import RUNTIME_VERSION  # loaded with the runtime, which is what runs the checks
-
-    parts = (module_sha256, device, path, RUNTIME_VERSION)
+    parts = (module_sha256, device, path, runtime_version())
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -279,11 +254,11 @@ def recalled(key: str) -> Verdict | None:
 
 def remember(key: str, verdict: Verdict) -> None:
     """Record ``verdict`` in the cache (atomically); where the cache is not writable, for this process only."""
-    from .compiler import _atomic_write
+    from .compiler import atomic_write
 
     _remembered[key] = verdict
     try:
-        _atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
+        atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
     except OSError as error:
         warnings.warn(f"ops: known-answer verdicts cannot be recorded in {_record_path(key, True).parent} ({error}); "
                       "they are kept for this process only", RuntimeWarning, stacklevel=3)

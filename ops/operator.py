@@ -14,6 +14,14 @@ Each module in ``ops/operators/`` is one operator and declares::
     results(problem)                    the (shape, dtype) of each result
     render(problem, form, lowering)     the MLIR module of that form
 
+and the known-answer check's hooks (``ops/known_answer.py``)::
+
+    terms(problem)                      the most terms summed into one result position
+    sample(problem, inputs, keep, ch)   (inputs, axes): the inputs sliced to the channels ``keep`` keeps, the
+                                        results' axes those channels are
+    BATCH_SEPARABLE                     whether a result's batch index reads that batch index of the inputs only
+    magnitudes(problem, inputs, values) each result position's sum of term magnitudes (float64)
+
 An operator module never asks which target it renders for: ``ops/policy.py`` picks the forms per target, and
 ``Lowering`` carries what the target adds (tuned configurations, copy tiling, the workspace argument). Its
 public function lives in ``ops/api.py``; its registry entry (tolerances, PyTorch reference) in ``ops/registry.py``.
@@ -61,3 +69,7 @@ class Operator(Protocol):
     reference: Callable
     results: Callable[[Any], list]
     render: Callable[[Any, Any, Lowering], str]
+    terms: Callable[[Any], int]
+    sample: Callable
+    BATCH_SEPARABLE: bool
+    magnitudes: Callable

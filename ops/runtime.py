@@ -171,7 +171,7 @@ class Function:
         return rt.HalFence.create_at(self._timeline, next(self._reached))
 
 
-def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None,
+def load_specs(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None,
           problem=None) -> Function:
     """The entry point of the first of ``specs`` that loads (``compiler.load_first``) on ``hal_device`` (by default
     ``driver``'s one device) and, given the ``problem``, computes its known answer there (``ops.known_answer``);
@@ -179,7 +179,7 @@ def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevic
     hal_device = hal_device or get_device(driver)
 
     def load(spec, path, data):
-        function = _function(spec, data, driver, hal_device)
+        function = loaded_function(spec, data, driver, hal_device)
         return function, lambda inputs, axes: known_run(function, problem, inputs, axes)
 
     if problem is None:  # a benchmark's own module: it checks its results itself
@@ -190,7 +190,7 @@ def _load(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevic
     return gate.served
 
 
-def _function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_device: rt.HalDevice) -> Function:
+def loaded_function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_device: rt.HalDevice) -> Function:
     global _instance
     with _lock:
         if _instance is None:
@@ -226,7 +226,7 @@ def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form=N
     cache_key = (problem, str(target), driver, extra_flags, form_key)
     function = _functions.get(cache_key)
     if function is None:
-        function = _load(policy.module_specs(problem, target, extra_flags, options=form), driver, problem=problem)
+        function = load_specs(policy.module_specs(problem, target, extra_flags, options=form), driver, problem=problem)
         _functions[cache_key] = function
     return function
 
@@ -251,7 +251,7 @@ def stream_function(problem, driver: str, index: int, uuid: str | None, stream: 
     if function is None:
         target = targets.target_for_device(driver)
         device = stream_device(driver, index, uuid, stream)
-        function = _functions[key] = _load(policy.module_specs(problem, target), driver, device, problem)
+        function = _functions[key] = load_specs(policy.module_specs(problem, target), driver, device, problem)
     return function
 
 

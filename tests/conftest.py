@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import shutil
@@ -50,24 +51,24 @@ def poisoned(shape, dtype, device: str = DEVICE):
     return runtime.to_device(np.full(shape, np.nan, dtype=dtypes.numpy_dtype(dtype)), device)
 
 
-def gpu_phases(monkeypatch):
-    """Backward-data runs the GPU targets' stride phases (no zero taps) on whatever device the test uses."""
+def phase_forms(monkeypatch, **keys):
+    """The targets' stride-phase forms (ops.policy) with ``keys`` replaced, for the rest of the test."""
+    from ops import policy
     from ops.operators import stride_phases
 
-    phases_for_target = stride_phases.phases_for_target
-    monkeypatch.setattr(stride_phases, "phases_for_target",
-                        lambda problem, target=None, interleaved=False: phases_for_target(problem, None, interleaved))
+    rule = policy.FORM_RULES[stride_phases.Form]
+    monkeypatch.setitem(policy.FORM_RULES, stride_phases.Form,
+                        lambda problem, target: [dataclasses.replace(form, **keys) for form in rule(problem, target)])
+
+
+def gpu_phases(monkeypatch):
+    """Backward-data runs the GPU targets' stride phases (no zero taps) on whatever device the test uses."""
+    phase_forms(monkeypatch, single_taps="as_is")
 
 
 def interleaved_store(monkeypatch):
     """Both backward-data operators store through the phase-major tensor (``store="interleave"``, the GPU form)."""
-    from ops.operators import conv_bwd_data, grouped_conv_bwd_data, stride_phases
-
-    def interleaved(problem, target=None):
-        return [{**form, "store": "interleave"} for form in stride_phases.forms(problem, target)]
-
-    monkeypatch.setattr(conv_bwd_data, "forms", interleaved)
-    monkeypatch.setattr(grouped_conv_bwd_data, "forms", interleaved)
+    phase_forms(monkeypatch, store="interleave")
 
 
 @contextlib.contextmanager

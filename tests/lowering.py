@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops import compiler, targets, tuning
+from ops import compiler, targets, policy
 
 
 @dataclass
@@ -52,7 +52,7 @@ def compile_and_dump(name: str, mlir: str, target: str, workdir: Path, extra_fla
 def shipped(problem, target: str, workdir: Path):
     """(spec, ``compile_and_dump``) of the module the runtime and the ahead-of-time build use: the tuning tables'
     choices, and of the operator's alternative forms the first that compiles."""
-    specs = tuning.module_specs(problem, targets.parse_target(target))
+    specs = policy.module_specs(problem, targets.parse_target(target))
     for spec in specs[:-1]:
         try:
             return spec, compile_and_dump(problem.name, spec.mlir, target, workdir, spec.extra_flags)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import iree.runtime as rt
-from ops import catalog, compiler, targets, tuning
+from ops import catalog, compiler, targets, policy
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 MANIFEST = json.loads((ARTIFACTS / "manifest.json").read_text())
@@ -41,7 +41,7 @@ def test_every_manifest_problem_has_a_current_gfx942_module(suite):
     version = MANIFEST["compiler_version"]
     stale = []
     for op, name, problem in catalog.problems(suite):
-        specs = tuning.module_specs(problem, COMMITTED_TARGET)
+        specs = policy.module_specs(problem, COMMITTED_TARGET)
         if not any(spec.path(ARTIFACTS, version).is_file() for spec in specs):
             stale.append(f"{op}/{name}")
     assert not stale, f"no current module for {stale}; {REBUILD}"
@@ -52,7 +52,7 @@ def test_exported_functions_and_signatures_match_the_manifest():
     by_key = {m["key"]: m for m in MANIFEST["modules"]}
     checked = 0
     for op, name, problem in catalog.problems("ck_examples") + catalog.problems("zoo"):
-        specs = tuning.module_specs(problem, COMMITTED_TARGET)
+        specs = policy.module_specs(problem, COMMITTED_TARGET)
         spec = next((s for s in specs if s.key(MANIFEST["compiler_version"]) in by_key), specs[0])
         record = by_key.get(spec.key(MANIFEST["compiler_version"]))
         assert record is not None, f"{op}/{name} is not in artifacts/manifest.json; {REBUILD}"

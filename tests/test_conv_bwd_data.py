@@ -9,7 +9,7 @@ import iree.runtime as rt
 import ops
 from ops import compiler, runtime, verify
 from ops.operators import conv_bwd_data as op
-from ops.operator import run
+from ops.api import run
 from ops.problem import channels_last
 
 from conftest import DEVICE, poisoned

@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from ops import catalog, dtypes, geometry, render, targets, verify
-from ops.operator import operator, run
+from ops import catalog, dtypes, geometry, policy, registry, render, targets, verify
+from ops.api import run
 from ops.operators import stride_phases
 
 from conftest import poisoned
@@ -72,7 +72,7 @@ def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_pat
     for kind in rule["kinds"]:
         problem = EXAMPLES[(rule["operator"], kind)]
         assert problem.kind == kind
-        offered = [{key: form.get(key) for key in rule["form"]} for form in operator(problem).forms(problem, CPU)]
+        offered = [{key: getattr(form, key) for key in rule["form"]} for form in policy.target_forms(problem, CPU)]
         assert rule["form"] in offered, f"the rule names a form the operator does not offer for {kind} problems"
         spec, lowered = shipped(problem, "llvm-cpu", tmp_path / kind)
         op, expected = CONTRACTS_WITH[rule["form"]["contraction"]]
@@ -97,7 +97,7 @@ def test_the_depthwise_forms_match_the_definition(rng, op, case):
     problem = catalog.problem(op, "ck_default", batch=2, groups=5, in_channels=1, out_channels=1, input_spatial=spatial,
                               filter_spatial=(3,) * len(spatial), stride=stride, dilation=dilation, padding=padding,
                               layout=layout, dtype=dtype)
-    module = operator(problem)
+    module = registry.module(problem)
     inputs = module.random_inputs(problem, rng)
     (shape, result_dtype), = module.results(problem)
     got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"),

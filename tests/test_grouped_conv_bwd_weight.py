@@ -9,7 +9,7 @@ import pytest
 import iree.runtime as rt
 from ops import compiler, dtypes, geometry, runtime, verify
 from ops.operators import grouped_conv_bwd_weight as op
-from ops.operator import Choices, run
+from ops.api import run
 from ops.operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
 from ops.problem import channels_last
 
@@ -48,7 +48,7 @@ def test_batch_split_form_matches_the_direct_definition(rng, name, chunks):
     inputs = op.random_inputs(problem, rng)
     out = poisoned(problem.weight_shape, op.result_dtype(problem))
     split_form = {"batch_split": chunks}
-    assert f"!partial = tensor<{chunks}x" in op.render(problem, Choices(form=split_form))
+    assert f"!partial = tensor<{chunks}x" in op.render(problem, op.Form(**split_form))
     run(problem, inputs, device=DEVICE, out=out, form=split_form)
     check_against_reference(problem, inputs, out.to_host(), f"{name} in {chunks} chunks")
 

@@ -1,4 +1,4 @@
-"""The interleaved store of the stride-phase form (``stride_phases.forms``' ``store="interleave"``, the GPU targets'
+"""The interleaved store of the stride-phase form (``stride_phases.Form``'s ``store="interleave"``, the GPU targets'
 form): every phase writes its slot of a phase-major tensor whole, and one linalg.generic interleaves the slots
 into grad_in through the epilogue. Run on the CPU device with the GPU targets' phases (no zero taps) and with the
 CPU's, on every backward-data test problem of both operators, against the float64 definitions. (That the
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ops import catalog, render, runtime, targets, tuning
+from ops import catalog, render, runtime, targets, policy
 from ops.operators import conv_bwd_data as conv
 from ops.operators import stride_phases
 
@@ -71,7 +71,7 @@ GPU = [targets.parse_target("cuda:sm_80"), targets.parse_target("rocm:gfx942")]
 @pytest.mark.parametrize("target", GPU, ids=str)
 def test_the_gpu_modules_interleave_channels_last_16_bit_strided_problems_only(target):
     ck = catalog.problem("conv_bwd_data", "ck_default", "ck_examples")
-    shipped = tuning.module_specs(ck, target)[0].mlir
+    shipped = policy.module_specs(ck, target)[0].mlir
     assert "%grad_in_interleaved = linalg.generic" in shipped and "compilation_info" in shipped
     assert not re.search(r"tensor\.insert_slice %stored_\d+ into %grad_in", shipped)
     kept = {
@@ -81,7 +81,7 @@ def test_the_gpu_modules_interleave_channels_last_16_bit_strided_problems_only(t
         "stride 1": catalog.problem("conv_bwd_data", "stride1_36", "ck_examples"),
     }
     for why, problem in kept.items():
-        assert "%grad_in_interleaved" not in tuning.module_specs(problem, target)[0].mlir, why
+        assert "%grad_in_interleaved" not in policy.module_specs(problem, target)[0].mlir, why
 
 
 def test_a_rule_leaves_out_the_problems_it_excepts():
@@ -89,8 +89,8 @@ def test_a_rule_leaves_out_the_problems_it_excepts():
     cuda = targets.parse_target("cuda:sm_80")
     fuse = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
     excepted = catalog.problem("grouped_conv_bwd_data", "resnext50_l1_bwd_data", "zoo")
-    assert fuse not in tuning.flags_for(excepted, cuda)
-    assert fuse in tuning.flags_for(catalog.problem("grouped_conv_bwd_data", "resnext50_l2_bwd_data", "zoo"), cuda)
+    assert fuse not in policy.flags_for(excepted, cuda)
+    assert fuse in policy.flags_for(catalog.problem("grouped_conv_bwd_data", "resnext50_l2_bwd_data", "zoo"), cuda)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from ops import compiler, dtypes, known_answer, operator, runtime, targets, tuning
+from ops import api, compiler, dtypes, known_answer, policy, registry, runtime, targets
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
 CPU = targets.parse_target("llvm-cpu")
@@ -26,7 +26,7 @@ def _strided_problem(batch: int = 2, layout: str = "NHWC"):
 
 def _answers(problem):
     inputs = known_answer.inputs_for(problem)
-    return inputs, [np.asarray(operator.operator(problem).reference(problem, inputs), dtype=np.float32)]
+    return inputs, [np.asarray(registry.module(problem).reference(problem, inputs), dtype=np.float32)]
 
 
 def test_the_right_answer_passes_and_a_wrong_phase_or_batch_index_fails_a_sampled_check(monkeypatch):
@@ -86,22 +86,22 @@ def test_ops_verify_off_always_and_a_wrong_value(monkeypatch, tmp_path, rng):
     monkeypatch.setattr(known_answer, "verify", lambda p, run: checks.append(p.name) or original(p, run))
     runtime._functions.clear()
     monkeypatch.setenv("OPS_VERIFY", "off")
-    operator.run(problem, inputs)
+    api.run(problem, inputs)
     assert checks == [] and not (tmp_path / "verified").exists()
     runtime._functions.clear()
     monkeypatch.setenv("OPS_VERIFY", "always")
     for _ in range(2):
-        operator.run(problem, inputs)
+        api.run(problem, inputs)
     assert checks == [problem.name] * 3  # at load, then before each call
     monkeypatch.setenv("OPS_VERIFY", "sometimes")
     with pytest.raises(ValueError, match="OPS_VERIFY must be one of first, always, off, but got 'sometimes'"):
-        operator.run(problem, inputs)
+        api.run(problem, inputs)
 
 
 _FRESH_PROCESS = textwrap.dedent("""
     import json, warnings
     import numpy as np, torch
-    from ops import known_answer, operator
+    from ops import api, known_answer
     from ops.operators import conv_bwd_data
     import ops.torch as otorch
 
@@ -110,7 +110,7 @@ _FRESH_PROCESS = textwrap.dedent("""
         dilation=(1, 1), padding=((1, 1), (1, 1)), layout="NHWC", dtype="float32")
     report = {}
     try:
-        operator.run(problem, conv_bwd_data.random_inputs(problem, np.random.default_rng(0)))
+        api.run(problem, conv_bwd_data.random_inputs(problem, np.random.default_rng(0)))
     except known_answer.WrongResultError as error:
         report["numpy_error"] = str(error)
     torch.manual_seed(0)
@@ -138,7 +138,7 @@ def test_a_module_that_computes_a_wrong_result_is_caught_in_a_fresh_process(tmp_
     own kernel, said once)."""
     cache = tmp_path / "cache"
     problem = _strided_problem()
-    (spec,) = tuning.module_specs(problem, CPU)  # one form on the CPU: nothing else to fall back to
+    (spec,) = policy.module_specs(problem, CPU)  # one form on the CPU: nothing else to fall back to
     store = "  ^bb0(%acc: f32, %unused: f32):\n\n    linalg.yield %acc : f32"
     assert store in spec.mlir
     altered = spec.mlir.replace(store, "  ^bb0(%acc: f32, %unused: f32):\n    %twice = arith.addf %acc, %acc : f32\n"

@@ -18,7 +18,7 @@ import torch
 import iree.runtime as rt
 import numpy as np
 
-from ops import compiler, runtime, targets, tuning
+from ops import compiler, runtime, targets, policy
 from ops.launch import flatbuffer
 from ops.launch import plan as launch_plan
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
@@ -49,7 +49,7 @@ def monkeypatch_module():
 
 def _compiled(problem, target_name):
     target = targets.parse_target(target_name)
-    spec, path, data = compiler.load_first(tuning.module_specs(problem, target))
+    spec, path, data = compiler.load_first(policy.module_specs(problem, target))
     return spec, path, data, compiler.load_plan(compiler.root_of(path), path, data)
 
 

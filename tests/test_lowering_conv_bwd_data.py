@@ -11,9 +11,9 @@ import re
 import pytest
 
 from iree.compiler import ir
-from ops import catalog, targets
+from ops import catalog, policy, targets
 from ops.operators import conv_bwd_data as op
-from ops.operator import Choices
+from ops.operator import Lowering
 from ops.operators import stride_phases
 
 from conv_cases import PROBLEMS
@@ -45,10 +45,10 @@ def test_rendered_ck_default_is_four_stride_one_phases():
     assert mlir.count("%grad_in_interleaved = linalg.generic") == 1
     assert "tensor.extract %slots_4[%slot0, %slot1, %n, %row0, %row1, %ch]" in mlir
     assert "%slot0 = affine.apply affine_map<(i) -> (i mod 2)>(%i0)" in mlir
-    gpu = op.render(problem, Choices(targets.parse_target("cuda:sm_80")))
+    gpu = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0])
     assert "affine_map<(n, i0, i1, ch) -> (i0 mod 2, i1 mod 2, n, i0 floordiv 2, i1 floordiv 2, ch)>" in gpu
     # CHECK-COUNT-4 (the strided store): tensor.insert_slice ... [1, 2, 2, 1] : tensor<...xf16> into !grad_in
-    strided = op.render(problem, Choices(form={"store": "strided"}))
+    strided = op.render(problem, op.Form(store="strided"))
     assert len(re.findall(r"tensor\.insert_slice .*\[1, 2, 2, 1\] : tensor<128x3[56]x3[56]x256xf16> into !grad_in", strided)) == 4
     # CHECK-NOT: a float32 tensor of grad_in's full size (each phase stores its own positions, once)
     assert "tensor<128x71x71x256xf32>" not in mlir
@@ -61,7 +61,7 @@ def test_rendered_ck_default_is_four_stride_one_phases():
         assert not re.search(r"-\s*d\d|d\d\s*\*\s*-", maps)
     # the other form, chosen per problem where the gather does not compile (IREE 3.13's NVPTX backend):
     # CHECK: affine_map<(d0, d1, d2, d3) -> (d2, 2 - d0 * 2, 2 - d1 * 2, d3)>    (the flip as an indexing map)
-    assert "affine_map<(d0, d1, d2, d3) -> (d2, 2 - d0 * 2, 2 - d1 * 2, d3)>" in op.render(problem, Choices(form={"weight_flip": "map"}))
+    assert "affine_map<(d0, d1, d2, d3) -> (d2, 2 - d0 * 2, 2 - d1 * 2, d3)>" in op.render(problem, op.Form(weight_flip="map"))
 
 
 def test_rendered_stride_one_is_the_flipped_filter_on_padded_grad_out():
@@ -118,7 +118,8 @@ def test_rendered_for_the_cpu_one_tap_axes_get_a_zero_tap():
     from ops import targets
 
     problem = catalog.problem("conv_bwd_data", "ck_default")
-    mlir = op.render(problem, Choices(targets.parse_target("llvm-cpu")))
+    cpu = targets.parse_target("llvm-cpu")
+    mlir = op.render(problem, policy.target_forms(problem, cpu)[0], Lowering(transients=cpu.transients))
     assert [m for m in re.findall(r"outs\(%w_\d+_empty : tensor<(\w+)xf16>\)", mlir)] == ["2x2x256x256"] * 3 + ["1x1x256x256"]
     # CHECK: %tap_or_zero = arith.select %real1, %tap, %zero_element : f16
     assert mlir.count("%tap_or_zero = arith.select") == 2
@@ -138,7 +139,7 @@ def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_p
     intrinsic = tune.INTRINSICS[("cuda", "f16")]
     configs = {index: tune.compilation_info(2, intrinsic, (1, 32, 32), (1, 1, 2), 2, 2, sum(t > 1 for t in phase_taps))
                for index, phase_taps in enumerate(taps[:3])}
-    mlir = op.render(problem, Choices(targets.parse_target("cuda:sm_80"), configs=configs))
+    mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering(configs))
     # CHECK: %w_1_taps = tensor.collapse_shape %w_1 [[0], [1, 2], [3]] : tensor<2x1x48x32xf16> into tensor<2x48x32xf16>
     assert "%w_1_taps = tensor.collapse_shape %w_1 [[0], [1, 2], [3]] : tensor<2x1x48x32xf16> into tensor<2x48x32xf16>" in mlir
     # CHECK: affine_map<(n, m0, m1, c, u1, k) -> (n, m0, m1 + u1 * 1, k)>      (phase 2: the taps of axis 1 only)

@@ -22,7 +22,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ops import catalog, compiler, targets, tuning
+from ops import catalog, compiler, targets, policy
 
 TARGETS = ["rocm:gfx942", "cuda:sm_80"]
 SUITES = ["ck_examples", "zoo"]
@@ -39,7 +39,7 @@ def dispatch_names(problem, target: str, workdir: Path) -> list[str]:
     """The dispatches IREE forms for the module the runtime and the ahead-of-time build prefer (``--compile-to=flow``:
     dispatch formation names them; the later alternatives, tried when code generation fails, differ in how a
     dispatch is generated, not in which dispatches exist)."""
-    spec = tuning.module_specs(problem, targets.parse_target(target))[0]
+    spec = policy.module_specs(problem, targets.parse_target(target))[0]
     source, flow = workdir / f"{problem.name}.mlir", workdir / f"{problem.name}.flow.mlir"
     source.write_text(spec.mlir)
     subprocess.run([compiler.compiler_tool(), str(source), *spec.flags, "--compile-to=flow", "-o", str(flow)],

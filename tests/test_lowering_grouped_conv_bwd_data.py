@@ -8,7 +8,8 @@ from math import prod
 import pytest
 
 from ops.operators import grouped_conv_bwd_data as op
-from ops.operator import Choices
+from ops import policy
+from ops.operator import Lowering
 from ops.operators import stride_phases
 
 from grouped_bwd_data_cases import CASES
@@ -48,7 +49,7 @@ def test_rendered_strided_phases_read_their_rows_of_d_through_the_map():
     p = op.problem_from_params(batch=1, in_channels=4, out_channels=3, input_spatial=(7,), filter_spatial=(1,), stride=3,
                                dilation=2, padding=1, layout="NWC", dtype="float32", groups=1,
                                epilogue="where(d1 > 0, acc + d0, 0) * alpha", d_kinds=("channel", "full"))
-    mlir = op.render(p, Choices(form={"store": "strided"}))
+    mlir = op.render(p, op.Form(store="strided"))
     assert "tensor.extract_slice %d" not in mlir
     # CHECK: affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>      (phase 0 writes grad_in rows 2 + 3*m)
     assert "affine_map<(n, m0, g, c) -> (m0 * 3 + 2, g, c)>" in mlir
@@ -108,7 +109,7 @@ def test_a_tuned_grouped_configuration_reaches_its_dispatch(tmp_path):
     problem = op.problem_from_params(groups=4, batch=2, in_channels=64, out_channels=32, input_spatial=(12, 12),
                                      filter_spatial=(3, 3), stride=1, padding=1, layout="NHWC", dtype="float16")
     config = tune.compilation_info(2, tune.INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2, grouped=True)
-    mlir = op.render(problem, Choices(targets.parse_target("cuda:sm_80"), configs={0: config}))
+    mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering({0: config}))
     compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
     assert "workgroup = [1, 2, 32, 1, 64, 0]" in configured, re.findall(r"workgroup = \[[\d, ]*\]", configured)

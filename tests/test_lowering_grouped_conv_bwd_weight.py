@@ -10,9 +10,9 @@ import re
 import pytest
 
 from iree.compiler import ir
-from ops import catalog, targets
+from ops import catalog, policy, targets
 from ops.operators import grouped_conv_bwd_weight as op
-from ops.operator import Choices
+from ops.operator import Lowering
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
 from lowering import compile_and_dump, compile_as_shipped, kernel_for, shipped
@@ -112,7 +112,7 @@ def test_rendered_channels_first_16_bit_with_float32_result():
 def test_rendered_batch_split():
     # the batch of 4 reduced in J=2 chunks of 2: partial sums in parallel, then their sum over j
     problem = dataclasses.replace(PROBLEMS["2d_nhwc_depthwise_k1_s2"], batch=4)
-    mlir = op.render(problem, Choices(form={"batch_split": 2}))
+    mlir = op.render(problem, op.Form(batch_split=2))
     with ir.Context():
         ir.Module.parse(mlir)
     # CHECK: tensor.expand_shape %x [[0, 1], [2], [3], [4, 5]] output_shape [2, 2, 8, 7, 6, 1], then padded to 9x9
@@ -125,17 +125,17 @@ def test_rendered_batch_split():
             'iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]') in mlir
     # CHECK: a split that does not divide the batch is refused before anything is compiled
     with pytest.raises(ValueError, match="batch_split must divide the batch 4, but got 3"):
-        op.render(problem, Choices(form={"batch_split": 3}))
+        op.render(problem, op.Form(batch_split=3))
 
 
 def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
     depthwise = op.problem_from_params(**CASES_FOR_SPLIT["depthwise"])  # weight 96*9: the whole batch in chunks
     video = op.problem_from_params(**CASES_FOR_SPLIT["video"])  # weight 128*27*64 = 221184: J*weight >= 2^22 at J=32
     cuda, cpu = targets.parse_target("cuda:sm_80"), targets.parse_target("llvm-cpu")
-    assert op.default_batch_split(depthwise, cuda) == 32
-    assert op.default_batch_split(video, cuda) == 32  # 16 chunks give 3.5 M partial sums, 32 give 7 M
-    assert op.default_batch_split(depthwise, cpu) == op.default_batch_split(video, cpu) == 1
-    assert op.default_batch_split(depthwise) == 1  # no target: the unsplit form
+    assert policy.default_batch_split(depthwise, cuda) == 32
+    assert policy.default_batch_split(video, cuda) == 32  # 16 chunks give 3.5 M partial sums, 32 give 7 M
+    assert policy.default_batch_split(depthwise, cpu) == policy.default_batch_split(video, cpu) == 1
+    assert op.Form().batch_split == 1  # the template's own default: the unsplit form
 
 
 CASES_FOR_SPLIT = {
@@ -177,7 +177,7 @@ def test_cuda_sm80(tmp_path, name):
 
 
 def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
-    # ops/tuning.py's hook: configs={0: compilation_info} pins the one convolution's configuration (here IREE's
+    # ops/policy.py's hook: configs={0: compilation_info} pins the one convolution's configuration (here IREE's
     # default for this problem, with a reduction tile of 2 MFMA K-steps instead of 4)
     problem = PROBLEMS["2d_nhwc_g4_s2_p1_f16"]
     info = (
@@ -187,10 +187,10 @@ def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
         "workgroup_size = [192, 1, 1] subgroup_size = 64, {gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = 2, "
         "no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = true>}>>"
     )
-    mlir = op.render(problem, Choices(configs={0: info}))
+    mlir = op.render(problem, op.Form(), Lowering({0: info}))
     # CHECK: ins(%x_groups, %grad_out_groups : ...) outs(%partial_zero : !partial) attrs = {compilation_info = ...}
     assert f"outs(%partial_zero : !partial) attrs = {{compilation_info = {info}}} {{" in mlir
-    assert op.render(problem, Choices(configs={})) == op.render(problem)
+    assert op.render(problem, op.Form(), Lowering({})) == op.render(problem)
     lowered = compile_and_dump(problem.name, mlir, "rocm:gfx942", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
     assert "reduction = [0, 0, 0, 0, 0, 2]" in configured and "padding = [1, 16, 1, 3, 16, 32]" in configured

@@ -9,9 +9,9 @@ import pytest
 
 import iree.runtime as rt
 
-from ops import compiler, runtime, targets, verify
+from ops import compiler, registry, runtime, targets, verify
 from ops.operators import maxpool2d as op
-from ops.operator import operator, run
+from ops.api import run
 from ops.operators import maxpool2d_fwd as fwd
 from ops.operators.maxpool2d import maxpool2d_bwd
 from ops.operators.maxpool2d_fwd import maxpool2d_fwd
@@ -296,7 +296,7 @@ def test_every_problem_lowers_for_the_gpu_targets(tmp_path, name, target):
     problem = LOWERED[name]
     from iree.compiler import ir
 
-    mlir = operator(problem).render(problem)
+    mlir = registry.module(problem).render(problem)
     module = ir.Module.parse(mlir, ir.Context())
     assert f"func.func @{problem.name}(" in str(module)
     assert "iree_linalg_ext.scatter" not in mlir and "atomic_rmw" not in mlir

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")  # the test extra installs it
 import torch.nn.functional as F  # noqa: E402
 
 import ops  # noqa: E402
-from ops import runtime  # noqa: E402
+from ops import policy, runtime  # noqa: E402
 from ops.operators import grouped_conv_bwd_weight  # noqa: E402
 
 from conftest import gpu_phases, interleaved_store  # noqa: E402
@@ -35,8 +35,8 @@ def _gpu_interleaved(monkeypatch):
 
 
 def _gpu_batch_split(monkeypatch):
-    monkeypatch.setattr(grouped_conv_bwd_weight, "forms",
-                        lambda problem, target=None: [{"batch_split": problem.batch, "contraction": "generic"}])
+    monkeypatch.setitem(policy.FORM_RULES, grouped_conv_bwd_weight.Form,
+                        lambda problem, target: [grouped_conv_bwd_weight.Form(batch_split=problem.batch)])
 
 
 FORMS = {

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ops import catalog, compiler, targets, tuning
+from ops import catalog, compiler, targets, policy
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_ONLY = "import sys; sys.modules['iree.compiler'] = None; from ops.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -23,7 +23,7 @@ def _compile_ck_defaults(artifacts: Path) -> None:
     cpu = targets.parse_target("llvm-cpu")
     for op in catalog.OPERATORS:
         name = catalog.problem_names(op)[0]
-        spec = tuning.module_spec(catalog.problem(op, name), cpu)
+        spec = policy.module_spec(catalog.problem(op, name), cpu)
         compiler.compile_module(spec, spec.path(artifacts, version))
     (artifacts / "manifest.json").write_text(json.dumps({"compiler_version": version, "modules": []}))
 

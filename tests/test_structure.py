@@ -6,15 +6,15 @@ import subprocess
 import sys
 
 from ops import operator as protocol
-from ops.operators import OPERATORS
+from ops.registry import OPERATORS
 
 
 def test_importing_ops_and_rendering_loads_no_iree_module():
     code = (
         "import sys, ops\n"
-        "from ops import catalog, tuning, targets\n"
+        "from ops import catalog, policy, targets\n"
         "for op, name, problem in catalog.problems('ck_examples'):\n"
-        "    tuning.module_specs(problem, targets.parse_target('llvm-cpu'))\n"
+        "    policy.module_specs(problem, targets.parse_target('llvm-cpu'))\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('iree'))\n"
         "assert not loaded, loaded\n"
     )
@@ -24,8 +24,9 @@ def test_importing_ops_and_rendering_loads_no_iree_module():
 
 def test_every_operator_module_declares_the_protocol():
     declared = [name for name in protocol.Operator.__annotations__]
-    assert {"OP", "Problem", "normalize", "render", "reference", "results", "forms"} <= set(declared)
-    for op, module in OPERATORS.items():
+    assert {"OP", "Problem", "Form", "normalize", "render", "reference", "results", "random_params"} <= set(declared)
+    for op, entry in OPERATORS.items():
+        module = entry.module
         missing = [name for name in declared if not hasattr(module, name)]
         assert not missing, f"{op}: {missing}"
         assert module.OP == op
@@ -35,10 +36,10 @@ def test_every_operator_module_declares_the_protocol():
 def test_no_spec_list_repeats_a_module():
     """A problem's alternatives (forms x fallback flag sets) name each distinct module once, on every target, for
     every catalog problem (forms that render the same MLIR once were listed again and again: issue 23)."""
-    from ops import catalog, targets, tuning
+    from ops import catalog, targets, policy
 
     for target in ("rocm:gfx942", "cuda:sm_80", "llvm-cpu"):
         for suite in catalog.suites():
             for op, name, problem in catalog.problems(suite):
-                keys = [spec.key(None) for spec in tuning.module_specs(problem, targets.parse_target(target))]
+                keys = [spec.key(None) for spec in policy.module_specs(problem, targets.parse_target(target))]
                 assert len(keys) == len(set(keys)) >= 1, f"{op}/{name} on {target}"

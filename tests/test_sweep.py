@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ops import catalog, compiler, targets, tuning, verify
-from ops.operator import run
+from ops import catalog, compiler, targets, policy, verify
+from ops.api import run
 
 from conftest import DEVICE, SEED
 
@@ -41,7 +41,7 @@ def test_every_problem_compiles_for_every_target(monkeypatch):
 
     def build(job):
         op, problem, target = job
-        specs = tuning.module_specs(problem, target)
+        specs = policy.module_specs(problem, target)
         try:
             compiler.find_or_compile(specs)
             return None

@@ -10,8 +10,8 @@ import threading
 
 import numpy as np
 
-from ops import catalog, runtime, verify
-from ops.operator import operator, run
+from ops import catalog, registry, runtime, verify
+from ops.api import run
 
 from conftest import poisoned
 
@@ -24,7 +24,7 @@ SMALL = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups
 
 
 def _check(problem, rng) -> None:
-    module = operator(problem)
+    module = registry.module(problem)
     inputs = module.random_inputs(problem, rng)
     (shape, dtype), = module.results(problem)
     got = run(problem, inputs, CPU, poisoned(shape, dtype, CPU)).to_host()

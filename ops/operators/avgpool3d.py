@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, geometry
+from .. import dtypes, sweep_params, geometry
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
@@ -110,6 +110,13 @@ def render(problem: AvgPoolProblem, form: Form = Form(), lowering: Lowering = Lo
 # --- Problem construction, inputs and reference for the command line, the benchmarks and the tests -----
 
 
+def random_params(rng, rank: int) -> dict:
+    """The compile sweep's parameters (always 3-D, whatever ``rank``), with both padding-count rules and a divisor."""
+    params = sweep_params.pool_params(rng, 3)
+    count_include_pad = bool(rng.integers(2))
+    return {**params, "count_include_pad": count_include_pad, "divisor_override": [None, None, 3][int(rng.integers(3))]}
+
+
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
                         ceil_mode=False, count_include_pad=True, divisor_override=None, layout="NDHWC",
                         dtype="float16") -> AvgPoolProblem:
@@ -132,3 +139,12 @@ def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
         grad_out, problem.input_spatial, problem.kernel, problem.stride, problem.dilation, problem.padding,
         problem.count_include_pad, problem.divisor_override,
     ), *inputs)
+
+
+# --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
+
+BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+
+
+def magnitudes(problem, inputs: list, values: list) -> list:
+    return windows.backward_magnitudes(reference, problem, inputs)

@@ -8,7 +8,11 @@ its own positions of grad_in (see the template's header).
 
 from __future__ import annotations
 
-from .. import dtypes
+import math
+
+import numpy as np
+
+from .. import dtypes, sweep_params
 from .. import reference as reference_ops
 from ..operator import Lowering
 from ..problem import ConvBwdDataProblem, array_shape_dtype, activation_from_params, conv_problem, in_layout
@@ -48,6 +52,11 @@ def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering 
 # --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------
 
 
+def random_params(rng, rank: int) -> dict:
+    """The compile sweep's parameters: the ungrouped operator (groups go to grouped_conv_bwd_data)."""
+    return {**sweep_params.conv_params(rng, rank), "groups": 1}
+
+
 def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, stride=1, padding=0,
                         dilation=1, layout="NHWC", dtype="float16", groups=1, op=OP, **fields) -> ConvBwdDataProblem:
     """A problem from CK-style parameters (no arrays needed), checked like a call's arguments.
@@ -73,3 +82,37 @@ def reference(problem: ConvBwdDataProblem, inputs):
     return in_layout(problem.channels_last, lambda grad_out, weight: reference_ops.conv_bwd_data(
         grad_out, weight, problem.input_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
     ), *inputs[:2])
+
+
+# --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
+
+BATCH_SEPARABLE = True  # a batch index of grad_in depends on that batch index of grad_out alone
+
+
+def terms(problem: ConvBwdDataProblem) -> int:
+    """The most terms summed into one grad_in position: a group's output channels times the taps."""
+    return problem.out_channels * math.prod(problem.filter_spatial)
+
+
+def sample(problem: ConvBwdDataProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:
+    """(inputs, axes) for the channels ``keep(per_group, groups)`` keeps: grad_in's channel c reads the weight's
+    channel c only (and a D tensor's channel c where it spans them)."""
+    within, kept = keep(problem.in_channels, problem.groups)
+    total = problem.groups * problem.in_channels
+    sliced = [inputs[0], np.take(inputs[1], within, channel)]
+    for d in inputs[2:2 + len(problem.d_shapes)]:
+        sliced.append(_slice_broadcast(d, len(problem.input_shape), channel, total, kept))
+    return sliced + inputs[len(sliced):], ((channel, kept),)
+
+
+def _slice_broadcast(d, rank: int, channel: int, total: int, kept) -> np.ndarray:
+    """A D tensor (broadcast against the result, aligned right) sliced where it spans the result's channels."""
+    axis = (channel % rank) - (rank - np.ndim(d))
+    if 0 <= axis < np.ndim(d) and np.shape(d)[axis] == total:
+        return np.take(d, kept, axis)
+    return d
+
+
+def magnitudes(problem: ConvBwdDataProblem, inputs: list, values: list) -> list:
+    """Each grad_in position's sum of term magnitudes: the reference on |grad_out| and |weight|."""
+    return [reference(problem, [np.abs(np.asarray(a, np.float64)) for a in inputs[:2]])]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, epilogue as epilogues
+from .. import dtypes, sweep_params, epilogue as epilogues
 from .. import render as mlir
 from ..operator import Lowering
 from ..problem import LAYOUTS, ConvBwdDataProblem, activation_from_params, array_shape_dtype, check_dtype
@@ -185,6 +185,16 @@ def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering 
 
 # --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------
 
+# the sweep's epilogues, each with the kinds of its D tensors
+_RANDOM_EPILOGUES = [(None, ()), ("add", ("full",)), ("add_relu", ("channel",)), ("bilinear", ("full",)),
+                     ("where(d1 > 0, acc + d0, 0) * alpha", ("channel", "full"))]
+
+
+def random_params(rng, rank: int) -> dict:
+    """The compile sweep's parameters: a convolution, and one of five epilogues."""
+    epilogue, kinds = _RANDOM_EPILOGUES[int(rng.integers(5))]
+    return {**sweep_params.conv_params(rng, rank), "epilogue": epilogue, "d_kinds": kinds}
+
 
 def problem_from_params(*, groups, epilogue=None, d_kinds=(), **params) -> ConvBwdDataProblem:
     """A problem from CK-style parameters; ``d_kinds`` lists each D tensor as ``"full"`` or ``"channel"``."""
@@ -220,3 +230,17 @@ def reference(problem: ConvBwdDataProblem, inputs) -> np.ndarray:
     ds = inputs[2:2 + len(problem.d_shapes)]
     values = {"acc": acc, **{f"d{j}": np.asarray(d, np.float64) for j, d in enumerate(ds)}, **param_values(problem, inputs)}
     return np.broadcast_to(epilogues.evaluate(problem.epilogue.root, values), acc.shape)
+
+
+# --- The known-answer check's hooks (ops/known_answer.py): the convolution's, plus the epilogue's term ----------
+
+BATCH_SEPARABLE = conv.BATCH_SEPARABLE
+terms = conv.terms
+sample = conv.sample
+
+
+def magnitudes(problem: ConvBwdDataProblem, inputs: list, values: list) -> list:
+    """The convolution's sum of term magnitudes, plus |f(acc, d..)| where an epilogue adds its own terms."""
+    if problem.epilogue is None:
+        return conv.magnitudes(problem, inputs, values)
+    return [conv.magnitudes(problem, inputs, values)[0] + np.abs(values[0])]

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .. import dtypes, geometry
+from .. import dtypes, sweep_params, geometry
 from .. import render as mlir
 from .. import reference as reference_ops
 from ..operator import Lowering, one_of
@@ -420,6 +420,13 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
 # --- Problem construction, inputs and reference for the command line and the benchmarks ---------------
 
 
+def random_params(rng, rank: int) -> dict:
+    """The compile sweep's parameters: a convolution; half the 16-bit ones with float32 grad_w."""
+    params = sweep_params.conv_params(rng, rank)
+    out_dtype = "float32" if params["dtype"] != "float32" and rng.integers(2) else None
+    return {**params, "out_dtype": out_dtype}
+
+
 def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, groups=1, stride=1,
                         padding=0, dilation=1, layout="NHWC", dtype="float16", out_dtype=None) -> ConvBwdWeightProblem:
     """A problem from CK-style parameters (no arrays needed), checked like a call's arguments.
@@ -445,3 +452,26 @@ def reference(problem: ConvBwdWeightProblem, inputs) -> np.ndarray:
     return in_layout(problem.channels_last, lambda x, grad_out: reference_ops.conv_bwd_weight(
         x, grad_out, problem.filter_spatial, problem.stride, problem.dilation, problem.padding, problem.groups
     ), *inputs)
+
+
+# --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
+
+BATCH_SEPARABLE = False  # grad_w sums over the batch
+
+
+def terms(problem: ConvBwdWeightProblem) -> int:
+    """The most terms summed into one grad_w position: the batch times the output positions."""
+    return problem.batch * math.prod(problem.output_spatial)
+
+
+def sample(problem: ConvBwdWeightProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:
+    """(inputs, axes) for the channels kept: grad_w[k, .., c] reads x's channel c and grad_out's channel k only."""
+    c_within, c_all = keep(problem.in_channels, problem.groups)
+    k_within, k_all = keep(problem.out_channels, problem.groups)
+    x, grad_out = inputs
+    return [np.take(x, c_all, channel), np.take(grad_out, k_all, channel)], ((0, k_all), (channel, c_within))
+
+
+def magnitudes(problem: ConvBwdWeightProblem, inputs: list, values: list) -> list:
+    """Each grad_w position's sum of term magnitudes: the reference on |x| and |grad_out|."""
+    return [reference(problem, [np.abs(np.asarray(a, np.float64)) for a in inputs[:2]])]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, sweep_params
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
@@ -159,6 +159,12 @@ def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering =
 # --- Problem construction, inputs and reference for the command line, the benchmarks and the tests -----
 
 
+def random_params(rng, rank: int) -> dict:
+    """The compile sweep's parameters (always 2-D, whatever ``rank``): the argmax from indices or from x."""
+    params = sweep_params.pool_params(rng, 2)
+    return {**params, "source": str(rng.choice(["indices", "x"]))}
+
+
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
                         ceil_mode=False, layout="NHWC", dtype="float16", source="indices", index_dtype="int64") -> MaxPoolBwdProblem:
     """A problem from parameters, checked like a call's arguments."""
@@ -188,3 +194,12 @@ def reference(problem: MaxPoolBwdProblem, inputs) -> np.ndarray:
     indices = reference_fwd(problem, source)[1] if problem.source == "x" else np.asarray(source)
     return in_layout(problem.channels_last, lambda g, i: reference_ops.maxpool2d_bwd(g, i, problem.input_spatial),
                      grad_out, indices)
+
+
+# --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
+
+BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+
+
+def magnitudes(problem, inputs: list, values: list) -> list:
+    return windows.backward_magnitudes(reference, problem, inputs)

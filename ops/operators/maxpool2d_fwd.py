@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, sweep_params
 from .. import reference as reference_ops
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
@@ -96,6 +96,11 @@ def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lo
 # --- Problems from parameters, inputs and reference for the command line, the benchmarks and the tests ---------
 
 
+def random_params(rng, rank: int) -> dict:
+    """Random parameters (always 2-D, whatever ``rank``)."""
+    return sweep_params.pool_params(rng, 2)
+
+
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
                         ceil_mode=False, layout="NHWC", dtype="float16") -> MaxPoolProblem:
     """A problem from parameters, checked like a call's arguments."""
@@ -118,3 +123,13 @@ def window_max(problem: PoolProblem, x) -> tuple[np.ndarray, np.ndarray]:
 def reference(problem: MaxPoolProblem, inputs) -> tuple[np.ndarray, np.ndarray]:
     (x,) = inputs
     return window_max(problem, x)
+
+
+# --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
+
+BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+
+
+def magnitudes(problem: MaxPoolProblem, inputs: list, values: list) -> list:
+    """A maximum is one of its window's values (its own magnitude); the indices are exact."""
+    return [np.abs(values[0]), np.zeros(np.shape(values[1]))]

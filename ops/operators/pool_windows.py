@@ -17,6 +17,10 @@ and the values of the window fragments, and :func:`render_gather`, which fills t
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .. import dtypes, render
 from ..problem import PoolProblem
 
@@ -157,3 +161,24 @@ def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution
         narrow=render.indent(narrow, 4),
         stored=stored,
     )
+
+
+# --- The known-answer check's hooks (ops/known_answer.py), shared by the pooling operators --------------------
+
+BATCH_SEPARABLE = True  # pooling never mixes batch indices, nor channels
+
+
+def terms(problem: PoolProblem) -> int:
+    """The most terms in one result position: the window's taps."""
+    return math.prod(problem.kernel)
+
+
+def sample(problem: PoolProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:
+    """(inputs, axes) for the channels kept: every activation-shaped input sliced to them."""
+    _, kept = keep(problem.channels, 1)
+    return [np.take(a, kept, channel) if np.ndim(a) > 2 else a for a in inputs], ((channel, kept),)
+
+
+def backward_magnitudes(reference, problem: PoolProblem, inputs: list) -> list:
+    """A pooling backward's sum of term magnitudes: its reference on |grad_out| (the same windows, argmaxes)."""
+    return [reference(problem, [np.abs(np.asarray(inputs[0], np.float64)), *inputs[1:]])]
