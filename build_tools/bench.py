@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, render, runtime, targets, policy, verify
+from ops import catalog, compiler, dtypes, policy, registry, render, runtime, targets, verify
 from ops.api import run
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
@@ -99,7 +99,7 @@ def torch_grouped_conv_bwd_data(problem, inputs, device):
 
     ds = [_torch_tensor(d, device, False) for d in inputs[2:2 + len(problem.d_shapes)]]
     root = problem.epilogue.root if problem.epilogue else None
-    params = catalog.OPERATORS["grouped_conv_bwd_data"].param_values(problem, inputs)  # the values our module ran with
+    params = registry.module(problem).param_values(problem, inputs)  # the values our module ran with
 
     def call():
         grad_in = call_conv()[0]
@@ -150,15 +150,6 @@ def torch_avgpool3d_bwd(problem, inputs, device):
         )
 
     return call
-
-
-TORCH_OPS = {
-    "conv_bwd_data": torch_conv_bwd_data,
-    "grouped_conv_bwd_data": torch_grouped_conv_bwd_data,
-    "grouped_conv_bwd_weight": torch_grouped_conv_bwd_weight,
-    "maxpool2d_bwd": torch_maxpool2d_bwd,
-    "avgpool3d_bwd": torch_avgpool3d_bwd,
-}
 
 
 # --- ceilings ------------------------------------------------------------------------------------------
@@ -280,9 +271,10 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         row["kernels"] = kernel_times(lambda: function(*argument_sets[0], out))
         for k in row["kernels"][:8]:
             print(f"    {k['us']:10.1f} us  {k['kernel'][-110:]}", flush=True)
-    if torch is not None and op in TORCH_OPS:
+    reference = registry.entry(op).bench
+    if torch is not None and reference:
         tdev = TORCH_DEVICE[device]
-        call = TORCH_OPS[op](problem, host_inputs, tdev)
+        call = globals()[reference](problem, host_inputs, tdev)
         if call is not None:
             sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
             try:

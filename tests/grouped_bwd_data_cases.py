@@ -47,3 +47,12 @@ CASES = {
 def problem(name):
     params, *_ = CASES[name]
     return conv.problem_from_params(**params)
+
+
+def grouped_problem(name):
+    """The case as a grouped_conv_bwd_data problem, its D tensors full-sized (the lowering tests' and the tuning
+    tables' exceptions name these)."""
+    from ops.operators import grouped_conv_bwd_data
+
+    params, epilogue, makers, _, _ = CASES[name]
+    return grouped_conv_bwd_data.problem_from_params(**params, epilogue=epilogue, d_kinds=tuple("full" for _ in makers))

@@ -12,7 +12,7 @@ import iree.runtime as rt
 from ops import catalog, compiler, runtime, targets, verify
 from ops.api import run as run_problem
 from ops.operators import avgpool3d as op
-from ops.operators.avgpool3d import avgpool3d_bwd
+from ops.api import avgpool3d_bwd
 from ops.problem import channels_first, channels_last
 
 from conftest import DEVICE, poisoned, compiles_nothing

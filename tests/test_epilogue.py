@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ops import epilogue
-from ops.operators.grouped_conv_bwd_data import grouped_conv_bwd_data
+from ops.api import grouped_conv_bwd_data
 from ops.operators import conv_bwd_data as conv
 
 from conftest import compiles_nothing

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ops import compiler, reference, verify
-from ops.operators.grouped_conv_bwd_data import grouped_conv_bwd_data
+from ops.api import grouped_conv_bwd_data
 from ops.operators import conv_bwd_data as conv
 from ops.problem import channels_first, channels_last
 

@@ -10,7 +10,7 @@ import iree.runtime as rt
 from ops import compiler, dtypes, geometry, runtime, verify
 from ops.operators import grouped_conv_bwd_weight as op
 from ops.api import run
-from ops.operators.grouped_conv_bwd_weight import grouped_conv_bwd_weight
+from ops.api import grouped_conv_bwd_weight
 from ops.problem import channels_last
 
 from conftest import DEVICE, poisoned

@@ -12,7 +12,7 @@ from ops import policy
 from ops.operator import Lowering
 from ops.operators import stride_phases
 
-from grouped_bwd_data_cases import CASES
+from grouped_bwd_data_cases import CASES, grouped_problem
 from lowering import compile_as_shipped, kernel_for
 
 CK_PROBLEMS = {
@@ -71,9 +71,7 @@ def test_the_fused_epilogue_adds_no_dispatch_on_gfx942(tmp_path, name):
     assert all(size == 0 for size in with_epilogue.scratch_bytes.values())
 
 
-def _case_problem(name):
-    params, epilogue, makers, _, _ = CASES[name]
-    return op.problem_from_params(**params, epilogue=epilogue, d_kinds=tuple("full" for _ in makers))
+_case_problem = grouped_problem
 
 
 # 16-bit test problems whose convolutions are too thin for a matrix intrinsic, and why

@@ -13,8 +13,8 @@ from ops import compiler, registry, runtime, targets, verify
 from ops.operators import maxpool2d as op
 from ops.api import run
 from ops.operators import maxpool2d_fwd as fwd
-from ops.operators.maxpool2d import maxpool2d_bwd
-from ops.operators.maxpool2d_fwd import maxpool2d_fwd
+from ops.api import maxpool2d_bwd
+from ops.api import maxpool2d_fwd
 from ops.problem import channels_first, channels_last
 
 from conftest import DEVICE, poisoned, compiles_nothing

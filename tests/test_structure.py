@@ -43,3 +43,155 @@ def test_no_spec_list_repeats_a_module():
             for op, name, problem in catalog.problems(suite):
                 keys = [spec.key(None) for spec in policy.module_specs(problem, targets.parse_target(target))]
                 assert len(keys) == len(set(keys)) >= 1, f"{op}/{name} on {target}"
+
+
+# --- Issue 23's objective figures: each one a check that fails when the house drifts ---------------------------
+
+import ast  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import tokenize  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_FUNCTION_LINES = 60
+
+
+def _sources(*folders):
+    return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_no_function_in_ops_is_longer_than_60_lines():
+    long = [f"{p.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for p in _sources("ops") for node in ast.walk(ast.parse(p.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, long
+
+
+def test_no_code_in_the_operators_reads_a_target():
+    """Operators render the form they are given: only ops/policy.py asks which target a module is for."""
+    names = {"target", "targets", "Target", "backend", "gpu", "cpu"}
+    found = [f"{p.relative_to(ROOT)}:{token.start[0]}: {token.line.strip()}"
+             for p in _sources("ops/operators")
+             for token in tokenize.generate_tokens(io.StringIO(p.read_text()).readline)
+             if token.type == tokenize.NAME and token.string in names]
+    assert not found, found
+
+
+def _operator_literals(tree) -> list[tuple[int, list[str]]]:
+    """(line, names) of each list, tuple, set or dict literal naming two or more operators."""
+    found = []
+    for node in ast.walk(tree):
+        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) and items:
+            named = [i.value for i in items if isinstance(i, ast.Constant) and i.value in OPERATORS]
+            if len(named) >= 2:
+                found.append((node.lineno, named))
+    return found
+
+
+def test_the_operators_are_listed_only_by_the_registry_and_all():
+    """A new operator is one registry entry (and its public function in ``ops.__all__``): no other list of
+    operators exists to be missed."""
+    listed = {}
+    for p in _sources("ops", "build_tools"):
+        for line, named in _operator_literals(ast.parse(p.read_text())):
+            listed[f"{p.relative_to(ROOT)}:{line}"] = named
+    exported = [name for name in listed if name.startswith("ops/__init__.py")]
+    assert len(exported) == 1, listed  # __all__
+    assert set(listed) == set(exported), listed
+
+
+def _own_modules(tree) -> set[str]:
+    """Names bound by imports of this project's modules (ops, build_tools)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in ("ops", "build_tools")):
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in ("ops", "build_tools"))
+    return names
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    crossing = []
+    for p in _sources("ops", "build_tools"):
+        tree = ast.parse(p.read_text())
+        own = _own_modules(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(("ops", "build_tools"))):
+                crossing += [f"{p.relative_to(ROOT)}:{node.lineno} imports {a.name}" for a in node.names
+                             if a.name.startswith("_") and not a.name.startswith("__")]
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and isinstance(node.value, ast.Name) and node.value.id in own):
+                crossing.append(f"{p.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert not crossing, crossing
+
+
+def _imports_of(path: Path, name: str, modules: dict) -> set[str]:
+    """The modules of ``ops`` that module ``name`` (at ``path``) imports, anywhere in it."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module
+            subs = [f"{base}.{a.name}" for a in node.names]
+            found.update(s for s in subs if s in modules)
+            if not all(s in modules for s in subs) and base in modules:
+                found.add(base)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+    return found - {name}
+
+
+def test_ops_has_no_import_cycle():
+    """No module of ops imports (at the top or inside a function) one that imports it back, however far."""
+    modules = {}
+    for p in _sources("ops"):
+        parts = p.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    graph = {name: _imports_of(path, name, modules) for name, path in modules.items()}
+
+    def reaches(start, goal, seen):
+        return any(n == goal or (n not in seen and not seen.add(n) and reaches(n, goal, seen)) for n in graph[start])
+
+    cycles = sorted(name for name in graph if reaches(name, name, set()))
+    assert not cycles, cycles
+
+
+def _known_problem_names() -> set[str]:
+    """Function names of every named problem: the manifests' and the tests' own cases."""
+    from ops import catalog
+    from grouped_bwd_data_cases import CASES as grouped_cases, grouped_problem
+    from conv_cases import PROBLEMS as conv_problems
+    from grouped_conv_bwd_weight_cases import PROBLEMS as weight_problems
+
+    names = {problem.name for suite in catalog.suites() for _, _, problem in catalog.problems(suite)}
+    names |= {p.name for p in (*conv_problems.values(), *weight_problems.values())}
+    return names | {grouped_problem(name).name for name in grouped_cases}
+
+
+def test_every_tuning_table_key_names_an_operator_a_problem_and_a_form():
+    """Each rule names a registered operator, kinds and a form its Form has; each exception and entry names an
+    existing problem (the manifests' or the tests' cases); each entry's form is a valid form of its problem."""
+    import dataclasses
+
+    from ops import catalog, policy, registry, render, targets
+
+    names = _known_problem_names()
+    problems = {p.name: p for suite in catalog.suites() for _, _, p in catalog.problems(suite)}
+    for table in sorted((render.templates_dir() / "tuning").glob("*.json")):
+        data = json.loads(table.read_text())
+        for rule in data.get("rules", ()):
+            Form = registry.module(rule["operator"]).Form
+            assert set(rule.get("kinds", ())) <= {"dense", "grouped", "depthwise"}, (table.name, rule)
+            dataclasses.replace(Form(), **rule.get("form", {}))  # a ValueError or TypeError names a bad key/value
+            missing = set(rule.get("except", ())) - names
+            assert not missing, (table.name, missing)
+        for entry in data.get("entries", ()):
+            assert entry["function"] in problems, (table.name, entry["function"])
+            problem = problems[entry["function"]]
+            dataclasses.replace(registry.module(problem).Form(), **entry.get("render", {}))
+            assert policy.module_specs(problem, targets.parse_target(data["target"]))

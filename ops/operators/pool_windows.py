@@ -66,9 +66,9 @@ def fold(fragment: str, name: str, values: list[str]) -> str:
         values = values * 2
     lines, acc = [], values[0]
     for k, value in enumerate(values[1:]):
-        target = name if k == len(values) - 2 else f"{name}_{k}"
-        lines.append(render.render(fragment, result=target, a=acc, b=value))
-        acc = target
+        name_k = name if k == len(values) - 2 else f"{name}_{k}"
+        lines.append(render.render(fragment, result=name_k, a=acc, b=value))
+        acc = name_k
     return "\n".join(lines)
 
 
