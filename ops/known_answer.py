@@ -162,7 +162,7 @@ def _terms(problem) -> int:
         return problem.batch * math.prod(problem.output_spatial)
     if problem.op in ("conv_bwd_data", "grouped_conv_bwd_data"):
         return problem.out_channels * math.prod(problem.filter_spatial)
-    return math.prod(problem.kernel)
+    return math.prod(problem.kernel_size)
 
 
 # --- Samples: the channels kept, the inputs sliced to them ----------------------------------------------------

@@ -1,6 +1,6 @@
 """Grouped N-D convolution backward-weight (CK example ``20_grouped_conv_bwd_weight``).
 
-``grad_w = grouped_conv_bwd_weight(x, grad_out, groups=..., kernel_size=...)`` is the gradient of PyTorch's
+``grad_w = grouped_conv_bwd_weight(x, grad_out, groups=..., filter_spatial=...)`` is the gradient of PyTorch's
 ``conv{1,2,3}d(x, weight, stride, padding, dilation, groups)`` with respect to ``weight``. Groups fold into
 the channels as in PyTorch and CK's NHWGC: x holds ``G*C`` channels, grad_out ``G*K``, the weight is
 ``(G*K, *filter, C)`` channels-last or ``(G*K, C, *filter)`` channels-first. The MLIR form is
@@ -21,7 +21,9 @@ from .. import dtypes, geometry
 from .. import render as mlir
 from .. import reference as reference_ops
 from ..operator import Choices, run
-from ..problem import ConvBwdWeightProblem, activation_from_params, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation
+from ..layouts import activation_from_params, in_layout, join_activation
+from ..problem import ConvBwdWeightProblem
+from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
 from .stride_phases import DEPTHWISE_OPS
 
@@ -53,7 +55,7 @@ def _out_dtype_name(out_dtype, dtype: str) -> str:
     return name
 
 
-def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, layout, out_dtype=None) -> ConvBwdWeightProblem:
+def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation, layout, out_dtype=None) -> ConvBwdWeightProblem:
     """Check every argument and build the problem, before anything is compiled."""
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
     out_shape, grad_dtype = array_shape_dtype(OP, "grad_out", grad_out)
@@ -67,7 +69,7 @@ def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, la
     )
     problem = conv_problem(
         ConvBwdWeightProblem, OP, layout=layout, dtype=grad_dtype, input_shape=x_shape, output_shape=out_shape,
-        filter_spatial=kernel_size, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=grad_dtype,
+        filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=grad_dtype,
     )
     check_dtype(OP, "x", x_dtype)
     check(
@@ -436,15 +438,16 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
     )
 
 
-def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",
+def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial, stride=1, padding=0, dilation=1, layout="NHWC",
                             out_dtype=None, device=None, out=None):
     """Gradient of a grouped N-D convolution with respect to its weight.
 
     x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
     (PyTorch's ``NCW``, ``NCHW``, ``NCDHW``); grad_out: ``(N, *out_spatial, G*K)`` or ``(N, G*K, *out_spatial)``.
-    Returns grad_w ``(G*K, *kernel_size, C)`` channels-last (CK's GKYXC with G, K merged) or ``(G*K, C, *kernel_size)``
-    channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for depthwise);
-    ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
+    Returns grad_w ``(G*K, *filter_spatial, C)`` channels-last (CK's GKYXC with G, K merged) or
+    ``(G*K, C, *filter_spatial)`` channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for
+    depthwise); ``filter_spatial``: the filter's spatial size (PyTorch's ``kernel_size``), an int or one per spatial
+    dim; ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
     ``(low, high)`` pair per dim. x and grad_out share a dtype (float32, float16, bfloat16); the sums run in
     float32 and grad_w comes back in ``out_dtype``: the inputs' dtype by default, or float32 (as CK's bf16 kernel).
 
@@ -453,7 +456,7 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, paddi
     shape and dtype that receives the result.
     """
     problem = normalize(
-        x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+        x, grad_out, groups=groups, filter_spatial=filter_spatial, stride=stride, padding=padding, dilation=dilation,
         layout=layout, out_dtype=out_dtype,
     )
     return run(problem, [x, grad_out], device, out)
@@ -469,8 +472,8 @@ def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filt
     As in CK's example (G, N, K, C), ``in_channels`` (C) and ``out_channels`` (K) are per group: x holds
     ``groups*in_channels`` channels and grad_out ``groups*out_channels``.
     """
-    problem = conv_problem(
-        ConvBwdWeightProblem, OP, layout=layout, dtype=dtype, output_shape=None, output_channels=groups * out_channels,
+    problem = conv_problem_from_params(
+        ConvBwdWeightProblem, OP, layout=layout, dtype=dtype, output_channels=groups * out_channels,
         input_shape=activation_from_params(batch, input_spatial, groups * in_channels, layout),
         filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=dtype,
     )
