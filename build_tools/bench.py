@@ -130,7 +130,7 @@ def torch_maxpool2d_bwd(problem, inputs, device):
 
     def call():
         return torch.ops.aten.max_pool2d_with_indices_backward(
-            grad_out, x, list(problem.kernel), list(problem.stride), [lo for lo, _ in problem.padding],
+            grad_out, x, list(problem.kernel_size), list(problem.stride), [lo for lo, _ in problem.padding],
             list(problem.dilation), problem.ceil_mode, indices,
         )
 
@@ -145,7 +145,7 @@ def torch_avgpool3d_bwd(problem, inputs, device):
 
     def call():
         return torch.ops.aten.avg_pool3d_backward(
-            grad_out, x, list(problem.kernel), list(problem.stride), [lo for lo, _ in problem.padding],
+            grad_out, x, list(problem.kernel_size), list(problem.stride), [lo for lo, _ in problem.padding],
             problem.ceil_mode, problem.count_include_pad, problem.divisor_override,
         )
 

@@ -57,15 +57,16 @@ def grouped_conv_bwd_data(grad_out, weight, ds=(), *, groups, input_shape, strid
     return run(problem, [grad_out, weight, *ds, *([] if values is None else [values])], device, out)
 
 
-def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, padding=0, dilation=1, layout="NHWC",
+def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial, stride=1, padding=0, dilation=1, layout="NHWC",
                             out_dtype=None, device=None, out=None):
     """Gradient of a grouped N-D convolution with respect to its weight.
 
     x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
     (PyTorch's ``NCW``, ``NCHW``, ``NCDHW``); grad_out: ``(N, *out_spatial, G*K)`` or ``(N, G*K, *out_spatial)``.
-    Returns grad_w ``(G*K, *kernel_size, C)`` channels-last (CK's GKYXC with G, K merged) or ``(G*K, C, *kernel_size)``
-    channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for depthwise);
-    ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
+    Returns grad_w ``(G*K, *filter_spatial, C)`` channels-last (CK's GKYXC with G, K merged) or
+    ``(G*K, C, *filter_spatial)`` channels-first (PyTorch's). ``groups``: G (1 for an ordinary convolution, G*C for
+    depthwise); ``filter_spatial``: the filter's spatial size (PyTorch's ``kernel_size``), an int or one per spatial
+    dim; ``stride``/``dilation``: an int or one per spatial dim; ``padding``: an int, one per dim, or one
     ``(low, high)`` pair per dim. x and grad_out share a dtype (float32, float16, bfloat16); the sums run in
     float32 and grad_w comes back in ``out_dtype``: the inputs' dtype by default, or float32 (as CK's bf16 kernel).
 
@@ -74,7 +75,7 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, kernel_size, stride=1, paddi
     shape and dtype that receives the result.
     """
     problem = grouped_weight.normalize(
-        x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+        x, grad_out, groups=groups, filter_spatial=filter_spatial, stride=stride, padding=padding, dilation=dilation,
         layout=layout, out_dtype=out_dtype,
     )
     return run(problem, [x, grad_out], device, out)

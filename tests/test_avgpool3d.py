@@ -13,7 +13,7 @@ from ops import catalog, compiler, runtime, targets, verify
 from ops.api import run as run_problem
 from ops.operators import avgpool3d as op
 from ops.api import avgpool3d_bwd
-from ops.problem import channels_first, channels_last
+from ops.layouts import channels_first, channels_last
 
 from conftest import DEVICE, poisoned, compiles_nothing
 

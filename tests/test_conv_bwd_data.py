@@ -10,7 +10,7 @@ import ops
 from ops import compiler, runtime, verify
 from ops.operators import conv_bwd_data as op
 from ops.api import run
-from ops.problem import channels_last
+from ops.layouts import channels_last
 
 from conftest import DEVICE, poisoned
 from conv_cases import PROBLEMS

@@ -8,7 +8,7 @@ import pytest
 from ops import compiler, reference, verify
 from ops.api import grouped_conv_bwd_data
 from ops.operators import conv_bwd_data as conv
-from ops.problem import channels_first, channels_last
+from ops.layouts import channels_first, channels_last
 
 from conftest import DEVICE, poisoned
 from grouped_bwd_data_cases import CASES, problem as case_problem

@@ -11,7 +11,7 @@ from ops import compiler, dtypes, geometry, runtime, verify
 from ops.operators import grouped_conv_bwd_weight as op
 from ops.api import run
 from ops.api import grouped_conv_bwd_weight
-from ops.problem import channels_last
+from ops.layouts import channels_last
 
 from conftest import DEVICE, poisoned
 from grouped_conv_bwd_weight_cases import PROBLEMS
@@ -56,7 +56,7 @@ def test_batch_split_form_matches_the_direct_definition(rng, name, chunks):
 def test_numpy_in_gives_numpy_out_in_the_input_dtype(rng):
     problem = PROBLEMS["2d_nhwc_g4_s2_p1_f16"]
     x, grad_out = op.random_inputs(problem, rng)
-    grad_w = grouped_conv_bwd_weight(x, grad_out, groups=4, kernel_size=3, stride=2, padding=1)
+    grad_w = grouped_conv_bwd_weight(x, grad_out, groups=4, filter_spatial=3, stride=2, padding=1)
     assert isinstance(grad_w, np.ndarray) and grad_w.dtype == np.float16 and grad_w.shape == (64, 3, 3, 16)
     check_against_reference(problem, [x, grad_out], grad_w)
 
@@ -68,7 +68,7 @@ def test_out_dtype_float32_keeps_the_float32_sums(rng, dtype):
                                      filter_spatial=(3, 2), stride=(1, 2), padding=((1, 0), (0, 1)), layout="NHWC",
                                      dtype=dtype, out_dtype="float32")
     x, grad_out = op.random_inputs(problem, rng)
-    grad_w = grouped_conv_bwd_weight(x, grad_out, groups=2, kernel_size=(3, 2), stride=(1, 2), padding=((1, 0), (0, 1)),
+    grad_w = grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=(3, 2), stride=(1, 2), padding=((1, 0), (0, 1)),
                                      out_dtype=np.float32)
     assert grad_w.dtype == np.float32
     check_against_reference(problem, [x, grad_out], grad_w)
@@ -80,11 +80,11 @@ def test_groups_are_independent_convolutions(rng):
     grouped = op.problem_from_params(batch=2, groups=2, in_channels=3, out_channels=4, input_spatial=(7, 6),
                                      filter_spatial=(3, 3), stride=2, padding=1, dtype="float32")
     x, grad_out = op.random_inputs(grouped, rng)
-    both = grouped_conv_bwd_weight(x, grad_out, groups=2, kernel_size=3, stride=2, padding=1)
+    both = grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=3, stride=2, padding=1)
     for g in range(2):
         alone = grouped_conv_bwd_weight(
             np.ascontiguousarray(x[..., 3 * g:3 * (g + 1)]), np.ascontiguousarray(grad_out[..., 4 * g:4 * (g + 1)]),
-            groups=1, kernel_size=3, stride=2, padding=1,
+            groups=1, filter_spatial=3, stride=2, padding=1,
         )
         np.testing.assert_allclose(both[4 * g:4 * (g + 1)], alone, rtol=1e-6, atol=1e-6)
 
@@ -94,7 +94,7 @@ def test_channels_first_and_channels_last_agree(rng):
     x, grad_out = op.random_inputs(cf, rng)
     from_cf = run(cf, [x, grad_out])
     from_cl = grouped_conv_bwd_weight(
-        channels_last(x).copy(), channels_last(grad_out).copy(), groups=2, kernel_size=(3, 2), dilation=2,
+        channels_last(x).copy(), channels_last(grad_out).copy(), groups=2, filter_spatial=(3, 2), dilation=2,
         padding=((2, 1), (0, 2)), layout="NHWC",
     )
     assert from_cf.shape == (10, 3, 3, 2) and from_cl.shape == (10, 3, 2, 3)
@@ -132,7 +132,7 @@ GRAD_OUT = np.ones((2, 4, 4, 8), np.float32)   # 3x3 filter, stride 2, pad 1 -> 
 
 
 def bad_call(x=X, grad_out=GRAD_OUT, **kwargs):
-    params = dict(groups=2, kernel_size=3, stride=2, padding=1)
+    params = dict(groups=2, filter_spatial=3, stride=2, padding=1)
     params.update(kwargs)
     return grouped_conv_bwd_weight(x, grad_out, **params)
 
@@ -144,10 +144,10 @@ def bad_call(x=X, grad_out=GRAD_OUT, **kwargs):
         (dict(groups=3, x=np.ones((2, 7, 7, 6), np.float32)), ValueError, r"groups=3 must divide grad_out's channels, but 3 does not divide 8"),
         (dict(groups=0), ValueError, r"groups must be positive, but got 0"),
         (dict(groups=2.0), TypeError, r"groups must be an int, but got 2.0"),
-        (dict(kernel_size=5), ValueError, r"grad_out has spatial size \(4, 4\), but input_shape \(2, 7, 7, 6\) with kernel_size \(5, 5\), stride \(2, 2\), .* gives \(3, 3\)"),
-        (dict(kernel_size=(3, 3, 3)), ValueError, r"kernel_size must have one entry per spatial dimension \(2\), but got 3"),
-        (dict(kernel_size=0), ValueError, r"kernel_size must be positive, but got \(0, 0\)"),
-        (dict(kernel_size=(9, 3), padding=0), ValueError, r"the dilated kernel_size \(9, 3\) .* does not fit the padded input \(7, 7\)"),
+        (dict(filter_spatial=5), ValueError, r"grad_out has spatial size \(4, 4\), but input_shape \(2, 7, 7, 6\) with filter_spatial \(5, 5\), stride \(2, 2\), .* gives \(3, 3\)"),
+        (dict(filter_spatial=(3, 3, 3)), ValueError, r"filter_spatial must have one entry per spatial dimension \(2\), but got 3"),
+        (dict(filter_spatial=0), ValueError, r"filter_spatial must be positive, but got \(0, 0\)"),
+        (dict(filter_spatial=(9, 3), padding=0), ValueError, r"the dilated filter_spatial \(9, 3\) .* does not fit the padded input \(7, 7\)"),
         (dict(grad_out=GRAD_OUT.astype(np.float16)), ValueError, r"x and grad_out must have the same dtype, but got float32 and float16"),
         (dict(x=X.astype(np.float64), grad_out=GRAD_OUT.astype(np.float64)), TypeError, r"grad_out has dtype float64, but only float32, float16, bfloat16 are supported"),
         (dict(x=X.astype(np.int32)), TypeError, r"x has dtype int32, but only float32, float16, bfloat16 are supported"),

@@ -15,7 +15,7 @@ from ops.api import run
 from ops.operators import maxpool2d_fwd as fwd
 from ops.api import maxpool2d_bwd
 from ops.api import maxpool2d_fwd
-from ops.problem import channels_first, channels_last
+from ops.layouts import channels_first, channels_last
 
 from conftest import DEVICE, poisoned, compiles_nothing
 
@@ -51,7 +51,7 @@ FWD = {name: fwd.problem_from_params(**params) for name, params in CASES.items()
 
 
 def keywords(problem) -> dict:
-    return dict(kernel_size=problem.kernel, stride=problem.stride, padding=problem.padding, dilation=problem.dilation,
+    return dict(kernel_size=problem.kernel_size, stride=problem.stride, padding=problem.padding, dilation=problem.dilation,
                 ceil_mode=problem.ceil_mode, layout=problem.layout)
 
 

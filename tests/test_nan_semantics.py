@@ -163,7 +163,7 @@ def test_grouped_conv_bwd_weight(name, poisoned, form, seeded):
         grad = poison(grad, count=1)
     y.backward(grad.double())
     ours = ops.grouped_conv_bwd_weight(
-        x.numpy(), grad.numpy(), groups=groups, kernel_size=tuple(w.shape[2:]), layout=_LAYOUT[x.dim() - 2], **kwargs)
+        x.numpy(), grad.numpy(), groups=groups, filter_spatial=tuple(w.shape[2:]), layout=_LAYOUT[x.dim() - 2], **kwargs)
     assert_same_pattern(ours, w64.grad)
 
 

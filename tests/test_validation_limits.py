@@ -24,7 +24,7 @@ def _calls():
             grad_out=nhwc, weight=np.ones((8, 3, 3, 3), F32), ds=(np.ones(6, F32),), groups=2, input_shape=(2, 7, 7, 6),
             stride=2, padding=1, dilation=1, epilogue="add")),
         "grouped_conv_bwd_weight": (ops.grouped_conv_bwd_weight, dict(
-            x=np.ones((2, 7, 7, 6), F32), grad_out=nhwc, groups=2, kernel_size=3, stride=2, padding=1, dilation=1)),
+            x=np.ones((2, 7, 7, 6), F32), grad_out=nhwc, groups=2, filter_spatial=3, stride=2, padding=1, dilation=1)),
         "maxpool2d_fwd": (ops.maxpool2d_fwd, dict(x=np.ones((2, 8, 8, 3), F32), kernel_size=2, stride=2, padding=0, dilation=1)),
         "maxpool2d_bwd": (ops.maxpool2d_bwd, dict(
             grad_out=np.ones((2, 4, 4, 3), F32), input_shape=(2, 8, 8, 3), kernel_size=2, stride=2, padding=0, dilation=1,
@@ -37,7 +37,7 @@ def _calls():
 
 CALLS = _calls()
 INT_PARAMETERS = [(op, name) for op, (_, kwargs) in CALLS.items() for name in
-                  ("stride", "padding", "dilation", "kernel_size", "groups", "input_shape", "divisor_override") if name in kwargs]
+                  ("stride", "padding", "dilation", "kernel_size", "filter_spatial", "groups", "input_shape", "divisor_override") if name in kwargs]
 ARRAY_PARAMETERS = [(op, name) for op, (_, kwargs) in CALLS.items() for name, value in kwargs.items()
                     if isinstance(value, np.ndarray)] + [("grouped_conv_bwd_data", "ds")]
 

@@ -22,7 +22,9 @@ from .. import dtypes, sweep_params, geometry
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
-from ..problem import AvgPoolProblem, activation_from_params, array_shape_dtype, avg_pool_fields, in_layout, pool_problem
+from ..layouts import activation_from_params, in_layout
+from ..problem import AvgPoolProblem
+from ..problem_checks import array_shape_dtype, avg_pool_fields, pool_problem
 from ..validation import check
 from . import pool_windows as windows
 
@@ -53,7 +55,7 @@ def tap_counts(problem: AvgPoolProblem) -> list[tuple[int, ...]]:
     """Per axis, per window: the taps the divisor counts (its product over the axes is the divisor)."""
     return [
         geometry.pool_tap_counts(
-            problem.input_spatial[a], problem.output_spatial[a], problem.kernel[a], problem.stride[a],
+            problem.input_spatial[a], problem.output_spatial[a], problem.kernel_size[a], problem.stride[a],
             problem.dilation[a], *problem.padding[a], problem.count_include_pad,
         )
         for a in range(problem.rank)
@@ -136,7 +138,7 @@ def random_inputs(problem: AvgPoolProblem, rng) -> list:
 def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
     """float64 grad_in from the window-by-window definition, in the problem's layout."""
     return in_layout(problem.channels_last, lambda grad_out: reference_ops.avgpool_bwd(
-        grad_out, problem.input_spatial, problem.kernel, problem.stride, problem.dilation, problem.padding,
+        grad_out, problem.input_spatial, problem.kernel_size, problem.stride, problem.dilation, problem.padding,
         problem.count_include_pad, problem.divisor_override,
     ), *inputs)
 

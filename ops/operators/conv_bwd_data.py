@@ -15,7 +15,9 @@ import numpy as np
 from .. import dtypes, sweep_params
 from .. import reference as reference_ops
 from ..operator import Lowering
-from ..problem import ConvBwdDataProblem, array_shape_dtype, activation_from_params, conv_problem, in_layout
+from ..layouts import activation_from_params, in_layout
+from ..problem import ConvBwdDataProblem
+from ..problem_checks import array_shape_dtype, conv_problem, conv_problem_from_params
 from ..validation import check
 from . import stride_phases
 
@@ -63,8 +65,8 @@ def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filt
 
     ``in_channels`` (C) and ``out_channels`` (K) are per group, as in CK.
     """
-    return conv_problem(
-        ConvBwdDataProblem, op, layout=layout, dtype=dtype, output_shape=None, output_channels=groups * out_channels,
+    return conv_problem_from_params(
+        ConvBwdDataProblem, op, layout=layout, dtype=dtype, output_channels=groups * out_channels,
         input_shape=activation_from_params(batch, input_spatial, groups * in_channels, layout),
         filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, **fields,
     )

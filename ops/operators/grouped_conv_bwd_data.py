@@ -17,7 +17,9 @@ import numpy as np
 from .. import dtypes, sweep_params, epilogue as epilogues
 from .. import render as mlir
 from ..operator import Lowering
-from ..problem import LAYOUTS, ConvBwdDataProblem, activation_from_params, array_shape_dtype, check_dtype
+from ..layouts import LAYOUTS, activation_from_params
+from ..problem import ConvBwdDataProblem
+from ..problem_checks import array_shape_dtype, check_dtype
 from ..validation import check, check_type
 from . import conv_bwd_data as conv, stride_phases
 

@@ -1,6 +1,6 @@
 """Grouped N-D convolution backward-weight (CK example ``20_grouped_conv_bwd_weight``).
 
-``grad_w = grouped_conv_bwd_weight(x, grad_out, groups=..., kernel_size=...)`` is the gradient of PyTorch's
+``grad_w = grouped_conv_bwd_weight(x, grad_out, groups=..., filter_spatial=...)`` is the gradient of PyTorch's
 ``conv{1,2,3}d(x, weight, stride, padding, dilation, groups)`` with respect to ``weight``. Groups fold into
 the channels as in PyTorch and CK's NHWGC: x holds ``G*C`` channels, grad_out ``G*K``, the weight is
 ``(G*K, *filter, C)`` channels-last or ``(G*K, C, *filter)`` channels-first. The MLIR form is
@@ -22,7 +22,9 @@ from .. import dtypes, sweep_params, geometry
 from .. import render as mlir
 from .. import reference as reference_ops
 from ..operator import Lowering, one_of
-from ..problem import ConvBwdWeightProblem, activation_from_params, array_shape_dtype, check_dtype, conv_problem, in_layout, join_activation
+from ..layouts import activation_from_params, in_layout, join_activation
+from ..problem import ConvBwdWeightProblem
+from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
 from .stride_phases import DEPTHWISE_OPS
 
@@ -54,7 +56,7 @@ def _out_dtype_name(out_dtype, dtype: str) -> str:
     return name
 
 
-def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, layout, out_dtype=None) -> ConvBwdWeightProblem:
+def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation, layout, out_dtype=None) -> ConvBwdWeightProblem:
     """Check every argument and build the problem, before anything is compiled."""
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
     out_shape, grad_dtype = array_shape_dtype(OP, "grad_out", grad_out)
@@ -68,7 +70,7 @@ def normalize(x, grad_out, *, groups, kernel_size, stride, padding, dilation, la
     )
     problem = conv_problem(
         ConvBwdWeightProblem, OP, layout=layout, dtype=grad_dtype, input_shape=x_shape, output_shape=out_shape,
-        filter_spatial=kernel_size, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=grad_dtype,
+        filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=grad_dtype,
     )
     check_dtype(OP, "x", x_dtype)
     check(
@@ -434,8 +436,8 @@ def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filt
     As in CK's example (G, N, K, C), ``in_channels`` (C) and ``out_channels`` (K) are per group: x holds
     ``groups*in_channels`` channels and grad_out ``groups*out_channels``.
     """
-    problem = conv_problem(
-        ConvBwdWeightProblem, OP, layout=layout, dtype=dtype, output_shape=None, output_channels=groups * out_channels,
+    problem = conv_problem_from_params(
+        ConvBwdWeightProblem, OP, layout=layout, dtype=dtype, output_channels=groups * out_channels,
         input_shape=activation_from_params(batch, input_spatial, groups * in_channels, layout),
         filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=dtype,
     )

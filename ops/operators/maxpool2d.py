@@ -21,10 +21,9 @@ from .. import dtypes, sweep_params
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
-from ..problem import (
-    POOL_INDEX_DTYPES, MaxPoolBwdProblem, activation_from_params, array_shape_dtype, channels_last, in_layout,
-    pool_problem,
-)
+from ..layouts import activation_from_params, channels_last, in_layout
+from ..problem import POOL_INDEX_DTYPES, MaxPoolBwdProblem
+from ..problem_checks import array_shape_dtype, pool_problem
 from ..validation import check, check_type
 from . import maxpool2d_fwd as fwd, pool_windows as windows
 from .maxpool2d_fwd import window_max as reference_fwd
@@ -89,7 +88,7 @@ def check_indices(problem: MaxPoolBwdProblem, indices: np.ndarray) -> None:
     rows, cols = np.divmod(indices, width)
     ok = np.ones(indices.shape, dtype=bool)
     for axis, position in ((0, rows), (1, cols)):
-        k, s, d, (p, _) = problem.kernel[axis], problem.stride[axis], problem.dilation[axis], problem.padding[axis]
+        k, s, d, (p, _) = problem.kernel_size[axis], problem.stride[axis], problem.dilation[axis], problem.padding[axis]
         o = np.arange(problem.output_spatial[axis]).reshape((1, -1, 1, 1) if axis == 0 else (1, 1, -1, 1))
         offset = position + p - s * o  # d*f for a tap f < k of window o
         ok &= (offset >= 0) & (offset < d * (k - 1) + 1) & (offset % d == 0)
@@ -124,7 +123,7 @@ def _source(problem: MaxPoolBwdProblem, element: str, index_type: str) -> dict[s
         inputs="grad_out and x (the argmax of every window recomputed, as the forward finds it)",
         source_types=mlir.render(
             "pool_bwd.max_x_types", indices_type=indices_type, x_type=mlir.tensor(problem.input_shape, element),
-            window_max_type=mlir.tensor(problem.output_shape, element), taps_type=mlir.tensor(problem.kernel, "i8"),
+            window_max_type=mlir.tensor(problem.output_shape, element), taps_type=mlir.tensor(problem.kernel_size, "i8"),
         ),
         source_argument=", %x: !x",
         prologue=mlir.render(

@@ -13,7 +13,9 @@ from .. import dtypes, sweep_params
 from .. import reference as reference_ops
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
-from ..problem import MaxPoolProblem, PoolProblem, activation_from_params, array_shape_dtype, in_layout, pool_problem
+from ..layouts import activation_from_params, in_layout
+from ..problem import MaxPoolProblem, PoolProblem
+from ..problem_checks import array_shape_dtype, pool_problem
 from ..validation import check
 from . import pool_windows as windows
 
@@ -86,7 +88,7 @@ def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lo
         x_type=mlir.tensor(problem.input_shape, element),
         y_type=mlir.tensor(problem.output_shape, element),
         indices_type=mlir.tensor(problem.output_shape, index_type),
-        taps_type=mlir.tensor(problem.kernel, "i8"),
+        taps_type=mlir.tensor(problem.kernel_size, "i8"),
         neg_inf=NEG_INF[element],
         no_position=problem.input_spatial[0] * problem.input_spatial[1],
         scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst"), 2),
@@ -117,7 +119,7 @@ def random_inputs(problem: MaxPoolProblem, rng) -> list:
 def window_max(problem: PoolProblem, x) -> tuple[np.ndarray, np.ndarray]:
     """float64 (y, indices) from PyTorch's window scan, in the problem's layout (of any max-pooling problem)."""
     return in_layout(problem.channels_last, lambda a: reference_ops.maxpool2d_fwd(
-        a, problem.kernel, problem.stride, problem.dilation, problem.padding, problem.output_spatial), x)
+        a, problem.kernel_size, problem.stride, problem.dilation, problem.padding, problem.output_spatial), x)
 
 
 def reference(problem: MaxPoolProblem, inputs) -> tuple[np.ndarray, np.ndarray]:

@@ -82,7 +82,7 @@ def windows_of_position(problem: PoolProblem) -> str:
     lines, conditions = [], []
     candidate_dim = problem.rank + 2
     for a, x in enumerate(axis_letters(problem)):
-        k, s, d, (p, _) = problem.kernel[a], problem.stride[a], problem.dilation[a], problem.padding[a]
+        k, s, d, (p, _) = problem.kernel_size[a], problem.stride[a], problem.dilation[a], problem.padding[a]
         count, position = problem.output_spatial[a], dict(x=x, dim=spatial[a], p_lo=p)
         if problem.candidates[a] > 1:
             lines.append(render.render("pool_bwd.window_candidates", **position, s=s, candidate_dim=candidate_dim))
@@ -170,7 +170,7 @@ BATCH_SEPARABLE = True  # pooling never mixes batch indices, nor channels
 
 def terms(problem: PoolProblem) -> int:
     """The most terms in one result position: the window's taps."""
-    return math.prod(problem.kernel)
+    return math.prod(problem.kernel_size)
 
 
 def sample(problem: PoolProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:

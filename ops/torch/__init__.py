@@ -253,8 +253,8 @@ def _plan_conv_backward_input(grad_output: Tensor, weight: Tensor, relu_output: 
 
 
 @functools.lru_cache(maxsize=4096)
-def _weight_grad_problem(x: _Array, grad_out: _Array, kernel_size, stride, padding, dilation, groups: int, layout: str):
-    return grouped_conv_bwd_weight.normalize(x, grad_out, groups=groups, kernel_size=kernel_size, stride=stride,
+def _weight_grad_problem(x: _Array, grad_out: _Array, filter_spatial, stride, padding, dilation, groups: int, layout: str):
+    return grouped_conv_bwd_weight.normalize(x, grad_out, groups=groups, filter_spatial=filter_spatial, stride=stride,
                                              padding=padding, dilation=dilation, layout=layout)
 
 
