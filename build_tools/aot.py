@@ -128,7 +128,7 @@ def build(suites: list[str], target_names: list[str], out: Path, jobs: int, ops:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m build_tools.aot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", action="append", help=f"manifest(s) to compile (default ck_examples); known: {', '.join(catalog.suites())}")
-    parser.add_argument("--targets", default=DEFAULT_TARGETS, help="comma-separated: rocm:gfx942, rocm:gfx90a, rocm:gfx1100, cuda:sm_80, llvm-cpu")
+    parser.add_argument("--targets", default=DEFAULT_TARGETS, help=f"comma-separated: {', '.join(targets.KNOWN_TARGETS)}")
     parser.add_argument("--ops", default=None, help="comma-separated operators (default: all)")
     parser.add_argument("--out", type=Path, default=compiler.artifacts_dir())
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)

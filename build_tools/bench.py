@@ -38,7 +38,6 @@ try:  # PyTorch is optional: it gives the vendor-library comparison and the hard
 except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
-TORCH_DEVICE = {"cuda": "cuda", "hip": "cuda", "local-task": "cpu", "local-sync": "cpu"}
 TORCH_DTYPE = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
@@ -158,7 +157,7 @@ def torch_avgpool3d_bwd(problem, inputs, device):
 def measure_ceilings(device: str, dtype: str) -> dict:
     """Copy bandwidth (bytes read + written per second) and matrix throughput, measured now."""
     if torch is not None:
-        tdev = TORCH_DEVICE[device]
+        tdev = targets.target_for_device(device).torch_device
         sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
         n = 1 << 28 if tdev == "cuda" else 1 << 25
         src = torch.empty(n, dtype=torch.uint8, device=tdev).random_(0, 255)
@@ -267,13 +266,13 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         "torch_seconds": None,
         "iree_gemm_seconds": iree_gemm_seconds(problem, device, repeat, rng) if gemm else None,
     }
-    if kernels and torch is not None and TORCH_DEVICE[device] == "cuda":
+    if kernels and torch is not None and targets.target_for_device(device).torch_device == "cuda":
         row["kernels"] = kernel_times(lambda: function(*argument_sets[0], out))
         for k in row["kernels"][:8]:
             print(f"    {k['us']:10.1f} us  {k['kernel'][-110:]}", flush=True)
     reference = registry.entry(op).bench
     if torch is not None and reference:
-        tdev = TORCH_DEVICE[device]
+        tdev = targets.target_for_device(device).torch_device
         call = globals()[reference](problem, host_inputs, tdev)
         if call is not None:
             sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)

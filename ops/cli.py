@@ -54,7 +54,7 @@ def artifact_targets(op: str, problem) -> list[str]:
     """The targets for which artifacts/ holds a current module of ``problem``."""
     version = compiler.compiler_version()
     found = []
-    for name in ("rocm:gfx942", "rocm:gfx90a", "rocm:gfx1100", "cuda:sm_80", "llvm-cpu"):
+    for name in targets.KNOWN_TARGETS:
         spec = policy.module_spec(problem, targets.parse_target(name))
         if spec.path(compiler.artifacts_dir(), version).is_file():
             found.append(name)
@@ -129,7 +129,7 @@ def print_table(rows: list[dict]) -> None:
             print("  ".join("-" * w for w in widths))
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the known operators and problems")
@@ -147,27 +147,37 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=None, help="input seed (default: a fresh one, printed)")
     cache = commands.add_parser("cache", help="where compiled modules are kept, and how much they hold")
     cache.add_argument("--clear", action="store_true", help="delete the cache's contents")
+    return parser
+
+
+def _list() -> int:
+    rows = [["operator", "problem", "suite", "artifacts for", "module function"]]
+    for suite in catalog.suites():
+        for op, name, problem in catalog.problems(suite):
+            rows.append([op, name, suite, ", ".join(artifact_targets(op, problem)) or "-", problem.name])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args, extra = parser.parse_known_args(argv)  # overrides may come between the options
     unknown = [item for item in extra if "=" not in item or item.startswith("-")]
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-
     if args.command == "list":
-        rows = [["operator", "problem", "suite", "artifacts for", "module function"]]
-        for suite in catalog.suites():
-            for op, name, problem in catalog.problems(suite):
-                rows.append([op, name, suite, ", ".join(artifact_targets(op, problem)) or "-", problem.name])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-        for row in rows:
-            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
-        return 0
-
+        return _list()
     if args.command == "cache":
         return _cache(args.clear)
-
-    operators = list(catalog.OPERATORS) if args.operator == "all" else [args.operator]
     if args.operator == "all" and (args.problem or extra):
         parser.error("run all takes no --problem or overrides: it runs each operator's CK default problem")
+    return _run(args, extra)
+
+
+def _run(args, extra: list[str]) -> int:
+    operators = list(catalog.OPERATORS) if args.operator == "all" else [args.operator]
     seed = args.seed if args.seed is not None else int(os.environ.get("OPS_SEED", secrets.randbits(31)))
     rows = []
     try:

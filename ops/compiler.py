@@ -297,67 +297,90 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
     ``accept.refuse_all`` raises (``known_answer.Gate``: WrongResultError, with the worst verdict).
     """
     accept = accept or _accept_all
-    version = compiler_version()
     damaged: list[Path] = []
     refused: set[Path] = set()
+    found = _stored(specs, accept, damaged, refused)
+    if found is not None:
+        return found
+    _without_compiler(specs[0], accept, damaged, refused)
+    if damaged:
+        warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into {cache_dir()}",
+                      RuntimeWarning, stacklevel=3)
+    errors: list[str] = []
+    for spec in specs:
+        vmfb = spec.path(cache_dir(), compiler_version())
+        if vmfb in refused:
+            continue
+        data = _compiled(spec, vmfb, errors)
+        if data is not None and accept(spec, vmfb, data):
+            return spec, vmfb, data
+        if data is not None:
+            refused.add(vmfb)
+    if refused:
+        accept.refuse_all(None)  # every form that compiles computes a wrong answer
+    if len(errors) == 1:
+        raise CompileError(errors[0])
+    raise CompileError(f"none of the {len(specs)} forms of {specs[0].name} compiles on {specs[0].target}:\n\n" + "\n\n".join(errors))
+
+
+def _stored(specs: Sequence[ModuleSpec], accept, damaged: list, refused: set):
+    """The first stored module (artifacts/, then the cache) that matches its digest and ``accept`` takes, or None;
+    damaged modules go to ``damaged``, refused ones to ``refused`` (forms that render the same module: checked once)."""
+    version = compiler_version()
     for spec in specs:
         for root in (artifacts_dir(), cache_dir()):
             candidate = spec.path(root, version)
-            if candidate in refused:  # forms that render the same module: checked once
+            if candidate in refused:
                 continue
             data = verified(root, candidate, damaged)
             if data is not None:
                 if accept(spec, candidate, data):
                     return spec, candidate, data
                 refused.add(candidate)
-    first = specs[0]
-    if installed_compiler_version() is None and refused:
-        accept.refuse_all(f"no compiler is installed to build the other forms: {_rebuild_command(first)}")
-    if installed_compiler_version() is None:
-        if damaged:
-            raise DamagedModuleError(
-                f"{damaged[0]} does not match its recorded SHA-256 digest (damaged, truncated or replaced), so it is "
-                f"not loaded; rebuild it: {_rebuild_command(first)}"
-            )
-        raise MissingModuleError(
-            f"no compiled module for {first.name} on target {first.target} in {artifacts_dir()} or {cache_dir()}, "
-            "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.0) "
-            f"or compile the problem ahead of time: python -m build_tools.aot --targets {first.target}"
-        )
-    if damaged:
-        warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into {cache_dir()}",
-                      RuntimeWarning, stacklevel=3)
-    errors = []
-    for spec in specs:
-        vmfb = spec.path(cache_dir(), version)
-        if vmfb in refused:
-            continue
-        with _lock:
-            path_lock = _path_locks.setdefault(vmfb, threading.Lock())
-        with path_lock:
-            data = verified(cache_dir(), vmfb)  # another thread may have built it meanwhile
-            if data is None and failure_path(vmfb).is_file():
-                errors.append(failure_path(vmfb).read_text())
-                continue
-            if data is None:
-                _say_compiling(spec)
-                try:
-                    compile_module(spec, vmfb)
-                except CompileError as error:
-                    atomic_write(failure_path(vmfb), str(error).encode())
-                    errors.append(str(error))
-                    continue
-                data = verified(cache_dir(), vmfb)
-        if data is None:
-            raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
-        if accept(spec, vmfb, data):
-            return spec, vmfb, data
-        refused.add(vmfb)
+    return None
+
+
+def _without_compiler(first: ModuleSpec, accept, damaged: list, refused: set) -> None:
+    """Without a compiler, nothing else can serve: say why (every stored form refused, damaged, or missing)."""
+    if installed_compiler_version() is not None:
+        return
     if refused:
-        accept.refuse_all(None)  # every form that compiles computes a wrong answer
-    if len(errors) == 1:
-        raise CompileError(errors[0])
-    raise CompileError(f"none of the {len(specs)} forms of {first.name} compiles on {first.target}:\n\n" + "\n\n".join(errors))
+        accept.refuse_all(f"no compiler is installed to build the other forms: {_rebuild_command(first)}")
+    if damaged:
+        raise DamagedModuleError(
+            f"{damaged[0]} does not match its recorded SHA-256 digest (damaged, truncated or replaced), so it is "
+            f"not loaded; rebuild it: {_rebuild_command(first)}"
+        )
+    raise MissingModuleError(
+        f"no compiled module for {first.name} on target {first.target} in {artifacts_dir()} or {cache_dir()}, "
+        "and iree-base-compiler is not installed to compile one. Install it (pip install iree-base-compiler==3.13.0) "
+        f"or compile the problem ahead of time: python -m build_tools.aot --targets {first.target}"
+    )
+
+
+def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
+    """``spec`` compiled into the cache at ``vmfb`` (or found there, built by another thread meanwhile): its
+    verified bytes, or None where it does not compile (the compiler's message goes to ``errors`` and is remembered
+    beside it, ``failure_path``, so the next process skips it)."""
+    with _lock:
+        path_lock = _path_locks.setdefault(vmfb, threading.Lock())
+    with path_lock:
+        data = verified(cache_dir(), vmfb)
+        if data is None and failure_path(vmfb).is_file():
+            errors.append(failure_path(vmfb).read_text())
+            return None
+        if data is None:
+            _say_compiling(spec)
+            try:
+                compile_module(spec, vmfb)
+            except CompileError as error:
+                atomic_write(failure_path(vmfb), str(error).encode())
+                errors.append(str(error))
+                return None
+            data = verified(cache_dir(), vmfb)
+    if data is None:
+        raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
+    return data
 
 
 class _AcceptAll:

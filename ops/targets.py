@@ -23,6 +23,8 @@ DEFAULT_ARCH = {"rocm": "gfx942", "cuda": "sm_80", "llvm-cpu": "host"}
 ARCH_ENV = {"rocm": "OPS_ROCM_ARCH", "cuda": "OPS_CUDA_ARCH"}
 DRIVER_BACKEND = {"local-task": "llvm-cpu", "local-sync": "llvm-cpu", "hip": "rocm", "cuda": "cuda"}
 BACKEND_DRIVER = {"llvm-cpu": "local-task", "rocm": "hip", "cuda": "cuda"}
+# the targets this project compiles for and tests the lowering of (artifacts, the command line's list)
+KNOWN_TARGETS = ("rocm:gfx942", "rocm:gfx90a", "rocm:gfx1100", "cuda:sm_80", "llvm-cpu")
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,11 @@ class Target:
         """Whether a module takes its intermediates' workspace as its last argument (llvm-cpu; the GPUs'
         intermediates IREE allocates in stream order)."""
         return self.cpu
+
+    @property
+    def torch_device(self) -> str:
+        """PyTorch's device type for this target's tensors (ROCm builds of PyTorch call theirs ``cuda`` too)."""
+        return "cuda" if self.gpu else "cpu"
 
     @property
     def external_stream(self) -> bool:

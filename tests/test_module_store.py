@@ -6,17 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ops import compiler, runtime, targets
+from ops import compiler, policy, runtime, targets
 from ops.operators import conv_bwd_data as op
 from ops.api import run
-from ops.operator import Lowering
 
 PROBLEM = op.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(6,), filter_spatial=(3,), stride=2, padding=1, layout="NWC", dtype="float32")
 CPU = targets.parse_target("llvm-cpu")
 
 
 def spec(**changes):
-    fields = dict(name=PROBLEM.name, mlir=op.render(PROBLEM, op.Form(), Lowering(transients=CPU.transients)), target=CPU)
+    fields = dict(name=PROBLEM.name, mlir=op.render(PROBLEM, policy.forms_for(PROBLEM, CPU)[0], policy.lowering(PROBLEM, CPU)), target=CPU)
     fields.update(changes)
     return compiler.ModuleSpec(**fields)
 
