@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -330,21 +331,9 @@ def check_again(problem, device: str, run: Callable[[list, tuple], list]) -> Non
 
 
 def gpu_driver_version(driver: str) -> str:
-    """The GPU driver's version, where the library the launcher uses is there (else empty)."""
+    """The GPU driver's version, read by the launcher of ``driver`` (``ops.launch.<driver>.driver_version``), where
+    the library it uses is there (else empty: the name and the runtime's version still key the record)."""
     try:
-        if driver == "cuda":
-            from cuda.bindings import driver as cu
-
-            error, version = cu.cuDriverGetVersion()
-            return str(version)
-        if driver == "hip":
-            import ctypes
-
-            from .launch import hip as launch_hip
-
-            version = ctypes.c_int()
-            launch_hip.library().hipDriverGetVersion(ctypes.byref(version))
-            return str(version.value)
-    except Exception:  # no driver library: the name and the runtime's version still key the record
+        return importlib.import_module(f"ops.launch.{driver}").driver_version()
+    except Exception:
         return ""
-    return ""

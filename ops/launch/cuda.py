@@ -40,6 +40,12 @@ def _check(call: str, result):
     return values[0] if len(values) == 1 else values
 
 
+def driver_version() -> str:
+    """The CUDA driver's version (what a known-answer verdict on this driver is recorded under)."""
+    error, version = cu.cuDriverGetVersion()
+    return str(version)
+
+
 def make_current(device_index: int) -> None:
     """Make ``device_index``'s primary context (PyTorch's) current on this thread, once per thread and device.
     Autograd runs CUDA backward passes on its own worker threads, where it may not be yet."""

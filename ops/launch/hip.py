@@ -47,6 +47,13 @@ def library():
     return hip
 
 
+def driver_version() -> str:
+    """The HIP driver's version (what a known-answer verdict on this driver is recorded under)."""
+    version = ctypes.c_int()
+    library().hipDriverGetVersion(ctypes.byref(version))
+    return str(version.value)
+
+
 def _check(hip, call: str, error: int) -> None:
     if error != 0:
         name = hip.hipGetErrorName(error)
