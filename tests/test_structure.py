@@ -195,3 +195,44 @@ def test_every_tuning_table_key_names_an_operator_a_problem_and_a_form():
             problem = problems[entry["function"]]
             dataclasses.replace(registry.module(problem).Form(), **entry.get("render", {}))
             assert policy.module_specs(problem, targets.parse_target(data["target"]))
+
+
+def test_each_workaround_says_why_and_points_at_its_evidence():
+    from ops import policy
+
+    names = [w.name for w in policy.WORKAROUNDS]
+    assert len(names) == len(set(names))
+    for workaround in policy.WORKAROUNDS:
+        assert workaround.reason and workaround.where, workaround.name
+        assert (ROOT / workaround.evidence).exists(), (workaround.name, workaround.evidence)
+
+
+def test_a_bad_form_key_or_value_names_the_operator_and_the_key():
+    import pytest
+
+    from ops import catalog, policy, targets
+    from ops.operators import grouped_conv_bwd_weight, stride_phases
+
+    with pytest.raises(ValueError, match=r"conv_bwd_data: form key store must be one of 'interleave', 'strided', "
+                                         r"but got 'scattered'"):
+        stride_phases.Form(store="scattered")
+    with pytest.raises(ValueError, match=r"grouped_conv_bwd_weight: form key contraction must be one of"):
+        grouped_conv_bwd_weight.Form(contraction="winograd")
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default")
+    with pytest.raises(ValueError, match=r"grouped_conv_bwd_weight: unknown form key in \{'store': 'strided'\}; "
+                                         r"its form keys are batch_split, contraction"):
+        policy.module_specs(problem, targets.parse_target("llvm-cpu"), options={"store": "strided"})
+
+
+def test_forms_come_in_order_without_repeats_and_the_rules_form_first():
+    """The CPU's rule for grouped problems puts im2col first; the generic stays as the fallback."""
+    from ops import catalog, policy, targets
+
+    cpu = targets.parse_target("llvm-cpu")
+    for suite in catalog.suites():
+        for op, name, problem in catalog.problems(suite):
+            for target in (cpu, targets.parse_target("cuda:sm_80"), targets.parse_target("rocm:gfx942")):
+                forms = policy.forms_for(problem, target)
+                assert len(forms) == len(set(forms)) >= 1, (op, name, target)
+    grouped = catalog.problem("grouped_conv_bwd_weight", "resnext_32x4d")
+    assert [f.contraction for f in policy.forms_for(grouped, cpu)] == ["im2col", "generic"]
