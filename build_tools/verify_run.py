@@ -10,7 +10,7 @@ weight gradients of ``build_tools.train``'s 2D model, channels-last: the 1x1 one
 ``--prepare`` compiles, for ``cuda:sm_80`` into ``$OPS_CACHE_DIR``, the first form of every problem and, for
 ``wrong`` and ``bf16``, every form and fallback flag set, so that the GPU machine (no compiler) can pass over a
 module that fails its check. On the GPU, in one process and in order, each problem's launcher kernel is made as
-``ops.torch`` makes it (``calls._launched``: load, known-answer check, next form on a failure), timed, and then
+``ops.torch`` makes it (``calls.launched``: load, known-answer check, next form on a failure), timed, and then
 run on other random inputs, judged as the check judges.
 """
 
@@ -25,8 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ops import catalog, compiler, known_answer, runtime, targets, tuning
-from ops.operator import operator
+from ops import catalog, compiler, known_answer, policy, registry, runtime, targets
 
 CUDA = targets.parse_target("cuda:sm_80")
 # 50 and 51 run before 71: its fault needs them; 107, 127, 172 and 176 were first caught by the check (H100, run A)
@@ -51,14 +50,15 @@ def _train_problems() -> list:
     import torch
 
     import ops.torch as otorch
+    from ops.torch import kernels
     from build_tools.train import BATCH, MODELS
 
     build, shape = MODELS["resnext2d"]
     model = otorch.convert(build().to(torch.bfloat16).to(memory_format=torch.channels_last))
     x = torch.randn(BATCH["cuda"]["resnext2d"], *shape, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-    with otorch._recording_plans() as plans:
+    with kernels.recording() as problems:
         model(x).float().sum().backward()
-    return list({p.name: p for p in plans if p.op == "grouped_conv_bwd_weight"}.values())
+    return list({p.name: p for p in problems if p.op == "grouped_conv_bwd_weight"}.values())
 
 
 def prepare(sets: list[str], jobs: int) -> int:
@@ -66,7 +66,7 @@ def prepare(sets: list[str], jobs: int) -> int:
     for name in sets:
         every_form = name in ("wrong", "bf16")
         for problem in problems(name):
-            specs = tuning.module_specs(problem, CUDA)
+            specs = policy.module_specs(problem, CUDA)
             work += [[spec] for spec in specs] if every_form else [specs]
 
     def build(specs):
@@ -107,7 +107,7 @@ def check_on_gpu(problem, device) -> dict:
     known_answer.Gate.__call__, known_answer.verify = noting, timed
     start = time.perf_counter()
     try:
-        kernel = calls._launched(problem, device)
+        kernel = calls.launched(problem, device)
         outcome = "launched" if kernel is not None else "no plan"
     except known_answer.WrongResultError as error:
         kernel, outcome = None, f"refused every form: {error}"
@@ -115,7 +115,7 @@ def check_on_gpu(problem, device) -> dict:
         known_answer.Gate.__call__, known_answer.verify = gate_call, verify_
     record = {"problem": problem.name, "outcome": outcome, "first_use_s": time.perf_counter() - start,
               "check_s": sum(checks), "modules": seen}
-    inputs = operator(problem).random_inputs(problem, np.random.default_rng(1))
+    inputs = registry.module(problem).random_inputs(problem, np.random.default_rng(1))
     if kernel is not None:  # the served kernel on other inputs, judged as the check judges (sampled when large)
         results = calls.run_known(kernel, problem, device, inputs)
     elif outcome == "no plan":  # IREE's runtime serves it, checked on its load
