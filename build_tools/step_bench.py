@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 import ops.torch as otorch
-from build_tools.train import BATCH, MODELS, _memory_format
-from ops.torch import calls
+from build_tools.train import BATCH, MODELS, model_memory_format
+from ops.torch import calls, kernels
 
 def _step(model, x, y, loss_fn):
     model.zero_grad(set_to_none=True)
@@ -162,11 +162,11 @@ def _compiled(model, x, y, steps: int) -> dict:
 
 
 def _per_call(model, x, y, steps: int = 5) -> list:
-    """Host time of each kernel call of a converted step (from the kernel op's entry, ``_KernelOp.run``, to its
+    """Host time of each kernel call of a converted step (from the kernel op's entry, ``KernelOp.run``, to its
     return: the eager path's call, which the dispatcher no longer precedes), the median over ``steps`` steps,
     and its module's dispatch count."""
     seen, problems = [], []
-    run, prepared_call = otorch._KernelOp.run, calls.Prepared.__call__
+    run, prepared_call = kernels.KernelOp.run, calls.Prepared.__call__
 
     def timed(self, *args):
         start = time.perf_counter_ns()
@@ -179,13 +179,13 @@ def _per_call(model, x, y, steps: int = 5) -> list:
         problems.append((self.problem.name, len(kernel.plan.dispatches) if hasattr(kernel, "plan") else None))
         return prepared_call(self, args)
 
-    otorch._KernelOp.run, calls.Prepared.__call__ = timed, noting
+    kernels.KernelOp.run, calls.Prepared.__call__ = timed, noting
     try:
         for _ in range(steps):
             _step(model, x, y, nn.CrossEntropyLoss())
             torch.cuda.synchronize()
     finally:
-        otorch._KernelOp.run, calls.Prepared.__call__ = run, prepared_call
+        kernels.KernelOp.run, calls.Prepared.__call__ = run, prepared_call
     per_step = len(seen) // steps
     return [{"op": seen[i][0], "host_us": statistics.median(seen[i + k * per_step][1] for k in range(steps)),
              "problem": problems[i][0], "dispatches": problems[i][1]} for i in range(per_step)]
@@ -225,7 +225,7 @@ def _attempt(measure, *args) -> dict:
 def bench(name: str, dtype: torch.dtype, channels_last: bool, steps: int, repeats: int, compile_: bool) -> dict:
     build, sample_shape = MODELS[name]
     torch.manual_seed(0)
-    memory_format = _memory_format(name, channels_last)
+    memory_format = model_memory_format(name, channels_last)
     reference = build().to(device="cuda", dtype=dtype).to(memory_format=memory_format)
     ours = otorch.convert(copy.deepcopy(reference))
     batch = BATCH["cuda"][name]

@@ -77,7 +77,7 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-def _memory_format(name: str, channels_last: bool):
+def model_memory_format(name: str, channels_last: bool):
     """channels_last for the 2D model when asked (the 3D model stays contiguous)."""
     return torch.channels_last if channels_last and len(MODELS[name][1]) == 3 else torch.contiguous_format
 
@@ -92,7 +92,7 @@ def train(name: str, device: torch.device, steps: int, batch: int, dtype: torch.
     build, sample_shape = MODELS[name]
     torch.manual_seed(seed)
     reference = build().to(device=device, dtype=dtype)
-    memory_format = _memory_format(name, channels_last)
+    memory_format = model_memory_format(name, channels_last)
     reference = reference.to(memory_format=memory_format)
     ours = otorch.convert(copy.deepcopy(reference))
     generator = torch.Generator(device="cpu").manual_seed(seed + 1)
@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     if args.compile_only:
         for name in names:
             build, sample_shape = MODELS[name]
-            memory_format = _memory_format(name, args.channels_last)
+            memory_format = model_memory_format(name, args.channels_last)
             model = otorch.convert(build().to(dtype=dtype, memory_format=memory_format))
             example = torch.randn(args.batch or BATCH[args.device][name], *sample_shape).to(dtype=dtype,
                                                                                             memory_format=memory_format)

@@ -10,7 +10,7 @@ weight gradients of ``build_tools.train``'s 2D model, channels-last: the 1x1 one
 ``--prepare`` compiles, for ``cuda:sm_80`` into ``$OPS_CACHE_DIR``, the first form of every problem and, for
 ``wrong`` and ``bf16``, every form and fallback flag set, so that the GPU machine (no compiler) can pass over a
 module that fails its check. On the GPU, in one process and in order, each problem's launcher kernel is made as
-``ops.torch`` makes it (``calls._launched``: load, known-answer check, next form on a failure), timed, and then
+``ops.torch`` makes it (``calls.launched``: load, known-answer check, next form on a failure), timed, and then
 run on other random inputs, judged as the check judges.
 """
 
@@ -50,14 +50,15 @@ def train_problems() -> list:
     import torch
 
     import ops.torch as otorch
+    from ops.torch import kernels
     from build_tools.train import BATCH, MODELS
 
     build, shape = MODELS["resnext2d"]
     model = otorch.convert(build().to(torch.bfloat16).to(memory_format=torch.channels_last))
     x = torch.randn(BATCH["cuda"]["resnext2d"], *shape, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-    with otorch._recording_plans() as plans:
+    with kernels.recording() as problems:
         model(x).float().sum().backward()
-    return list({p.name: p for p in plans if p.op == "grouped_conv_bwd_weight"}.values())
+    return list({p.name: p for p in problems if p.op == "grouped_conv_bwd_weight"}.values())
 
 
 def prepare(sets: list[str], jobs: int) -> int:
@@ -106,7 +107,7 @@ def check_on_gpu(problem, device) -> dict:
     known_answer.Gate.__call__, known_answer.verify = noting, timed
     start = time.perf_counter()
     try:
-        kernel = calls._launched(problem, device)
+        kernel = calls.launched(problem, device)
         outcome = "launched" if kernel is not None else "no plan"
     except known_answer.WrongResultError as error:
         kernel, outcome = None, f"refused every form: {error}"

@@ -17,7 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import ops.torch as otorch  # noqa: E402
-from ops.torch import calls  # noqa: E402
+from ops.torch import calls, functional, kernels  # noqa: E402
 from ops import compiler, runtime  # noqa: E402
 
 
@@ -427,8 +427,8 @@ def test_eager_calls_skip_the_dispatcher_and_traced_ones_use_the_registered_ops(
     """Plain tensors take the eager path (an autograd.Function whose backward calls the ready kernels directly);
     under torch.compile the registered operators run, and both give the same bits."""
     seen = []
-    original = otorch._KernelOp.call
-    monkeypatch.setattr(otorch._KernelOp, "call", lambda self, direct, *args: seen.append((self.op.name(), direct))
+    original = kernels.KernelOp.call
+    monkeypatch.setattr(kernels.KernelOp, "call", lambda self, direct, *args: seen.append((self.op.name(), direct))
                         or original(self, direct, *args))
     model = otorch.convert(nn.Sequential(nn.ReLU(), nn.Conv2d(4, 8, 3, padding=1, groups=2), nn.MaxPool2d(2)))
     x = torch.randn(2, 4, 8, 8)
@@ -488,7 +488,7 @@ def test_autocast_runs_the_kernels_in_half_precision(seeded):
 
 
 def test_float64_falls_back_to_pytorch_with_one_warning(seeded):
-    otorch._float64_warned.discard("conv2d")
+    functional.float64_warned.discard("conv2d")
     x = torch.randn(2, 3, 6, 6, dtype=torch.float64, requires_grad=True)
     w = torch.randn(4, 3, 3, 3, dtype=torch.float64, requires_grad=True)
     with pytest.warns(UserWarning, match="conv2d: float64 has no kernel here"):
@@ -549,13 +549,13 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
     for memory_format in (torch.contiguous_format, torch.channels_last):
         x, g, w, relu_output = (t.contiguous(memory_format=memory_format) for t in (x, g, w, relu_output))
         pairs = [
-            (otorch._conv_backward_weight, (x, g, list(w.shape), *arguments)),
-            (otorch._conv_backward_input, (g, w, relu_output, list(x.shape), *arguments)),
-            (otorch._conv_backward_input, (g, w, None, list(x.shape), *arguments)),
-            (otorch._max_pool2d_kernel, (x, [3, 3], [2, 2], [1, 1], [1, 2], True)),
+            (kernels.conv_backward_weight, (x, g, list(w.shape), *arguments)),
+            (kernels.conv_backward_input, (g, w, relu_output, list(x.shape), *arguments)),
+            (kernels.conv_backward_input, (g, w, None, list(x.shape), *arguments)),
+            (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True)),
         ]
-        y, indices = otorch._max_pool2d_kernel.run(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
-        pairs.append((otorch._max_pool2d_backward, (torch.randn_like(y), indices, list(x.shape), [3, 3], [2, 2], [1, 1],
+        y, indices = kernels.max_pool2d.run(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
+        pairs.append((kernels.max_pool2d_backward, (torch.randn_like(y), indices, list(x.shape), [3, 3], [2, 2], [1, 1],
                                                     [1, 1], False)))
         for kernel, args in pairs:
             ours, theirs = kernel.run(*args), kernel.fallback(*args)
@@ -565,4 +565,4 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
     v = torch.randn(1, 2, 5, 7, 7)
     grad = torch.randn(1, 2, 3, 4, 4)
     args = (grad, list(v.shape), [2, 2, 2], [2, 2, 2], [1, 0, 1], True, False, 3)
-    assert relative_error(otorch._avg_pool3d_backward.run(*args), otorch._avg_pool3d_backward.fallback(*args)) <= 1e-5
+    assert relative_error(kernels.avg_pool3d_backward.run(*args), kernels.avg_pool3d_backward.fallback(*args)) <= 1e-5

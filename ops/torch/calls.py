@@ -1,8 +1,8 @@
 """The host path of a kernel call from PyTorch: one ready call per call signature.
 
 A kernel op's first call with a signature (every tensor's shape, strides, dtype and device, and the other
-arguments) runs the op's *plan* (``ops.torch``: the layout, the destinations, the frozen problem, all checked)
-and keeps what it learned as a ``Prepared`` call: which inputs need one ``contiguous()``, the destinations'
+arguments) runs the op's *plan* (``ops/torch/plans.py``: the layout, the destinations, the frozen problem, all
+checked) and keeps what it learned as a ``Prepared`` call: which inputs need one ``contiguous()``, the destinations'
 shapes, dtypes and memory formats, and the kernel. Later calls with that signature do only what changes:
 read the tensors' pointers, allocate the destinations (and the module's transients) from PyTorch's caching
 allocator, and launch. No validation, no problem hashing, no host synchronization.
@@ -161,7 +161,7 @@ class LaunchedKernel:
         _record_streams(inputs, self.device, stream)
 
 
-def _launched(problem, device: torch.device, backend: str = "cuda"):
+def launched(problem, device: torch.device, backend: str = "cuda"):
     """The launch-plan kernel of ``problem`` on a GPU (``backend``: ``cuda``, or ``hip`` where opted in), or None
     (said once) where it cannot be: the first form whose module has a plan and computes the known answer through
     the launcher (``ops.known_answer``)."""
@@ -241,19 +241,19 @@ def kernel_for(problem, device: torch.device, views: Callable):
     if not target.gpu:
         return RuntimeKernel(runtime.function_for(problem, driver), driver, views, False)
     if policy.gpu_launcher(target) == "plan":
-        launched = _planned(problem, device, driver, target)
-        if launched is not None:
-            return launched
+        kernel = _planned(problem, device, driver, target)
+        if kernel is not None:
+            return kernel
     if target.external_stream:
         return StreamKernel(problem, device, views)
     return RuntimeKernel(runtime.function_for(problem, driver), driver, views, True)
 
 
 def _planned(problem, device: torch.device, driver: str, target):
-    """``_launched``, where the target has another path on the stream: a launcher computing no form right is
+    """``launched``, where the target has another path on the stream: a launcher computing no form right is
     said once, and the other path runs the problem (the HIP launcher is opt-in, and not yet run on an AMD GPU)."""
     try:
-        return _launched(problem, device, driver)
+        return launched(problem, device, driver)
     except known_answer.WrongResultError as error:
         if not target.external_stream:
             raise

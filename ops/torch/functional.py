@@ -1,0 +1,214 @@
+"""The functions, with ``torch.nn.functional``'s arguments: ``conv1d/2d/3d``, ``max_pool2d``, ``avg_pool3d``.
+
+Each checks its arguments (a clear error naming the parameter, before anything compiles), takes PyTorch's own
+operator for float64 (warned once per function), and calls the ``iree_ck`` operators of
+``ops/torch/kernels.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .. import geometry, registry
+from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
+from . import kernels
+from .plans import KERNEL_DTYPES, Array
+
+ACTIVATIONS = (None, "relu")  # a convolution's input_activation
+float64_warned: set[str] = set()  # the functions that said, once, that PyTorch's own operator runs float64
+
+
+def _falls_back(name: str, *tensors: Optional[Tensor]) -> bool:
+    """Whether a call runs PyTorch's own operator: float64 (the kernels have none; warned once per function)."""
+    if any(t is not None and t.dtype == torch.float64 for t in tensors):
+        if name not in float64_warned:
+            float64_warned.add(name)
+            warnings.warn(f"ops.torch.{name}: float64 has no kernel here; PyTorch's own {name} (and its backward) "
+                          "runs instead", stacklevel=3)
+        return True
+    return False
+
+
+def check_tensor(name: str, parameter: str, value, optional: bool = False) -> None:
+    """``value`` is a tensor (or None, where ``optional``) of a dtype the functions take: a TypeError naming the
+    function ``name`` and its ``parameter`` otherwise."""
+    check_type(isinstance(value, Tensor) or (optional and value is None),
+               f"{name}: {parameter} must be a torch.Tensor{' or None' if optional else ''}, but got {type(value).__name__}")
+    if isinstance(value, Tensor):
+        check_type(value.dtype in (*KERNEL_DTYPES, torch.float64),
+                   f"{name}: {parameter} has dtype {value.dtype}, but only float32, float16, bfloat16 (and float64, "
+                   "through PyTorch's own operator) are supported")
+
+
+def _autocast(*tensors: Optional[Tensor]) -> list:
+    """The tensors in autocast's dtype where autocast is on for their device (as PyTorch's convolution does)."""
+    device_type = tensors[0].device.type
+    if device_type not in ("cpu", "cuda") or not torch.is_autocast_enabled(device_type):
+        return list(tensors)
+    dtype = torch.get_autocast_dtype(device_type)
+    return [t.to(dtype) if t is not None and t.is_floating_point() else t for t in tensors]
+
+
+# --- Convolution -------------------------------------------------------------------------------------------
+
+
+def _conv_padding(name: str, padding, kernel: tuple, stride: tuple, dilation: tuple) -> tuple:
+    rank = len(kernel)
+    if isinstance(padding, str):
+        check(padding in ("same", "valid"), f"{name}: padding must be an int, a tuple, 'same' or 'valid', but got {padding!r}")
+        if padding == "valid":
+            return ((0, 0),) * rank
+        check(all(s == 1 for s in stride), f"{name}: padding='same' is not supported for strided convolutions "
+                                           f"(PyTorch's rule), but stride is {stride!r}")
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in totals)  # PyTorch puts the odd extra on the high side
+    pairs = padding_pairs(name, padding, rank)
+    check(all(lo >= 0 and hi >= 0 for lo, hi in pairs), f"{name}: padding must be non-negative, but got {pairs!r}")
+    return pairs
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _is_hashable(key: tuple) -> bool:
+    try:
+        hash(key)
+    except TypeError:  # an argument of a type no check accepts: the uncached checks say so
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tuple, bias_shape, stride, padding, dilation,
+                    groups, input_activation) -> tuple:
+    """(unbatched?, stride, flat padding pairs, dilation) of a convolution call, checked; computed once per
+    shapes and arguments (a bad one raises, and nothing is kept)."""
+    check(input_activation in ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
+    check(len(input_shape) in (rank + 1, rank + 2),
+          f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {input_shape}")
+    check(len(weight_shape) == rank + 2,
+          f"{name}: weight must be {rank + 2}-D (out_channels, in_channels/groups, *kernel), but has shape {weight_shape}")
+    check_type(isinstance(groups, int) and not isinstance(groups, bool), f"{name}: groups must be an int, but got {groups!r}")
+    check(groups >= 1, f"{name}: groups must be positive, but got {groups}")
+    stride = positive_int_tuple(name, "stride", stride, rank)
+    dilation = positive_int_tuple(name, "dilation", dilation, rank)
+    kernel = weight_shape[2:]
+    pairs = _conv_padding(name, padding, kernel, stride, dilation)
+    unbatched = len(input_shape) == rank + 1
+    channels, spatial = input_shape[-rank - 1], input_shape[-rank:]
+    check(channels == weight_shape[1] * groups,
+          f"{name}: input has {channels} channels, but weight {weight_shape} with groups={groups} expects "
+          f"{weight_shape[1] * groups} (in_channels/groups = {weight_shape[1]})")
+    check(weight_shape[0] % groups == 0,
+          f"{name}: groups={groups} must divide weight's out_channels, but {groups} does not divide {weight_shape[0]}")
+    if bias_shape is not None:
+        check(bias_shape == (weight_shape[0],),
+              f"{name}: bias must have shape ({weight_shape[0]},), one value per output channel, but has {bias_shape}")
+    sizes = tuple(geometry.conv_output_size(i, k, s, d, *p) for i, k, s, d, p in zip(spatial, kernel, stride, dilation, pairs))
+    check(all(o >= 1 for o in sizes),
+          f"{name}: the kernel {kernel} (dilation {dilation}) does not fit the padded input {spatial} with "
+          f"padding {pairs}: the output size would be {sizes}")
+    return unbatched, list(stride), [v for pair in pairs for v in pair], list(dilation)
+
+
+def convolution(rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation) -> Tensor:
+    """``conv1d``, ``conv2d`` or ``conv3d`` (``rank`` spatial dimensions), arguments as theirs."""
+    name = f"conv{rank}d"
+    check_tensor(name, "input", input)
+    check_tensor(name, "weight", weight)
+    check_tensor(name, "bias", bias, optional=True)
+    key = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
+           *map(_hashable, (stride, padding, dilation, groups, input_activation)))
+    checked = _conv_arguments.__wrapped__ if torch.compiler.is_compiling() or not _is_hashable(key) else _conv_arguments
+    unbatched, stride, padding, dilation = checked(*key)
+    for parameter, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            check(t.device == input.device, f"{name}: {parameter} is on {t.device}, but input is on {input.device}")
+    input, weight, bias = _autocast(input, weight, bias)
+    for parameter, t in (("weight", weight), ("bias", bias)):
+        check_type(t is None or t.dtype == input.dtype,
+                   f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
+    x = input.unsqueeze(0) if unbatched else input
+    arguments = (x, weight, bias, list(stride), list(padding), list(dilation), groups)
+    relu = input_activation == "relu"
+    if _falls_back(name, input, weight, bias):
+        y = kernels.torch_conv(torch.relu(x) if relu else x, *arguments[1:])
+    else:
+        y = kernels.conv(*arguments, relu)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
+    """``torch.nn.functional.conv1d`` whose backward runs this library's kernels; ``input_activation="relu"``
+    computes ``conv1d(relu(input))`` with the ReLU's backward fused into the input-gradient kernel."""
+    return convolution(1, input, weight, bias, stride, padding, dilation, groups, input_activation)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
+    """``torch.nn.functional.conv2d`` whose backward runs this library's kernels (see :func:`conv1d`)."""
+    return convolution(2, input, weight, bias, stride, padding, dilation, groups, input_activation)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
+    """``torch.nn.functional.conv3d`` whose backward runs this library's kernels (see :func:`conv1d`)."""
+    return convolution(3, input, weight, bias, stride, padding, dilation, groups, input_activation)
+
+
+# --- Pooling ---------------------------------------------------------------------------------------------
+
+
+def _pool_arguments(name: str, input, rank: int, kernel_size, stride, padding, ceil_mode):
+    """(unbatched?, kernel, stride, padding) as tuples, PyTorch's defaults (stride: the kernel), checked."""
+    check_tensor(name, "input", input)
+    check(input.dim() in (rank + 1, rank + 2),
+          f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {tuple(input.shape)}")
+    kernel = positive_int_tuple(name, "kernel_size", kernel_size, rank)
+    no_stride = stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0)
+    stride = kernel if no_stride else positive_int_tuple(name, "stride", stride, rank)
+    pads = int_tuple(name, "padding", padding, rank)
+    check(all(p >= 0 for p in pads), f"{name}: padding must be non-negative, but got {pads!r}")
+    check_type(isinstance(ceil_mode, bool), f"{name}: ceil_mode must be a bool, but got {ceil_mode!r}")
+    return input.dim() == rank + 1, kernel, stride, pads
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
+    name = "max_pool2d"
+    unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
+    dilation = positive_int_tuple(name, "dilation", dilation, 2)
+    if _falls_back(name, input):
+        return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
+    x = input.unsqueeze(0) if unbatched else input
+    if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
+        registry.module("maxpool2d_fwd").normalize(
+            Array(tuple(x.shape), np.dtype(np.float32)), kernel_size=kernel, stride=stride, padding=pads,
+            dilation=dilation, ceil_mode=ceil_mode, layout="NCHW")
+    y, indices = kernels.max_pool2d_with_indices(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
+    if unbatched:
+        y, indices = y.squeeze(0), indices.squeeze(0)
+    return (y, indices) if return_indices else y
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward."""
+    name = "avg_pool3d"
+    unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
+    check_type(isinstance(count_include_pad, bool), f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
+    if _falls_back(name, input):
+        return F.avg_pool3d(input, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override)
+    x = input.unsqueeze(0) if unbatched else input
+    if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
+        registry.module("avgpool3d_bwd").problem_from_params(
+            batch=x.shape[0], channels=x.shape[1], input_spatial=tuple(x.shape[2:]), kernel_size=kernel, stride=stride,
+            padding=pads, ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override,
+            layout="NCDHW", dtype="float32")
+    y = kernels.avg_pool3d(x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
+    return y.squeeze(0) if unbatched else y

@@ -1,0 +1,383 @@
+"""The ``iree_ck`` operators: the kernel ops, the forward ops with their autograd, and PyTorch's fallbacks.
+
+Each kernel (``conv_backward_input``, ``conv_backward_weight``, ``max_pool2d``, ``max_pool2d_backward``,
+``avg_pool3d_backward``) is a ``KernelOp``: an operator of the ``iree_ck`` library (``torch.library.Library``, so
+``torch.compile(fullgraph=True)`` traces it) whose real implementation runs the ready call of its arguments'
+signature (``ops/torch/calls.py``, prepared once from the generic plan of ``ops/torch/plans.py``) and whose fake
+one returns the plan's destinations. The forward ops ``conv``, ``relu_conv`` and ``avg_pool3d`` are PyTorch's
+own computations; ``register_autograd`` gives them (and ``max_pool2d``) backwards that call the kernel ops.
+
+Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward whose
+backward calls the kernel ops' ready calls directly. ``conv``, ``max_pool2d_with_indices`` and ``avg_pool3d`` pick
+the path; ``ops/torch/functional.py`` calls them with checked arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .. import known_answer, registry
+from ..validation import check
+from . import calls, plans
+from .plans import conform, empty, is_channels_last, kernel_view
+
+# --- Recording (precompile): plans' problems are noted, nothing runs ----------------------------------------
+
+_recording: list | None = None
+_recording_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def recording():
+    """While open, kernel ops run nothing: each call notes its problem in the list this yields and returns its
+    (uninitialized) destinations. One recording at a time in a process; other threads' calls are recorded too."""
+    global _recording
+    with _recording_lock:
+        _recording = []
+        try:
+            yield _recording
+        finally:
+            _recording = None
+
+
+def _fake(plan: plans.Plan):
+    if _recording is not None:
+        _recording.append(plan.problem())
+    return plan.result()
+
+
+# --- Kernel ops ------------------------------------------------------------------------------------------------
+
+
+def _checked_problem(plan: plans.Plan):
+    """The plan's problem, whose results (the operator's ``results``) are the plan's destinations."""
+    problem = plan.problem()
+    expected = [(tuple(shape), dtype) for shape, dtype in registry.module(problem).results(problem)]
+    planned = [(tuple(w.shape), plans.TORCH_DTYPES[w.dtype]) for w in plan.writes]
+    check(planned == expected, f"ops.torch: {problem.name}'s destinations {planned} are not its results {expected}")
+    return problem
+
+
+def _prepare(name: str, args: tuple, fallback: Callable) -> calls.Prepared:
+    """The ready call of ``args``' signature: kernel op ``name``'s plan run once (layout, destinations, the checked
+    problem), and what it decided kept (see ``ops/torch/calls.py``). The tensor arguments are the module's
+    inputs, in order; the first one's memory format decides the layout. ``fallback`` (PyTorch's own kernel, the
+    same arguments) serves a problem none of whose forms computes its known answer on the device."""
+    planned = plans.plan(name, *args)
+    tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+    channels_last = planned.channels_last
+    memory_format = plans.memory_format(planned.returns[0].dim() - 2) if channels_last else torch.contiguous_format
+    reads = tuple((i, conform(a, channels_last) is not a) for i, a in tensors)
+    results = tuple((tuple(r.shape), r.dtype) for r in planned.returns)
+    device = tensors[0][1].device
+    is_empty = any(t.numel() == 0 for t in [*planned.inputs, *planned.writes])
+    problem = _checked_problem(planned)
+    try:
+        views = lambda ts: [kernel_view(t, channels_last) for t in ts]  # noqa: E731
+        kernel = None if is_empty else calls.kernel_for(problem, device, views)
+    except known_answer.WrongResultError as error:
+        calls.say_once(f"ops.torch: {error}. PyTorch's own kernel computes this problem instead.")
+        return calls.Prepared(problem, reads, memory_format, results, device, None, is_empty, fallback)
+    return calls.Prepared(problem, reads, memory_format, results, device, kernel, is_empty)
+
+
+_library = torch.library.Library("iree_ck", "DEF")
+
+
+def _define(name: str, schema: str, implementation: Callable, fake: Callable):
+    """Define ``iree_ck::name`` (``schema``: its arguments and results) with a CPU and CUDA implementation and a
+    fake one: direct library registration, which costs about two thirds of ``torch.library.custom_op``'s call
+    (measured, docs/PERFORMANCE.md)."""
+    _library.define(name + schema)
+    for key in ("CPU", "CUDA"):
+        _library.impl(name, implementation, key)
+    torch.library.register_fake(f"iree_ck::{name}", fake, lib=_library)
+    return getattr(torch.ops.iree_ck, name).default
+
+
+def _schema_of(function: Callable) -> str:
+    return torch.library.infer_schema(function, mutates_args=())
+
+
+def _register_autograd(name: str, backward: Callable, setup_context: Callable) -> None:
+    torch.library.register_autograd(f"iree_ck::{name}", backward, setup_context=setup_context, lib=_library)
+
+
+class KernelOp:
+    """``iree_ck::name`` (``op``), whose implementation runs the ready call of its arguments' signature (prepared
+    from the plan of ``name`` on first use) and whose fake one returns the plan's destinations (and notes the
+    problem for ``precompile``). ``run`` is that implementation without the dispatcher: eager autograd calls it
+    directly. ``fallback``: PyTorch's own kernel, the same arguments."""
+
+    def __init__(self, name: str, fallback: Callable):
+        self.name, self.fallback, self.ready = name, fallback, {}
+        self.op = _define(name, plans.KINDS[name].schema, lambda *args: self.run(*args),
+                          lambda *args: _fake(plans.plan(name, *args)))
+
+    def run(self, *args):
+        if _recording is not None:
+            return _fake(plans.plan(self.name, *args))
+        key = calls.signature(args)
+        call = self.ready.get(key)
+        if call is None:
+            call = self.ready[key] = _prepare(self.name, args, self.fallback)
+        return call(args)
+
+    def call(self, direct: bool, *args):
+        return self.run(*args) if direct else self.op(*args)
+
+
+def _direct(*tensors: Optional[Tensor]) -> bool:
+    """Whether a call takes the eager path (a ``torch.autograd.Function`` whose backward runs the kernels' ready
+    calls, no dispatcher): plain tensors, nothing compiling, tracing or recording. Otherwise it is the registered
+    operators, which ``torch.compile``, ``opcheck``, fake tensors and ``precompile`` see."""
+    return (_recording is None and not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
+            and all(t is None or type(t) in (Tensor, nn.Parameter) for t in tensors))
+
+
+# --- PyTorch's own kernels: where no compiled form computes a problem's known answer (ops.known_answer) ------
+
+
+def _linear_gradient(forward: Callable, like: Tensor, size: List[int], grad_output: Tensor) -> Tensor:
+    """The gradient, by PyTorch's autograd, of ``forward`` (linear in its one tensor argument of ``size``)."""
+    with torch.enable_grad():
+        point = torch.zeros(size, dtype=like.dtype, device=like.device, requires_grad=True)
+        (gradient,) = torch.autograd.grad(forward(point), point, grad_output)
+    return conform(gradient, is_channels_last(grad_output))
+
+
+def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, stride, padding, dilation, groups):
+    gradient = _linear_gradient(lambda x: torch_conv(x, weight.detach(), None, stride, padding, dilation, groups),
+                                grad_output, input_size, grad_output)
+    return gradient if relu_output is None else torch.where(relu_output <= 0, 0, gradient)  # plans.RELU_BACKWARD
+
+
+def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups):
+    return _linear_gradient(lambda w: torch_conv(input.detach(), w, None, stride, padding, dilation, groups),
+                            input, weight_size, grad_output)
+
+
+def _torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    cl = is_channels_last(input)
+    y, indices = F.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return conform(y, cl), conform(indices, cl)
+
+
+def _torch_max_pool2d_backward(grad_output, indices, input_size, kernel_size, stride, padding, dilation, ceil_mode):
+    cl = is_channels_last(grad_output)
+    return conform(torch.ops.aten.max_pool2d_with_indices_backward(
+        grad_output, empty(input_size, grad_output, cl), kernel_size, stride, padding, dilation, ceil_mode, indices), cl)
+
+
+def _torch_avg_pool3d_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                               divisor_override):
+    cl = is_channels_last(grad_output)
+    return conform(torch.ops.aten.avg_pool3d_backward(
+        grad_output, empty(input_size, grad_output, cl), kernel_size, stride, padding, ceil_mode, count_include_pad,
+        divisor_override), cl)
+
+
+def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
+    """(input, per-dim padding) for PyTorch's kernels, which pad both sides alike: asymmetric (low, high) pairs
+    pad the input first (F.pad, last dim first) and then need none."""
+    padding_pairs = plans.pairs(padding)
+    if all(lo == hi for lo, hi in padding_pairs):
+        return input, [lo for lo, _ in padding_pairs]
+    return F.pad(input, [v for lo, hi in reversed(padding_pairs) for v in (lo, hi)]), [0] * len(padding_pairs)
+
+
+def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
+    """PyTorch's own forward convolution, with flat (low, high) padding pairs."""
+    conv_function = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
+    padded, symmetric = _symmetric_padding(input, padding)
+    output = conv_function(padded, weight, bias, stride, symmetric, dilation, groups)
+    if is_channels_last(input) or is_channels_last(weight):
+        # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
+        output = output.contiguous(memory_format=plans.memory_format(output.dim() - 2))
+    return output
+
+
+conv_backward_input = KernelOp("conv_backward_input", _torch_conv_backward_input)
+conv_backward_weight = KernelOp("conv_backward_weight", _torch_conv_backward_weight)
+max_pool2d = KernelOp("max_pool2d", _torch_max_pool2d)
+max_pool2d_backward = KernelOp("max_pool2d_backward", _torch_max_pool2d_backward)
+avg_pool3d_backward = KernelOp("avg_pool3d_backward", _torch_avg_pool3d_backward)
+
+
+# --- Convolution: PyTorch's forward, the kernels' backward ------------------------------------------------
+
+
+def _conv_forward(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+                  dilation: List[int], groups: int) -> Tensor:
+    return torch_conv(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _relu_conv_forward(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+                       dilation: List[int], groups: int) -> Tuple[Tensor, Tensor]:
+    """conv(relu(input)); also returns relu(input), which the backward reads (as PyTorch's ReLU and conv save it)."""
+    activation = torch.relu(input)
+    return torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
+
+
+def _relu_conv_fake(input, weight, bias, stride, padding, dilation, groups):
+    activation = torch.empty_like(input)
+    return torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
+
+
+_conv_op = _define("conv", _schema_of(_conv_forward), _conv_forward, torch_conv)
+_relu_conv_op = _define("relu_conv", _schema_of(_relu_conv_forward), _relu_conv_forward, _relu_conv_fake)
+
+
+def _conv_setup(ctx, inputs, output, direct: bool = False):
+    input, weight, bias, stride, padding, dilation, groups = inputs
+    ctx.direct = direct
+    conv_input = output[1] if isinstance(output, tuple) else input  # relu(input) for relu_conv
+    ctx.save_for_backward(conv_input, weight)
+    ctx.fused_relu = isinstance(output, tuple)
+    ctx.has_bias = bias is not None
+    ctx.params = (stride, padding, dilation, groups)
+    if ctx.fused_relu:
+        ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)
+
+
+def _conv_backward(ctx, grad_output, *unused):
+    conv_input, weight = ctx.saved_tensors
+    stride, padding, dilation, groups = ctx.params
+    grad_input = grad_weight = grad_bias = None
+    if ctx.needs_input_grad[0]:
+        grad_input = conv_backward_input.call(ctx.direct, grad_output, weight, conv_input if ctx.fused_relu else None,
+                                              list(conv_input.shape), stride, padding, dilation, groups)
+    if ctx.needs_input_grad[1]:
+        grad_weight = conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride, padding,
+                                                dilation, groups)
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
+    return grad_input, grad_weight, grad_bias, None, None, None, None
+
+
+_register_autograd("conv", _conv_backward, _conv_setup)
+_register_autograd("relu_conv", _conv_backward, _conv_setup)
+
+
+class _ConvFunction(torch.autograd.Function):
+    """``conv`` (or ``relu_conv``) and its backward on the eager path (``_direct``): the registered operators'
+    forward and backward, without the dispatcher."""
+
+    @staticmethod
+    def forward(ctx, *inputs_and_relu):
+        *inputs, relu = inputs_and_relu  # last, so that ctx.needs_input_grad is indexed as the operators' is
+        output = (_relu_conv_forward if relu else _conv_forward)(*inputs)
+        _conv_setup(ctx, inputs, output, direct=True)
+        return output
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return *_conv_backward(ctx, *grads), None
+
+
+def conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+         dilation: List[int], groups: int, relu: bool) -> Tensor:
+    """``conv(relu(input) if relu else input)`` (flat (low, high) padding pairs) with the kernels' backward: the
+    eager path on plain tensors, else the registered ``conv`` / ``relu_conv``."""
+    arguments = (input, weight, bias, stride, padding, dilation, groups)
+    if _direct(input, weight, bias):
+        y = _ConvFunction.apply(*arguments, relu)
+    else:
+        y = (_relu_conv_op if relu else _conv_op)(*arguments)
+    return y[0] if relu else y
+
+
+# --- Max pooling: the kernels' forward (with PyTorch's indices) and backward ---------------------------------
+
+
+def _max_pool_setup(ctx, inputs, output, direct: bool = False):
+    input, kernel_size, stride, padding, dilation, ceil_mode = inputs
+    ctx.direct = direct
+    ctx.save_for_backward(output[1])
+    ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)
+    ctx.params = (list(input.shape), kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _max_pool_backward(ctx, grad_output, _grad_indices):
+    (indices,) = ctx.saved_tensors
+    if grad_output is None or not ctx.needs_input_grad[0]:
+        return None, None, None, None, None, None
+    return max_pool2d_backward.call(ctx.direct, grad_output, indices, *ctx.params), None, None, None, None, None
+
+
+_register_autograd("max_pool2d", _max_pool_backward, _max_pool_setup)
+
+
+class _MaxPoolFunction(torch.autograd.Function):
+    """``max_pool2d`` and its backward on the eager path (``_direct``)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        output = max_pool2d.run(*inputs)
+        _max_pool_setup(ctx, inputs, output, direct=True)
+        return output
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return _max_pool_backward(ctx, *grads)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
+                            dilation: List[int], ceil_mode: bool) -> Tuple[Tensor, Tensor]:
+    """(output, PyTorch's indices) of the ``max_pool2d`` kernel, its backward the kernels'."""
+    arguments = (input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _MaxPoolFunction.apply(*arguments) if _direct(input) else max_pool2d.op(*arguments)
+
+
+# --- Average pooling: PyTorch's forward, the kernels' backward ----------------------------------------------
+
+
+def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+                      count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
+    return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+_avg_pool3d_op = _define("avg_pool3d", _schema_of(_torch_avg_pool3d), _torch_avg_pool3d, _torch_avg_pool3d)
+
+
+def _avg_pool_setup(ctx, inputs, output, direct: bool = False):
+    input, *params = inputs
+    ctx.direct = direct
+    ctx.params = (list(input.shape), *params)
+
+
+def _avg_pool_backward(ctx, grad_output):
+    grad_input = avg_pool3d_backward.call(ctx.direct, grad_output, *ctx.params) if ctx.needs_input_grad[0] else None
+    return grad_input, None, None, None, None, None, None
+
+
+_register_autograd("avg_pool3d", _avg_pool_backward, _avg_pool_setup)
+
+
+class _AvgPoolFunction(torch.autograd.Function):
+    """``avg_pool3d`` and its backward on the eager path (``_direct``)."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        output = _torch_avg_pool3d(*inputs)
+        _avg_pool_setup(ctx, inputs, output, direct=True)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return _avg_pool_backward(ctx, grad_output)
+
+
+def avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+               count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
+    """PyTorch's ``avg_pool3d`` whose backward is the ``avg_pool3d_backward`` kernel."""
+    arguments = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _AvgPoolFunction.apply(*arguments) if _direct(input) else _avg_pool3d_op(*arguments)

@@ -1,0 +1,136 @@
+"""The ``torch.nn`` twins (``Conv1d``..``Conv3d``, ``MaxPool2d``, ``AvgPool3d``) and ``convert``, which swaps a model's
+layers for them in place (and fuses a ReLU into the convolution that follows it)."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch.nn.functional as F
+from torch import nn
+
+from ..validation import check, check_type
+from .functional import ACTIVATIONS, avg_pool3d, convolution, max_pool2d
+from .plans import KERNEL_DTYPES
+
+
+class _ConvForward:
+    """``_conv_forward`` of the convolution twins: PyTorch's module arguments, this library's backward."""
+
+    input_activation = None  # "relu": the layer computes conv(relu(x)), the ReLU's backward fused
+
+    def _conv_forward(self, input, weight, bias):
+        padding = self.padding
+        if self.padding_mode != "zeros":  # as PyTorch does: pad first (PyTorch's F.pad), then no padding
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            padding = 0
+        return convolution(self._rank, input, weight, bias, self.stride, padding, self.dilation, self.groups,
+                           self.input_activation)
+
+    def extra_repr(self):
+        text = super().extra_repr()
+        return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
+
+
+def _init_conv(module, input_activation):
+    check(input_activation in ACTIVATIONS,
+          f"{type(module).__name__}: input_activation must be None or 'relu', but got {input_activation!r}")
+    module.input_activation = input_activation
+
+
+class Conv1d(_ConvForward, nn.Conv1d):
+    """``torch.nn.Conv1d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    _rank = 1
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        _init_conv(self, input_activation)
+
+
+class Conv2d(_ConvForward, nn.Conv2d):
+    """``torch.nn.Conv2d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    _rank = 2
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        _init_conv(self, input_activation)
+
+
+class Conv3d(_ConvForward, nn.Conv3d):
+    """``torch.nn.Conv3d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    _rank = 3
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        _init_conv(self, input_activation)
+
+
+class MaxPool2d(nn.MaxPool2d):
+    """``torch.nn.MaxPool2d`` whose forward and backward are this library's."""
+
+    def forward(self, input):
+        return max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                          self.return_indices)
+
+
+class AvgPool3d(nn.AvgPool3d):
+    """``torch.nn.AvgPool3d`` whose backward is this library's."""
+
+    def forward(self, input):
+        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                          self.divisor_override)
+
+
+_TWINS = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d, nn.MaxPool2d: MaxPool2d, nn.AvgPool3d: AvgPool3d}
+# layers of the families this library covers that it cannot take: named in convert's warning
+_FAMILIES = (nn.modules.conv._ConvNd, nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd)
+
+
+def _why_not(module: nn.Module) -> str | None:
+    """Why ``module`` stays PyTorch's, or None if its twin can take it."""
+    if type(module) not in _TWINS:
+        return f"{type(module).__name__} has no kernel here"
+    dtypes_ = {p.dtype for p in module.parameters(recurse=False)}
+    if dtypes_ - set(KERNEL_DTYPES):
+        return f"{', '.join(sorted(str(d) for d in dtypes_ - set(KERNEL_DTYPES)))} parameters"
+    return None
+
+
+def convert(model: nn.Module) -> nn.Module:
+    """Swap every supported layer of ``model`` for its twin, in place, and return ``model``.
+
+    ``nn.Conv1d/2d/3d``, ``nn.MaxPool2d`` and ``nn.AvgPool3d`` (exactly those classes, not subclasses, which
+    may change ``forward``) become this module's twins: the same object, parameters and ``state_dict`` (an
+    optimizer made before keeps working). Inside ``nn.Sequential``, a ``ReLU`` directly followed by a
+    convolution becomes ``nn.Identity`` and the convolution takes ``input_activation="relu"``, except an
+    in-place ``ReLU`` that opens the Sequential (its input may have other readers, which in-place would have
+    changed). Layers of these families it cannot take (another class, float64 parameters) stay PyTorch's, and
+    one warning lists them.
+    """
+    check_type(isinstance(model, nn.Module), f"convert: model must be a torch.nn.Module, but got {type(model).__name__}")
+    left = []
+    for name, module in model.named_modules():
+        if isinstance(module, _FAMILIES) and not isinstance(module, tuple(_TWINS.values())):
+            reason = _why_not(module)
+            if reason is None:
+                module.__class__ = _TWINS[type(module)]
+            else:
+                left.append(f"{name or '(the model)'} ({reason})")
+    for module in model.modules():
+        if isinstance(module, nn.Sequential):
+            _fuse_relus(module)
+    if left:
+        warnings.warn(f"ops.torch.convert: these layers stay PyTorch's: {'; '.join(left)}", stacklevel=2)
+    return model
+
+
+def _fuse_relus(sequential: nn.Sequential) -> None:
+    names = list(sequential._modules)
+    for position, (name, following) in enumerate(zip(names, names[1:])):
+        relu, conv = sequential._modules[name], sequential._modules[following]
+        if (type(relu) is nn.ReLU and isinstance(conv, _ConvForward) and conv.input_activation is None
+                and not (position == 0 and relu.inplace)):
+            conv.input_activation = "relu"
+            sequential._modules[name] = nn.Identity()
