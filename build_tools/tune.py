@@ -20,6 +20,7 @@ with them); one of single taps only is a matmul to IREE and is not tuned.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import random
@@ -29,17 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, runtime, targets, policy, verify
-from ops.operators import stride_phases
+from ops import catalog, compiler, dtypes, policy, runtime, targets, verify
+from ops.operators import phase_plan
 from ops.problem import ConvBwdDataProblem
 
-# (backend, element type) -> (intrinsic, M, N, K, subgroup size)
-INTRINSICS = {
-    ("cuda", "f16"): ("NV_MMA_SYNC_F32_16x8x16_F16", 16, 8, 16, 32),
-    ("cuda", "bf16"): ("NV_MMA_SYNC_F32_16x8x16_BF16", 16, 8, 16, 32),
-    ("rocm", "f16"): ("MFMA_F32_16x16x16_F16", 16, 16, 16, 64),
-    ("rocm", "bf16"): ("MFMA_F32_16x16x16_BF16", 16, 16, 16, 64),
-}
 TUNING_DIR = Path(__file__).resolve().parent.parent / "mlir" / "tuning"
 
 
@@ -48,7 +42,7 @@ def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subg
     """The attribute for one convolution: workgroup (outer spatial rows, inner spatial, c), subgroup counts, k tiles.
 
     ``tap_axes``: the convolution's spatial reduction dims (its axes of more than one tap; default ``rank``): a
-    phase with single-tap axes is written without them (``stride_phases._dense_tuned``). ``grouped``: the grouped
+    phase with single-tap axes is written without them (``contractions.dense_tuned``). ``grouped``: the grouped
     generic's iteration space ``[n, *spatial, g, c, ...]``, one group per workgroup."""
     name, m, n, k, subgroup_size = intrinsic
     rows, inner, channels = workgroup
@@ -103,20 +97,18 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     problem = catalog.problem(op, name, suite)
     target = targets.parse_target(target_name)
     element = dtypes.mlir_element_type(problem.dtype)
-    intrinsic = INTRINSICS[(target.backend, element)]
+    intrinsic = policy.mma_intrinsic(target, element)
     version = compiler.installed_compiler_version()
-    # per phase, its axes of more than one tap; a phase of single taps is a matmul to IREE, which drops the config
-    tap_axes = ([sum(1 for axis in phase if axis.filter_taps > 1) for phase in stride_phases.phases(problem)]
-                if isinstance(problem, ConvBwdDataProblem) else [problem.rank])
+    # per phase, the tap axes its tuned convolution iterates (the plan's; 0: the phase takes no configuration)
+    tap_axes = phase_plan.tuned_tap_axes(problem) if isinstance(problem, ConvBwdDataProblem) else [problem.rank]
     grouped = problem.groups > 1
-    if grouped:  # the grouped generic keeps single-tap axes, which IREE folds away with the config: no such phase
-        tap_axes = [axes if axes == problem.rank else 0 for axes in tap_axes]
     # a group's channels are cut in tiles that divide them (a warp's share is a power of two of 8-wide tiles)
     channel_tiles = tuple(t for t in (32, 64, 128, 256) if problem.in_channels % t == 0) if grouped else (64, 128, 256)
     candidates = [{"id": "default", "phase": None, "config": None}]
     for form in getattr(module, "form_candidates", lambda _: [])(problem):
-        label = "-".join(f"{key}{value}" for key, value in form.items())
-        candidates.append({"id": f"form-{label}", "phase": None, "config": None, "render": form})
+        keys = dataclasses.asdict(form)
+        label = "-".join(f"{key}{value}" for key, value in keys.items())
+        candidates.append({"id": f"form-{label}", "phase": None, "config": None, "render": keys})
     for phase, axes in enumerate(tap_axes):
         if (only_phases is not None and phase not in only_phases) or axes == 0:
             continue

@@ -65,7 +65,7 @@ WORKAROUNDS = (
         "23976); the phases write slots of a phase-major tensor in place and one generic interleaves them",
         "docs/perf/h100-issue14"),
     Workaround(
-        "no interleave into channels-first grad_in", "stride_phases.interleaves",
+        "no interleave into channels-first grad_in", "phase_plan.interleaves",
         "IREE 3.13's CUDA backend computed wrong interleaves into 16-bit channels-first grad_in (a transposing "
         "gather; sweep seed 17017, problem 51): channels-first problems keep the strided store",
         "docs/perf/h100-sweep"),
@@ -75,7 +75,7 @@ WORKAROUNDS = (
         "pipeline; a zero tap keeps the convolution whole (geometry.PhaseAxis.with_zero_taps)",
         "ops/geometry.py"),
     Workaround(
-        "tuned phases with single-tap axes as a generic", "stride_phases._dense_tuned",
+        "tuned phases with single-tap axes as a generic", "contractions.dense_tuned",
         "IREE 3.13 folds single-tap axes out of a convolution by rebuilding the op, which drops a "
         "compilation_info: the phase is written as the op it would rebuild", "build_tools/tune.py"),
     Workaround(
@@ -271,6 +271,22 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
                 options: Any = None) -> compiler.ModuleSpec:
     """The preferred module of ``module_specs`` (for the tuner and the benchmarks, which time one form)."""
     return module_specs(problem, target, extra_flags, configs, options)[0]
+
+
+# --- The tuner's matrix intrinsics ------------------------------------------------------------------------------
+
+# (backend, element type) -> (intrinsic, M, N, K, subgroup size): what build_tools/tune.py's configurations name
+MMA_INTRINSICS = {
+    ("cuda", "f16"): ("NV_MMA_SYNC_F32_16x8x16_F16", 16, 8, 16, 32),
+    ("cuda", "bf16"): ("NV_MMA_SYNC_F32_16x8x16_BF16", 16, 8, 16, 32),
+    ("rocm", "f16"): ("MFMA_F32_16x16x16_F16", 16, 16, 16, 64),
+    ("rocm", "bf16"): ("MFMA_F32_16x16x16_BF16", 16, 16, 16, 64),
+}
+
+
+def mma_intrinsic(target: Target, element: str) -> tuple:
+    """The matrix intrinsic a tuned configuration on ``target`` uses for ``element`` inputs (IREE 3.13 has no wgmma)."""
+    return MMA_INTRINSICS[(target.backend, element)]
 
 
 # --- Launching on a framework's GPU stream --------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from ops import catalog, dtypes, geometry, policy, registry, render, targets, verify
 from ops.api import run
-from ops.operators import stride_phases
+from ops.operators import contractions, phase_plan
 
 from conftest import poisoned
 from lowering import shipped
@@ -39,8 +39,8 @@ def test_the_cpu_module_contracts_with_batch_matmul(tmp_path, name):
 
 def test_a_chunk_of_gathered_taps_stays_within_the_budget():
     video = catalog.problem("grouped_conv_bwd_data", "ck_3d", batch=1, dtype="float32")  # 27 taps: chunked
-    (phase,) = stride_phases.phases(video)
-    lead = stride_phases._im2col_leading_axes(video, phase)
+    (phase,) = phase_plan.phases(video)
+    lead = contractions.im2col_leading_axes(video, phase)
     assert lead >= 1
     itemsize = dtypes.numpy_dtype(video.dtype).itemsize
     window = video.batch * math.prod(p.rows for p in phase) * video.groups * video.out_channels * itemsize

@@ -14,7 +14,7 @@ import pytest
 
 from ops import catalog, render, runtime, targets, policy
 from ops.operators import conv_bwd_data as conv
-from ops.operators import stride_phases
+from ops.operators import phase_plan, stride_phases
 
 from conftest import gpu_phases, interleaved_store
 from conv_cases import PROBLEMS
@@ -95,22 +95,22 @@ def test_a_rule_leaves_out_the_problems_it_excepts():
 
 @pytest.fixture
 def tuned_phases(monkeypatch):
-    """Every phase of the GPU targets' phases rendered as a tuned one (``stride_phases._dense_tuned`` for one group
+    """Every phase of the GPU targets' phases rendered as a tuned one (``contractions.dense_tuned`` for one group
     with single-tap axes), its configuration then left out: the CPU device compiles the same contraction."""
-    convolution = stride_phases._convolution
+    convolution = stride_phases.convolution
 
     def tuned(*args):
         *leading, _config, contraction = args
         text, shape, read = convolution(*leading, "TUNED", contraction)
         return text.replace(" attrs = {compilation_info = TUNED}", "").replace(", compilation_info = TUNED", ""), shape, read
 
-    monkeypatch.setattr(stride_phases, "_convolution", tuned)
+    monkeypatch.setattr(stride_phases, "convolution", tuned)
     monkeypatch.setattr(runtime, "_functions", {})
     gpu_phases(monkeypatch)
 
 
 @pytest.mark.parametrize("name", [name for name, p in PROBLEMS.items()
-                                  if any(map(stride_phases.single_taps_beside_others, stride_phases.phases(p)))])
+                                  if any(map(phase_plan.single_taps_beside_others, phase_plan.phases(p)))])
 def test_tuned_phases_without_their_single_tap_axes_match_the_direct_definition(rng, tuned_phases, name):
     assert "_taps = tensor.collapse_shape" in conv.render(PROBLEMS[name])  # the form under test is the one rendered
     check_against_the_direct_definition(rng, name)

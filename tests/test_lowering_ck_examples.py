@@ -11,7 +11,7 @@ from math import prod
 import pytest
 
 from ops import catalog
-from ops.operators import stride_phases
+from ops.operators import phase_plan
 
 from lowering import kernel_for, shipped
 
@@ -29,7 +29,7 @@ NO_MMA = {
 def expected_contractions(op, problem) -> int | None:
     """Contraction dispatches the operator's design gives (None: not a convolution)."""
     if op in ("conv_bwd_data", "grouped_conv_bwd_data"):
-        return sum(1 for phase in stride_phases.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
+        return sum(1 for phase in phase_plan.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
     if op == "grouped_conv_bwd_weight":
         return 1
     return None

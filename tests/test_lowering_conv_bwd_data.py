@@ -14,7 +14,7 @@ from iree.compiler import ir
 from ops import catalog, policy, targets
 from ops.operators import conv_bwd_data as op
 from ops.operator import Lowering
-from ops.operators import stride_phases
+from ops.operators import phase_plan
 
 from conv_cases import PROBLEMS
 from lowering import compile_and_dump, kernel_for
@@ -90,7 +90,7 @@ def test_rocm_gfx942(tmp_path, name):
     lowered = compile_and_dump(problem.name, mlir, "rocm:gfx942", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
     # one convolution dispatch per stride phase: the decomposition survives dispatch formation
-    assert phase_convolutions(mlir) <= len(convs) <= len(stride_phases.phases(problem)), [d.name for d in lowered.dispatches]
+    assert phase_convolutions(mlir) <= len(convs) <= len(phase_plan.phases(problem)), [d.name for d in lowered.dispatches]
     # no kernel spills to scratch memory
     assert lowered.scratch_bytes and all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
     if problem.dtype in SIXTEEN_BIT:
@@ -106,7 +106,7 @@ def test_cuda_sm80(tmp_path, name):
     mlir = op.render(problem)
     lowered = compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path)
     convs = [d for d in lowered.dispatches if d.is_contraction]
-    assert phase_convolutions(mlir) <= len(convs) <= len(stride_phases.phases(problem))
+    assert phase_convolutions(mlir) <= len(convs) <= len(phase_plan.phases(problem))
     if problem.dtype in SIXTEEN_BIT:
         assert all(d.mma_kind and d.mma_kind.startswith("NV_MMA_SYNC") for d in convs), convs
         assert "mma.sync.aligned" in lowered.ptx
@@ -129,14 +129,14 @@ def test_rendered_for_the_cpu_one_tap_axes_get_a_zero_tap():
 def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_path):
     """IREE 3.13 rebuilds a convolution without its single-tap axes, and the rebuilt op has lost its
     compilation_info: the tuned 2x1 and 1x2 phases of a 3x3 stride-2 problem ran IREE's defaults. A tuned phase is
-    written without those axes (stride_phases._dense_tuned), and every tuned configuration reaches its dispatch."""
+    written without those axes (contractions.dense_tuned), and every tuned configuration reaches its dispatch."""
     from build_tools import tune
 
     problem = op.problem_from_params(batch=2, in_channels=32, out_channels=48, input_spatial=(15, 15), filter_spatial=(3, 3),
                                      stride=2, padding=1, layout="NHWC", dtype="float16")
-    taps = [[axis.filter_taps for axis in phase] for phase in stride_phases.phases(problem)]
+    taps = [[axis.filter_taps for axis in phase] for phase in phase_plan.phases(problem)]
     assert taps == [[2, 2], [2, 1], [1, 2], [1, 1]]
-    intrinsic = tune.INTRINSICS[("cuda", "f16")]
+    intrinsic = policy.MMA_INTRINSICS[("cuda", "f16")]
     configs = {index: tune.compilation_info(2, intrinsic, (1, 32, 32), (1, 1, 2), 2, 2, sum(t > 1 for t in phase_taps))
                for index, phase_taps in enumerate(taps[:3])}
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering(configs))

@@ -10,7 +10,7 @@ import pytest
 from ops.operators import grouped_conv_bwd_data as op
 from ops import policy
 from ops.operator import Lowering
-from ops.operators import stride_phases
+from ops.operators import phase_plan
 
 from grouped_bwd_data_cases import CASES, grouped_problem
 from lowering import compile_as_shipped, kernel_for
@@ -64,7 +64,7 @@ def test_the_fused_epilogue_adds_no_dispatch_on_gfx942(tmp_path, name):
     with_epilogue = lowered(fused, "rocm:gfx942", tmp_path / "fused")
     assert len(with_epilogue.dispatches) == len(without.dispatches), [d.name for d in with_epilogue.dispatches]
     convs = [d for d in with_epilogue.dispatches if d.is_contraction]
-    assert len(convs) == len(stride_phases.phases(fused))
+    assert len(convs) == len(phase_plan.phases(fused))
     for dispatch in convs:
         assert dispatch.mma_kind and dispatch.mma_kind.startswith("MFMA_F32_16x16x16_F16"), dispatch
         assert "v_mfma" in kernel_for(with_epilogue, dispatch)
@@ -80,7 +80,7 @@ NO_MMA = {"g3_2d_nchw_add_relu_bias_f16": "2 input and 3 output channels per gro
 
 def contracting_phases(problem) -> int:
     """Phases with more than one multiply-add per output (one tap and K=1 per group is elementwise)."""
-    return sum(1 for phase in stride_phases.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
+    return sum(1 for phase in phase_plan.phases(problem) if problem.out_channels * prod(p.taps for p in phase) > 1)
 
 
 @pytest.mark.parametrize("target", ["rocm:gfx942", "cuda:sm_80"])
@@ -106,7 +106,7 @@ def test_a_tuned_grouped_configuration_reaches_its_dispatch(tmp_path):
 
     problem = op.problem_from_params(groups=4, batch=2, in_channels=64, out_channels=32, input_spatial=(12, 12),
                                      filter_spatial=(3, 3), stride=1, padding=1, layout="NHWC", dtype="float16")
-    config = tune.compilation_info(2, tune.INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2, grouped=True)
+    config = tune.compilation_info(2, policy.MMA_INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2, grouped=True)
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering({0: config}))
     compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))

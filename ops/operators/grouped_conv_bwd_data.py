@@ -140,7 +140,7 @@ class _Fusion(stride_phases.Fusion):
         """Without ``phase``: the views as grad_in has them. With ``phase``, the views with the channel dim as
         (G, C), read at the phase's rows either by a strided slice (``d_read="slice"``: a view, and every indexing
         map stays a projected permutation) or by the store's indexing map (``"map"``: ``index_of`` gives spatial
-        roles as ``s*m + offset``, see ``stride_phases.forms``)."""
+        roles as ``s*m + offset``, see ``stride_phases.Form``)."""
         problem, values, types, block_args, indices, lines = self.problem, [], [], [], [], []
         for j, view in enumerate(self.views):
             element = dtypes.mlir_element_type(problem.d_dtypes[j])

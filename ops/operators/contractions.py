@@ -1,0 +1,179 @@
+"""The contraction writers of the stride-phase form: each phase's stride-1 convolution into a float32 accumulator,
+as a named convolution (one group), a grouped ``linalg.generic``, the named depthwise convolution, or the grouped
+im2col form (taps gathered, contracted by ``linalg.batch_matmul``); and, for a tuned phase with single-tap axes, the
+generic IREE would rebuild (``dense_tuned``). Fragments: ``mlir/conv_bwd_data.mlir``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from .. import dtypes, geometry
+from .. import render as mlir
+from ..problem import ConvBwdDataProblem
+from ..validation import check
+from .phase_plan import single_taps_beside_others, tuned_axes
+
+
+_CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwcf"}
+
+
+DEPTHWISE_OPS = {1: "depthwise_conv_1d_nwc_wc", 2: "depthwise_conv_2d_nhwc_hwc", 3: "depthwise_conv_3d_ndhwc_dhwc"}
+
+
+def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
+                 filter_shape: list[int], config: str | None, contraction: str) -> tuple[str, list[int], list[str]]:
+    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op (one group), a grouped
+    linalg.generic, or the grouped im2col form. Returns (text, the accumulator's shape, its dims' names)."""
+    rank, groups, c = problem.rank, problem.groups, problem.in_channels
+    rows = [p.rows for p in phase]
+    m = mlir.dims("m", rank)
+    if groups == 1:
+        acc_shape = [problem.batch, *rows, c]
+        if config and single_taps_beside_others(phase):
+            return dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, acc_shape,
+                                config), acc_shape, ["n", *m, "c"]
+        return mlir.render(
+            "conv_bwd_data.named",
+            index=index, conv_op=_CONV_OPS[rank], window=window_value,
+            window_type=mlir.tensor(window_shape, element), filter_type=mlir.tensor(filter_shape, element),
+            acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+            sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
+            dispatch_config=f", compilation_info = {config}" if config else "",
+        ), acc_shape, ["n", *m, "c"]
+    if contraction == "depthwise":
+        check(problem.kind == "depthwise", f"{problem.op}: the depthwise form needs C = K = 1, but got {problem.name}")
+        taps = [p.filter_taps for p in phase]
+        acc_shape = [problem.batch, *rows, groups]
+        return mlir.render(
+            "conv_bwd_data.depthwise",
+            index=index, conv_op=DEPTHWISE_OPS[rank], window=window_value, window_type=mlir.tensor(window_shape, element),
+            filter_type=mlir.tensor(filter_shape, element), filter_taps_type=mlir.tensor([groups, *taps], element),
+            filter_hwc_type=mlir.tensor([*taps, groups], element),
+            filter_reassociation=[[a] for a in range(rank)] + [[rank, rank + 1, rank + 2]],
+            filter_permutation=mlir.index_list([*range(1, rank + 1), 0]),
+            acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+            sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
+        ), acc_shape, ["n", *m, "g"]
+    grouped_window = window_shape  # (N, .., G, K): _grad_out_window's grouped window
+    window_groups = {
+        "index": index, "element": element, "window": window_value,
+        "grouped_window_type": mlir.tensor(grouped_window, element), "filter_type": mlir.tensor(filter_shape, element),
+    }
+    if contraction == "im2col":
+        return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape), \
+            [groups, problem.batch, *rows, c], ["g", "n", *m, "c"]
+    acc_shape = [problem.batch, *rows, groups, c]
+    u = mlir.dims("u", rank)
+    domain = ["n", *m, "g", "c", *u, "k"]
+    window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" for a, p in enumerate(phase)), "g", "k"]
+    return mlir.render("conv_bwd_data.grouped", contraction=generic_contraction(
+        window_groups, element, f"%w_{index}", acc_shape, domain, window_index, ["g", *u, "k", "c"], ["n", *m, "g", "c"],
+        parallel=rank + 3, config=config,
+    )), acc_shape, ["n", *m, "g", "c"]
+
+
+def generic_contraction(window_groups: dict, element: str, filter_value: str, acc_shape: list[int], domain: list[str],
+                         window_index: list[str], filter_index: list[str], acc_index: list[str], parallel: int,
+                         config: str | None) -> str:
+    """A convolution as a ``linalg.generic`` of f32 multiply-adds over ``domain`` (its first ``parallel`` dims
+    parallel, the rest reductions)."""
+    widen_x, x = dtypes.widen("%x", element, "%x_f32")
+    widen_w, w = dtypes.widen("%w", element, "%w_f32")
+    return mlir.render(
+        "conv_bwd_data.generic_contraction", **window_groups, filter=filter_value,
+        acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        window_map=mlir.affine_map(domain, window_index), filter_map=mlir.affine_map(domain, filter_index),
+        acc_map=mlir.affine_map(domain, acc_index),
+        iterators=mlir.iterators(["parallel"] * parallel + ["reduction"] * (len(domain) - parallel)),
+        extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4), x=x, w=w,
+        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+    )
+
+
+def dense_tuned(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str,
+                 window_shape: list[int], filter_shape: list[int], acc_shape: list[int], config: str) -> str:
+    """A tuned phase of one group with axes of a single tap: the convolution as a ``linalg.generic`` over the other
+    axes' taps only, its filter (U.., K, C) collapsed to theirs. IREE 3.13 folds single-tap axes out of a
+    convolution by rebuilding the op, which drops a ``compilation_info``; this is the op it would rebuild, so the
+    tuned configuration reaches its dispatch (``build_tools/tune.py`` tiles exactly these dims)."""
+    rank = problem.rank
+    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    kept = tuned_axes(phase)
+    # each single-tap axis joins the next axis kept (or K) in the collapse
+    reassociation, group = [], []
+    for dim in range(rank + 2):
+        group.append(dim)
+        if dim in kept or dim >= rank:
+            reassociation.append(group)
+            group = []
+    taps_filter = [phase[a].filter_taps for a in kept] + filter_shape[rank:]
+    window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" if a in kept else m[a] for a, p in enumerate(phase)), "k"]
+    window_groups = {"index": index, "element": element, "window": window_value,
+                     "grouped_window_type": mlir.tensor(window_shape, element),
+                     "filter_type": mlir.tensor(taps_filter, element)}
+    return mlir.render(
+        "conv_bwd_data.dense_tuned", **window_groups, filter_reassociation=reassociation,
+        phase_filter_type=mlir.tensor(filter_shape, element),
+        contraction=generic_contraction(
+            window_groups, element, f"%w_{index}_taps", acc_shape, ["n", *m, "c", *(u[a] for a in kept), "k"],
+            window_index, [*(u[a] for a in kept), "k", "c"], ["n", *m, "c"], parallel=rank + 2, config=config,
+        ),
+    )
+
+
+def im2col_leading_axes(problem: ConvBwdDataProblem, phase) -> int:
+    """How many leading tap axes each chunk fixes (``geometry.gather_leading_axes``): a tap's copy of the window
+    against the inputs' bytes (grad_out, weight, D tensors)."""
+    itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
+    inputs = sum(math.prod(s) * dtypes.numpy_dtype(t).itemsize
+                 for s, t in [(problem.output_shape, problem.dtype), (problem.weight_shape, problem.dtype),
+                              *zip(problem.d_shapes, problem.d_dtypes)])
+    window = problem.batch * math.prod(p.rows for p in phase) * problem.groups * problem.out_channels * itemsize
+    return geometry.gather_leading_axes([p.filter_taps for p in phase], window, inputs)
+
+
+def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, grouped_window: list[int],
+            filter_shape: list[int]) -> str:
+    """The grouped im2col form (``mlir/conv_bwd_data.mlir``'s ``im2col``): chunks of taps gathered, each contracted
+    by a batch_matmul into the accumulator acc[g, (n, m), c]."""
+    rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
+    rows, taps = [p.rows for p in phase], [p.filter_taps for p in phase]
+    lead = im2col_leading_axes(problem, phase)
+    chunk_taps = math.prod(taps[lead:])
+    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    acc_shape = [groups, n, *rows, c]
+    acc_matrix = [groups, n * math.prod(rows), c]
+    cols_shape = [groups, n, *rows, *taps[lead:], k]
+    cols_matrix = [groups, n * math.prod(rows), chunk_taps * k]
+    domain = ["g", "n", *m, *u[lead:], "k"]
+    filter_chunk = [groups, *([1] * lead), *taps[lead:], k, c]
+    # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
+    window_index = ["n", *m[:lead], *(f"{m[a]} + {mlir.term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
+    chunk_window = [n, *rows[:lead], *grouped_window[1 + lead:]]
+    chunks = list(itertools.product(*(range(t) for t in taps[:lead])))
+    texts = []
+    for number, fixed in enumerate(chunks):
+        texts.append(mlir.render(
+            "conv_bwd_data.im2col_chunk", **window_groups, chunk=number, next_chunk=number + 1,
+            window_offsets=mlir.index_list([0, *(t * p.sub_dilation for t, p in zip(fixed, phase)), *([0] * (rank - lead + 2))]),
+            window_sizes=mlir.index_list(chunk_window), window_strides=mlir.index_list([1] * len(chunk_window)),
+            chunk_window_type=mlir.tensor(chunk_window, element),
+            cols_type=mlir.tensor(cols_shape, element), cols_matrix_type=mlir.tensor(cols_matrix, element),
+            window_map=mlir.affine_map(domain, window_index), cols_map=mlir.affine_map(domain, domain),
+            cols_iterators=mlir.iterators(["parallel"] * len(domain)),
+            cols_reassociation=[[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))],
+            filter_offsets=mlir.index_list([0, *fixed, *([0] * (rank - lead)), 0, 0]),
+            filter_sizes=mlir.index_list(filter_chunk), filter_strides=mlir.index_list([1] * len(filter_shape)),
+            filter_chunk_type=mlir.tensor(filter_chunk, element),
+            filter_matrix_type=mlir.tensor([groups, chunk_taps * k, c], element),
+            filter_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
+            acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR),
+        ))
+    return mlir.render(
+        "conv_bwd_data.im2col", **window_groups, chunks=len(chunks), chunk_taps=chunk_taps,
+        chunk_matmuls="\n".join(texts), acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR), acc_shape=mlir.index_list(acc_shape),
+        acc_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
+    )
