@@ -23,6 +23,10 @@ ${result} = tensor.collapse_shape ${source} ${reassociation} : ${source_type} in
 // fragment expand: a free reshape splitting dims
 ${result} = tensor.expand_shape ${source} ${reassociation} output_shape [${shape}] : ${source_type} into ${result_type}
 
+// fragment multiply_add: ${result} = ${acc} + ${a} * ${b}, in float32 (the body of every generic convolution)
+    %product = arith.mulf ${a}, ${b} : f32
+    %${result} = arith.addf ${acc}, %product : f32
+
 // fragment and: the conjunction of two i1 values
 ${result} = arith.andi ${a}, ${b} : i1
 

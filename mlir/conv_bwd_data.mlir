@@ -125,8 +125,7 @@ ${contraction}
       ins(${window}, ${filter} : ${grouped_window_type}, ${filter_type}) outs(%acc_${index}_zero : ${acc_type})${dispatch_config} {
   ^bb0(%x: ${element}, %w: ${element}, %a: f32):
 ${extend}
-    %product = arith.mulf ${x}, ${w} : f32
-    %sum = arith.addf %a, %product : f32
+${multiply_add}
     linalg.yield %sum : f32
   } -> ${acc_type}
 

@@ -79,8 +79,7 @@ ${narrow}
       ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial)${dispatch_config} {
   ^bb0(%xv: ${element}, %gv: ${element}, %sum: f32):
 ${to_accumulator}
-    %product = arith.mulf ${x32}, ${g32} : f32
-    %new_sum = arith.addf %sum, %product : f32
+${multiply_add}
     linalg.yield %new_sum : f32
   } -> !partial
   %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat

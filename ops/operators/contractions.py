@@ -87,7 +87,8 @@ def generic_contraction(window_groups: dict, element: str, filter_value: str, ac
         window_map=mlir.affine_map(domain, window_index), filter_map=mlir.affine_map(domain, filter_index),
         acc_map=mlir.affine_map(domain, acc_index),
         iterators=mlir.iterators(["parallel"] * parallel + ["reduction"] * (len(domain) - parallel)),
-        extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4), x=x, w=w,
+        extend=mlir.indent("\n".join(line for line in (widen_x, widen_w) if line), 4),
+        multiply_add=mlir.render("common.multiply_add", result="sum", acc="%a", a=x, b=w),
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
     )
 

@@ -262,7 +262,8 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
             grad_out_map=mlir.affine_map(domain, grad_out_map), acc_map=mlir.affine_map(domain, [d[name] for name in acc_dims]),
             conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
             dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
-            to_accumulator=to_accumulator, x32=x32, g32=g32, element=element,
+            to_accumulator=to_accumulator, element=element,
+            multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
             acc_flat_reassociation=_reassociation(
                 [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
             ),
