@@ -27,6 +27,17 @@ ${result} = tensor.expand_shape ${source} ${reassociation} output_shape [${shape
     %product = arith.mulf ${a}, ${b} : f32
     %${result} = arith.addf ${acc}, %product : f32
 
+// fragment im2col_gather: one chunk of an im2col form: the rows its fixed leading taps read, gathered into columns
+  // the ${rows} rows this chunk's fixed leading taps read: ${identity} on those axes
+  %${piece} = tensor.extract_slice ${source}[${offsets}] [${sizes}] [${strides}] : ${source_type} to ${piece_type}
+  %${cols}_empty = tensor.empty() : ${cols_type}
+  %${cols} = linalg.generic {indexing_maps = [${read_map}, ${cols_map}], iterator_types = ${cols_iterators}}
+      ins(%${piece} : ${piece_type}) outs(%${cols}_empty : ${cols_type}) {
+  ^bb0(%${value}: ${element}, %unused: ${element}):
+    linalg.yield %${value} : ${element}
+  } -> ${cols_type}
+  %${cols}_matrix = tensor.collapse_shape %${cols} ${cols_reassociation} : ${cols_type} into ${cols_matrix_type}
+
 // fragment and: the conjunction of two i1 values
 ${result} = arith.andi ${a}, ${b} : i1
 

@@ -151,15 +151,7 @@ ${chunk_matmuls}
   %acc_${index} = tensor.expand_shape %acc_${index}_matrix_${chunks} ${acc_reassociation} output_shape [${acc_shape}] : ${acc_matrix_type} into ${acc_type}
 
 // fragment im2col_chunk: one chunk of taps: gathered, then contracted into the accumulator
-  // the window rows this chunk's fixed leading taps read: m + dilation*u on those axes
-  %window_${index}_${chunk} = tensor.extract_slice ${window}[${window_offsets}] [${window_sizes}] [${window_strides}] : ${grouped_window_type} to ${chunk_window_type}
-  %cols_${index}_${chunk}_empty = tensor.empty() : ${cols_type}
-  %cols_${index}_${chunk} = linalg.generic {indexing_maps = [${window_map}, ${cols_map}], iterator_types = ${cols_iterators}}
-      ins(%window_${index}_${chunk} : ${chunk_window_type}) outs(%cols_${index}_${chunk}_empty : ${cols_type}) {
-  ^bb0(%x: ${element}, %unused: ${element}):
-    linalg.yield %x : ${element}
-  } -> ${cols_type}
-  %cols_${index}_${chunk}_matrix = tensor.collapse_shape %cols_${index}_${chunk} ${cols_reassociation} : ${cols_type} into ${cols_matrix_type}
+${gather}
   %w_${index}_${chunk} = tensor.extract_slice %w_${index}[${filter_offsets}] [${filter_sizes}] [${filter_strides}] : ${filter_type} to ${filter_chunk_type}
   %w_${index}_${chunk}_matrix = tensor.collapse_shape %w_${index}_${chunk} ${filter_reassociation} : ${filter_chunk_type} into ${filter_matrix_type}
   %acc_${index}_matrix_${next_chunk} = linalg.batch_matmul ins(%cols_${index}_${chunk}_matrix, %w_${index}_${chunk}_matrix : ${cols_matrix_type}, ${filter_matrix_type}) outs(%acc_${index}_matrix_${chunk} : ${acc_matrix_type}) -> ${acc_matrix_type}

@@ -120,15 +120,7 @@ ${chunk_matmuls}
 ${taps_to_weight}
 
 // fragment im2col_chunk: one chunk of taps: gathered, contracted, inserted
-  // the x rows this chunk's fixed leading taps read: s*o + d*f on those axes
-  %x_${chunk} = tensor.extract_slice %x_groups[${x_offsets}] [${x_sizes}] [${x_strides}] : !x_groups to ${x_chunk_type}
-  %cols_${chunk}_empty = tensor.empty() : ${cols_type}
-  %cols_${chunk} = linalg.generic {indexing_maps = [${x_map}, ${cols_map}], iterator_types = ${cols_iterators}}
-      ins(%x_${chunk} : ${x_chunk_type}) outs(%cols_${chunk}_empty : ${cols_type}) {
-  ^bb0(%xv: ${element}, %unused: ${element}):
-    linalg.yield %xv : ${element}
-  } -> ${cols_type}
-  %cols_${chunk}_matrix = tensor.collapse_shape %cols_${chunk} ${cols_reassociation} : ${cols_type} into ${cols_matrix_type}
+${gather}
   %product_${chunk}_empty = tensor.empty() : ${product_type}
   %product_${chunk}_zero = linalg.fill ins(%zero : f32) outs(%product_${chunk}_empty : ${product_type}) -> ${product_type}
   %product_${chunk} = linalg.batch_matmul ins(%grad_out_matrix, %cols_${chunk}_matrix : ${grad_out_matrix_type}, ${cols_matrix_type}) outs(%product_${chunk}_zero : ${product_type}) -> ${product_type}

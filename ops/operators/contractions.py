@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Callable
 
 from .. import dtypes, geometry
 from .. import render as mlir
@@ -135,6 +136,17 @@ def im2col_leading_axes(problem: ConvBwdDataProblem, phase) -> int:
     return geometry.gather_leading_axes([p.filter_taps for p in phase], window, inputs)
 
 
+def im2col_chunks(taps: list[int], lead: int, gather: Callable, chunk: Callable) -> tuple[int, str]:
+    """(count, text) of an im2col form's chunks, the one writer both convolution gradients use: a chunk fixes the
+    first ``lead`` tap axes (``geometry.gather_leading_axes``) at one tuple of taps; its columns are gathered by
+    ``common.im2col_gather`` (``gather(number, fixed)``: that fragment's values), then contracted by the caller's
+    fragment (``chunk(number, fixed, gathered)``: its text around the gathered columns)."""
+    fixed_taps = list(itertools.product(*(range(t) for t in taps[:lead])))
+    texts = [chunk(number, fixed, mlir.render("common.im2col_gather", **gather(number, fixed)))
+             for number, fixed in enumerate(fixed_taps)]
+    return len(fixed_taps), "\n".join(texts)
+
+
 def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, grouped_window: list[int],
             filter_shape: list[int]) -> str:
     """The grouped im2col form (``mlir/conv_bwd_data.mlir``'s ``im2col``): chunks of taps gathered, each contracted
@@ -144,37 +156,42 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
     lead = im2col_leading_axes(problem, phase)
     chunk_taps = math.prod(taps[lead:])
     m, u = mlir.dims("m", rank), mlir.dims("u", rank)
-    acc_shape = [groups, n, *rows, c]
-    acc_matrix = [groups, n * math.prod(rows), c]
-    cols_shape = [groups, n, *rows, *taps[lead:], k]
-    cols_matrix = [groups, n * math.prod(rows), chunk_taps * k]
+    acc_shape, acc_matrix = [groups, n, *rows, c], [groups, n * math.prod(rows), c]
+    cols_shape, cols_matrix = [groups, n, *rows, *taps[lead:], k], [groups, n * math.prod(rows), chunk_taps * k]
     domain = ["g", "n", *m, *u[lead:], "k"]
     filter_chunk = [groups, *([1] * lead), *taps[lead:], k, c]
     # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
     window_index = ["n", *m[:lead], *(f"{m[a]} + {mlir.term(u[a], p.sub_dilation, 0)}" for a, p in enumerate(phase) if a >= lead), "g", "k"]
     chunk_window = [n, *rows[:lead], *grouped_window[1 + lead:]]
-    chunks = list(itertools.product(*(range(t) for t in taps[:lead])))
-    texts = []
-    for number, fixed in enumerate(chunks):
-        texts.append(mlir.render(
-            "conv_bwd_data.im2col_chunk", **window_groups, chunk=number, next_chunk=number + 1,
-            window_offsets=mlir.index_list([0, *(t * p.sub_dilation for t, p in zip(fixed, phase)), *([0] * (rank - lead + 2))]),
-            window_sizes=mlir.index_list(chunk_window), window_strides=mlir.index_list([1] * len(chunk_window)),
-            chunk_window_type=mlir.tensor(chunk_window, element),
-            cols_type=mlir.tensor(cols_shape, element), cols_matrix_type=mlir.tensor(cols_matrix, element),
-            window_map=mlir.affine_map(domain, window_index), cols_map=mlir.affine_map(domain, domain),
-            cols_iterators=mlir.iterators(["parallel"] * len(domain)),
+
+    def gather(number, fixed):
+        return dict(
+            rows="window", identity="m + dilation*u", piece=f"window_{index}_{number}", source=window_groups["window"],
+            offsets=mlir.index_list([0, *(t * p.sub_dilation for t, p in zip(fixed, phase)), *([0] * (rank - lead + 2))]),
+            sizes=mlir.index_list(chunk_window), strides=mlir.index_list([1] * len(chunk_window)),
+            source_type=window_groups["grouped_window_type"], piece_type=mlir.tensor(chunk_window, element),
+            cols=f"cols_{index}_{number}", cols_type=mlir.tensor(cols_shape, element),
+            read_map=mlir.affine_map(domain, window_index), cols_map=mlir.affine_map(domain, domain),
+            cols_iterators=mlir.iterators(["parallel"] * len(domain)), value="x", element=element,
             cols_reassociation=[[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))],
+            cols_matrix_type=mlir.tensor(cols_matrix, element),
+        )
+
+    def chunk(number, fixed, gathered):
+        return mlir.render(
+            "conv_bwd_data.im2col_chunk", **window_groups, chunk=number, next_chunk=number + 1, gather=gathered,
+            cols_matrix_type=mlir.tensor(cols_matrix, element),
             filter_offsets=mlir.index_list([0, *fixed, *([0] * (rank - lead)), 0, 0]),
             filter_sizes=mlir.index_list(filter_chunk), filter_strides=mlir.index_list([1] * len(filter_shape)),
             filter_chunk_type=mlir.tensor(filter_chunk, element),
             filter_matrix_type=mlir.tensor([groups, chunk_taps * k, c], element),
             filter_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
             acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR),
-        ))
+        )
+    count, texts = im2col_chunks(taps, lead, gather, chunk)
     return mlir.render(
-        "conv_bwd_data.im2col", **window_groups, chunks=len(chunks), chunk_taps=chunk_taps,
-        chunk_matmuls="\n".join(texts), acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+        "conv_bwd_data.im2col", **window_groups, chunks=count, chunk_taps=chunk_taps,
+        chunk_matmuls=texts, acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
         acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR), acc_shape=mlir.index_list(acc_shape),
         acc_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
     )

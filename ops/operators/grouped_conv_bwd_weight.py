@@ -12,7 +12,7 @@ J batch chunks of partial sums that a second, small dispatch adds (``default_bat
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import functools
 from dataclasses import dataclass
 import math
 
@@ -26,7 +26,8 @@ from ..layouts import activation_from_params, in_layout, join_activation
 from ..problem import ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
-from .stride_phases import DEPTHWISE_OPS
+from . import contractions
+from .contractions import DEPTHWISE_OPS
 
 OP = "grouped_conv_bwd_weight"
 Problem = ConvBwdWeightProblem
@@ -130,178 +131,228 @@ def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
     return [*parallel, "n", *(f"o{a}" for a in range(rank))]
 
 
+@dataclass(frozen=True)
+class _Geometry:
+    """The sizes and index maps of one problem in one batch split (``chunks``): the convolution's loop dims
+    (``loop_names``, named ``d0``.. in order), what of x the windows read per axis (``geometry.window_reads``), and
+    x and grad_out split into (chunks.., batch chunk, .., G, C or K) views."""
+
+    problem: ConvBwdWeightProblem
+    chunks: int
+
+    @property
+    def split(self) -> bool:
+        return self.chunks > 1
+
+    @property
+    def names(self) -> list[str]:
+        return loop_names(self.problem, self.split)
+
+    @property
+    def d(self) -> dict[str, str]:
+        return {name: f"d{i}" for i, name in enumerate(self.names)}
+
+    @property
+    def acc_dims(self) -> list[str]:
+        return self.names[: self.problem.rank + 3 + self.split]
+
+    @property
+    def batch_chunk(self) -> int:
+        return self.problem.batch // self.chunks
+
+    @property
+    def reads(self) -> list[tuple[int, int, int]]:
+        p = self.problem
+        return [geometry.window_reads(p.input_spatial[a], p.output_spatial[a], p.filter_spatial[a], p.stride[a],
+                                      p.dilation[a], p.padding[a][0]) for a in range(p.rank)]
+
+    @property
+    def padded_spatial(self) -> list[int]:
+        return [sum(r) for r in self.reads]
+
+    def activation(self, part: int) -> tuple[int, ...]:
+        """x's shape from ``reads``' part (0: padding before, 1: rows taken, 2: padding after; None: all)."""
+        p = self.problem
+        spatial = tuple(self.padded_spatial if part is None else (r[part] for r in self.reads))
+        batch, channels = (p.batch, p.groups * p.in_channels) if part in (None, 1) else (0, 0)
+        return join_activation(batch, spatial, channels, p.channels_last)
+
+    def groups_shape(self, spatial, channels: int) -> list[int]:
+        """An activation split into (chunks.., batch chunk, .., G, channels) (channels-first: G, channels first)."""
+        p = self.problem
+        leading = [self.chunks] if self.split else []
+        if p.channels_last:
+            return [*leading, self.batch_chunk, *spatial, p.groups, channels]
+        return [*leading, self.batch_chunk, p.groups, channels, *spatial]
+
+    def maps(self) -> tuple[list[str], list[str], list[str]]:
+        """(x's, grad_out's, the accumulator's) index lists over the loop dims: x at s*o + d*f per axis."""
+        p, d = self.problem, self.d
+        windows = [f"{mlir.term(d[f'o{a}'], p.stride[a])} + {mlir.term(d[f'f{a}'], p.dilation[a])}" for a in range(p.rank)]
+        outputs = [d[f"o{a}"] for a in range(p.rank)]
+        chunk = [d["j"]] if self.split else []
+        if p.channels_last:
+            x, grad_out = [*chunk, d["n"], *windows, d["g"], d["c"]], [*chunk, d["n"], *outputs, d["g"], d["k"]]
+        else:
+            x, grad_out = [*chunk, d["n"], d["g"], d["c"], *windows], [*chunk, d["n"], d["g"], d["k"], *outputs]
+        return x, grad_out, [d[name] for name in self.acc_dims]
+
+
 def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst), in ``form`` (``Form``).
 
     ``lowering.configs`` may map 0 (the one convolution, as phase 0 of the tuning tables) to an IREE
     ``#iree_codegen.compilation_info`` pinned on the convolution; without one IREE picks the configuration.
     """
-    config = lowering.configs.get(0)
     chunks = form.batch_split
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",
     )
-    rank, groups, c, k = problem.rank, problem.groups, problem.in_channels, problem.out_channels
+    if form.contraction in ("im2col", "depthwise"):
+        check(chunks == 1, f"{OP}: the {form.contraction} form reduces the whole batch at once (batch_split 1), "
+                           f"but got {chunks}")
+    shape = _Geometry(problem, chunks)
     element = dtypes.mlir_element_type(problem.dtype)
+    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic")
+    contraction, summed = _contraction(shape, element, form.contraction, x_value, lowering.configs.get(0))
+    return _module(shape, element, lowering, pad_x, x_value, contraction, summed)
+
+
+def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_value: str | None, contraction: str,
+            summed: str) -> str:
+    """The module around the contraction: the function, x's padding and group split, grad_out's, the store."""
+    problem, rank = shape.problem, shape.problem.rank
     out_element = dtypes.mlir_element_type(result_dtype(problem))
-    channels_last_layout = problem.channels_last
+    narrow, stored = dtypes.narrow("%a", out_element, "%v")
+    x_groups_shape = shape.groups_shape(shape.padded_spatial, problem.in_channels)
+    grad_out_groups_shape = shape.groups_shape(problem.output_spatial, problem.out_channels)
+    reassociation = _split_batch_and_channels(rank, problem.channels_last, shape.split)
+    x_groups = "  // x_groups is x padded, above" if x_value is None else mlir.indent(mlir.render(
+        "common.expand", result="%x_groups", source=x_value, reassociation=reassociation,
+        shape=mlir.index_list(x_groups_shape), source_type="!x_padded", result_type="!x_groups",
+    ), 2)
+    store_domain = mlir.dims("d", rank + 2)
+    return mlir.render(
+        "grouped_conv_bwd_weight", rank=rank, transients=mlir.transients(lowering.transients), layout=problem.layout,
+        loop_names=", ".join(shape.names), acc_names=", ".join(name.upper() for name in shape.acc_dims),
+        out_element=out_element, element=element, problem_name=problem.name, function=problem.name,
+        x_type=mlir.tensor(problem.input_shape, element), grad_out_type=mlir.tensor(problem.output_shape, element),
+        grad_w_type=mlir.tensor(problem.weight_shape, out_element),
+        x_padded_type=mlir.tensor(shape.activation(None), element), x_groups_type=mlir.tensor(x_groups_shape, element),
+        grad_out_groups_type=mlir.tensor(grad_out_groups_shape, element),
+        acc_type=mlir.tensor([_sizes(shape)[name] for name in shape.acc_dims], dtypes.ACCUMULATOR),
+        partial_flat_type=mlir.tensor(([shape.chunks] if shape.split else []) + list(problem.weight_shape),
+                                      dtypes.ACCUMULATOR),
+        acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR), batch_split=shape.chunks,
+        batch_chunk=shape.batch_chunk, reduction_length=problem.batch * math.prod(problem.output_spatial),
+        pad_x=pad_x, x_groups=x_groups, grad_out_groups_reassociation=reassociation,
+        grad_out_groups_shape=mlir.index_list(grad_out_groups_shape), contraction=contraction, summed=summed,
+        store_map=mlir.affine_map(store_domain, store_domain), store_iterators=mlir.iterators(["parallel"] * (rank + 2)),
+        narrow=mlir.indent(narrow, 4), stored=stored,
+    )
 
-    split = chunks > 1
-    names = loop_names(problem, split)
-    d = {name: f"d{i}" for i, name in enumerate(names)}
-    domain = [d[name] for name in names]
-    chunk_dim = [d["j"]] if split else []
-    chunk_shape = [chunks] if split else []
-    acc_dims = names[: rank + 3 + split]
-    sizes = {"j": chunks, "g": groups, "k": k, "c": c, "n": problem.batch // chunks}
-    sizes.update({f"f{a}": problem.filter_spatial[a] for a in range(rank)})
-    sizes.update({f"o{a}": problem.output_spatial[a] for a in range(rank)})
 
-    # x_padded index s*o + d*f per axis
-    windows = [f"{mlir.term(d[f'o{a}'], problem.stride[a])} + {mlir.term(d[f'f{a}'], problem.dilation[a])}" for a in range(rank)]
-    outputs = [d[f"o{a}"] for a in range(rank)]
+def _sizes(shape: _Geometry) -> dict[str, int]:
+    """Each loop dim's size."""
+    p = shape.problem
+    sizes = {"j": shape.chunks, "g": p.groups, "k": p.out_channels, "c": p.in_channels, "n": shape.batch_chunk}
+    sizes.update({f"f{a}": p.filter_spatial[a] for a in range(p.rank)})
+    sizes.update({f"o{a}": p.output_spatial[a] for a in range(p.rank)})
+    return sizes
 
-    reads = [
-        geometry.window_reads(problem.input_spatial[a], problem.output_spatial[a], problem.filter_spatial[a],
-                              problem.stride[a], problem.dilation[a], problem.padding[a][0])
-        for a in range(rank)
-    ]
-    padded_spatial = [sum(r) for r in reads]
-    x_padded_shape = join_activation(problem.batch, tuple(padded_spatial), groups * c, channels_last_layout)
-    taken_shape = join_activation(problem.batch, tuple(taken for _, taken, _ in reads), groups * c, channels_last_layout)
-    pad_low = join_activation(0, tuple(before for before, _, _ in reads), 0, channels_last_layout)
-    pad_high = join_activation(0, tuple(after for _, _, after in reads), 0, channels_last_layout)
-    if channels_last_layout:
-        x_groups_shape = [*chunk_shape, sizes["n"], *padded_spatial, groups, c]
-        grad_out_groups_shape = [*chunk_shape, sizes["n"], *problem.output_spatial, groups, k]
-        x_map = [*chunk_dim, d["n"], *windows, d["g"], d["c"]]
-        grad_out_map = [*chunk_dim, d["n"], *outputs, d["g"], d["k"]]
-    else:
-        x_groups_shape = [*chunk_shape, sizes["n"], groups, c, *padded_spatial]
-        grad_out_groups_shape = [*chunk_shape, sizes["n"], groups, k, *problem.output_spatial]
-        x_map = [*chunk_dim, d["n"], d["g"], d["c"], *windows]
-        grad_out_map = [*chunk_dim, d["n"], d["g"], d["k"], *outputs]
 
-    x_value, x_type, pad_x = "%x", "!x", []
-    if any(taken == 0 for _, taken, _ in reads):
-        # every window reads padding only: x_padded is zeros (taps times zero, as PyTorch's reference kernels compute)
-        pad_x.append(mlir.render("grouped_conv_bwd_weight.zeros", element=element))
-        x_value = "%x_padded"
-    else:
-        if taken_shape != problem.input_shape:
-            # the last windows end inside x: what no window reads is left out
-            x_type = mlir.tensor(taken_shape, element)
-            pad_x.append(mlir.indent(mlir.render(
-                "common.slice", result="%x_read", source="%x", offsets=mlir.index_list([0] * (rank + 2)),
-                sizes=mlir.index_list(taken_shape), strides=mlir.index_list([1] * (rank + 2)), source_type="!x",
-                result_type=x_type,
-            ), 2))
-            x_value = "%x_read"
-        if (any(pad_low) or any(pad_high)) and form.contraction == "generic":
-            # padded after the split into groups, so that the pad meets the convolution with no reshape between
-            # (IREE fuses a pad into its consumer only then)
-            taken = [taken for _, taken, _ in reads]
-            unpadded_groups = [*x_groups_shape[:len(chunk_shape) + 1], *taken, groups, c] if channels_last_layout else \
-                [*x_groups_shape[:len(chunk_shape) + 3], *taken]
-
-            def on_groups(pad):  # x's pad (N, spatial.., C or N, C, spatial..) on the split (chunks.., N, .., G, C) view
-                return [0] * len(chunk_shape) + ([*pad[:-1], 0, 0] if channels_last_layout else [0, 0, *pad[1:]])
-            split_low, split_high = on_groups(pad_low), on_groups(pad_high)
-            pad_x.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
-            pad_x.append(mlir.indent(mlir.render(
-                "common.expand", result="%x_unpadded_groups", source=x_value,
-                reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
-                shape=mlir.index_list(unpadded_groups), source_type=x_type,
-                result_type=mlir.tensor(unpadded_groups, element),
-            ), 2))
-            pad_x.append(mlir.indent(mlir.render(
-                "common.zero_pad", result="%x_groups", source="%x_unpadded_groups", low=mlir.index_list(split_low),
-                high=mlir.index_list(split_high), index_args=", ".join(f"%i{a}: index" for a in range(len(x_groups_shape))),
-                zero="%zero_element", element=element, source_type=mlir.tensor(unpadded_groups, element),
-                result_type="!x_groups",
-            ), 2))
+def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool) -> tuple[str, str | None]:
+    """(lines, value) of x as the windows read it: zeros where every window reads padding only (taps times zero,
+    as PyTorch's reference kernels compute); else x, its unread end left out, zero-padded: with ``pad_on_groups``
+    (the generic) after the split into groups, so that the pad meets the convolution with no reshape between (IREE
+    fuses a pad into its consumer only then; the value is then None: x_groups is made here)."""
+    problem, rank = shape.problem, shape.problem.rank
+    if any(taken == 0 for _, taken, _ in shape.reads):
+        return mlir.render("grouped_conv_bwd_weight.zeros", element=element), "%x_padded"
+    lines, x_value, x_type = [], "%x", "!x"
+    taken_shape = shape.activation(1)
+    if taken_shape != problem.input_shape:  # the last windows end inside x: what no window reads is left out
+        x_value, x_type = "%x_read", mlir.tensor(taken_shape, element)
+        lines.append(mlir.indent(mlir.render(
+            "common.slice", result="%x_read", source="%x", offsets=mlir.index_list([0] * (rank + 2)),
+            sizes=mlir.index_list(taken_shape), strides=mlir.index_list([1] * (rank + 2)), source_type="!x",
+            result_type=x_type,
+        ), 2))
+    low, high = shape.activation(0), shape.activation(2)
+    if any(low) or any(high):
+        lines.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
+        if pad_on_groups:
+            lines.append(_pad_groups(shape, element, x_value, x_type, low, high))
             x_value = None
-        elif any(pad_low) or any(pad_high):
-            pad_x.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
-            pad_x.append(mlir.indent(mlir.render(
-                "common.zero_pad", result="%x_padded", source=x_value, low=mlir.index_list(pad_low),
-                high=mlir.index_list(pad_high), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
+        else:
+            lines.append(mlir.indent(mlir.render(
+                "common.zero_pad", result="%x_padded", source=x_value, low=mlir.index_list(low),
+                high=mlir.index_list(high), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
                 zero="%zero_element", element=element, source_type=x_type, result_type="!x_padded",
             ), 2))
             x_value = "%x_padded"
-    pad_x = "\n".join(pad_x) if pad_x else "  // no padding is read: x is used as it is"
-    x_groups = "  // x_groups is x padded, above" if x_value is None else mlir.indent(mlir.render(
-        "common.expand", result="%x_groups", source=x_value, reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
-        shape=mlir.index_list(x_groups_shape), source_type="!x_padded", result_type="!x_groups",
-    ), 2)
+    return ("\n".join(lines) if lines else "  // no padding is read: x is used as it is"), x_value
 
+
+def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, high) -> str:
+    """x split into (chunks.., N, .., G, C), then zero-padded there into %x_groups (x's pad ``low``/``high``, given
+    per (N, spatial.., C) or (N, C, spatial..) dim, moved onto the split view)."""
+    problem = shape.problem
+    leading = [0] * shape.split
+    unpadded = shape.groups_shape([taken for _, taken, _ in shape.reads], problem.in_channels)
+
+    def on_groups(pad):
+        return leading + ([*pad[:-1], 0, 0] if problem.channels_last else [0, 0, *pad[1:]])
+    expand = mlir.indent(mlir.render(
+        "common.expand", result="%x_unpadded_groups", source=x_value,
+        reassociation=_split_batch_and_channels(problem.rank, problem.channels_last, shape.split),
+        shape=mlir.index_list(unpadded), source_type=x_type, result_type=mlir.tensor(unpadded, element),
+    ), 2)
+    pad = mlir.indent(mlir.render(
+        "common.zero_pad", result="%x_groups", source="%x_unpadded_groups", low=mlir.index_list(on_groups(low)),
+        high=mlir.index_list(on_groups(high)), index_args=", ".join(f"%i{a}: index" for a in range(len(unpadded))),
+        zero="%zero_element", element=element, source_type=mlir.tensor(unpadded, element), result_type="!x_groups",
+    ), 2)
+    return f"{expand}\n{pad}"
+
+
+def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str | None, config: str | None) -> tuple[str, str]:
+    """(text, the float32 sums' value) of the form's contraction: im2col, depthwise or the generic."""
+    problem = shape.problem
+    if contraction == "im2col":
+        x_groups_shape = shape.groups_shape(shape.padded_spatial, problem.in_channels)
+        return _im2col(problem, element, x_groups_shape), "%acc"
+    if contraction == "depthwise":
+        return _depthwise(problem, element, x_value, shape.padded_spatial), "%acc"
+    return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
+
+
+def _generic(shape: _Geometry, element: str, config: str | None) -> str:
+    """The convolution-form generic: J partial sums (then their sum, when J > 1)."""
+    rank, split = shape.problem.rank, shape.split
+    domain = [shape.d[name] for name in shape.names]
+    x_map, grad_out_map, acc_map = shape.maps()
     widen_x, x32 = dtypes.widen("%xv", element, "%x32")
     widen_g, g32 = dtypes.widen("%gv", element, "%g32")
-    to_accumulator = mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension"
-    narrow, stored = dtypes.narrow("%a", out_element, "%v")
-
-    store_domain = mlir.dims("d", rank + 2)
-    chunks_domain = mlir.dims("d", rank + 3)  # the weight's dims, then the chunk j
+    store_domain, chunks_domain = mlir.dims("d", rank + 2), mlir.dims("d", rank + 3)  # the weight's dims, then j
     sum_chunks = mlir.render(
-        "grouped_conv_bwd_weight.chunk_sum", batch_split=chunks,
+        "grouped_conv_bwd_weight.chunk_sum", batch_split=shape.chunks,
         chunks_map=mlir.affine_map(chunks_domain, [chunks_domain[-1], *store_domain]),
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
-    if form.contraction in ("im2col", "depthwise"):
-        check(not split, f"{OP}: the {form.contraction} form reduces the whole batch at once (batch_split 1), "
-                         f"but got {chunks}")
-    if form.contraction == "im2col":
-        contraction, summed = _im2col(problem, element, x_groups_shape, grad_out_groups_shape), "%acc"
-    elif form.contraction == "depthwise":
-        contraction, summed = _depthwise(problem, element, x_value, padded_spatial), "%acc"
-    else:
-        contraction, summed = mlir.render(
-            "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, x_map),
-            grad_out_map=mlir.affine_map(domain, grad_out_map), acc_map=mlir.affine_map(domain, [d[name] for name in acc_dims]),
-            conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
-            dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
-            to_accumulator=to_accumulator, element=element,
-            multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
-            acc_flat_reassociation=_reassociation(
-                [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
-            ),
-            sum_chunks=sum_chunks,
-        ), "%acc" if split else "%partial_flat"
     return mlir.render(
-        "grouped_conv_bwd_weight",
-        rank=rank,
-        transients=mlir.transients(lowering.transients),
-        layout=problem.layout,
-        loop_names=", ".join(names),
-        acc_names=", ".join(name.upper() for name in acc_dims),
-        out_element=out_element,
-        element=element,
-        problem_name=problem.name,
-        function=problem.name,
-        x_type=mlir.tensor(problem.input_shape, element),
-        grad_out_type=mlir.tensor(problem.output_shape, element),
-        grad_w_type=mlir.tensor(problem.weight_shape, out_element),
-        x_padded_type=mlir.tensor(x_padded_shape, element),
-        x_groups_type=mlir.tensor(x_groups_shape, element),
-        grad_out_groups_type=mlir.tensor(grad_out_groups_shape, element),
-        acc_type=mlir.tensor([sizes[name] for name in acc_dims], dtypes.ACCUMULATOR),
-        partial_flat_type=mlir.tensor((*chunk_shape, *problem.weight_shape), dtypes.ACCUMULATOR),
-        acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR),
-        batch_split=chunks,
-        batch_chunk=sizes["n"],
-        reduction_length=problem.batch * math.prod(problem.output_spatial),
-        pad_x=pad_x,
-        x_groups=x_groups,
-        grad_out_groups_reassociation=_split_batch_and_channels(rank, channels_last_layout, split),
-        grad_out_groups_shape=mlir.index_list(grad_out_groups_shape),
-        contraction=contraction,
-        summed=summed,
-        store_map=mlir.affine_map(store_domain, store_domain),
-        store_iterators=mlir.iterators(["parallel"] * (rank + 2)),
-        narrow=mlir.indent(narrow, 4),
-        stored=stored,
+        "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, x_map),
+        grad_out_map=mlir.affine_map(domain, grad_out_map), acc_map=mlir.affine_map(domain, acc_map),
+        conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
+        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+        to_accumulator=mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension",
+        element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
+        acc_flat_reassociation=_reassociation(
+            [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
+        ),
+        sum_chunks=sum_chunks,
     )
 
 
@@ -345,51 +396,24 @@ def _depthwise(problem: ConvBwdWeightProblem, element: str, x_value: str, padded
     )
 
 
-def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int], grad_out_groups_shape: list[int]) -> str:
+def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int]) -> str:
     """The llvm-cpu form (``mlir/grouped_conv_bwd_weight.mlir``'s ``im2col``): grad_out with (g, k) first, the windows
-    of x gathered in chunks of taps, a batch_matmul per chunk into the float32 result (g, k, f.., c)."""
+    of x gathered in chunks of taps (``contractions.im2col_chunks``), a batch_matmul per chunk into the float32
+    result (g, k, f.., c)."""
     rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
-    outputs, filters, cl = list(problem.output_spatial), list(problem.filter_spatial), problem.channels_last
+    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
     itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
     inputs = (math.prod(problem.input_shape) + math.prod(problem.output_shape)) * itemsize
     positions = n * math.prod(outputs)
     lead = geometry.gather_leading_axes(filters, groups * positions * c * itemsize, inputs)
     chunk_taps = math.prod(filters[lead:])
-    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
-
-    # grad_out_t[g, k, n, o..] = grad_out[n, o.., g, k] (channels-first: grad_out[n, g, k, o..])
-    t_domain = ["g", "k", "n", *o]
-    t_read = ["n", *o, "g", "k"] if cl else ["n", "g", "k", *o]
-    grad_out_t = [groups, k, n, *outputs]
     taps_shape = [groups, k, *filters, c]
     chunk_product = [groups, k, *([1] * lead), *filters[lead:], c]
     cols_shape = [groups, n, *outputs, *filters[lead:], c]
-    cols_domain = ["g", "n", *o, *f[lead:], "c"]
-    texts = []
-    chunks = list(itertools.product(*(range(size) for size in filters[:lead])))
-    for number, fixed in enumerate(chunks):
-        # x rows s*o + d*f: on a fixed axis a strided slice from d*f, then o itself
-        offsets, sizes, strides, windows = [], [], [], []
-        for a in range(rank):
-            s, dl = problem.stride[a], problem.dilation[a]
-            if a < lead:
-                offsets.append(dl * fixed[a]); sizes.append(outputs[a]); strides.append(s); windows.append(o[a])
-            else:
-                offsets.append(0); sizes.append(x_groups_shape[1 + a] if cl else x_groups_shape[3 + a]); strides.append(1)
-                windows.append(f"{mlir.term(o[a], s)} + {mlir.term(f[a], dl)}")
-        if cl:
-            x_offsets, x_sizes, x_strides = [0, *offsets, 0, 0], [n, *sizes, groups, c], [1, *strides, 1, 1]
-            x_read = ["n", *windows, "g", "c"]
-        else:
-            x_offsets, x_sizes, x_strides = [0, 0, 0, *offsets], [n, groups, c, *sizes], [1, 1, 1, *strides]
-            x_read = ["n", "g", "c", *windows]
-        texts.append(mlir.render(
-            "grouped_conv_bwd_weight.im2col_chunk", chunk=number, next_chunk=number + 1, element=element,
-            x_offsets=mlir.index_list(x_offsets), x_sizes=mlir.index_list(x_sizes), x_strides=mlir.index_list(x_strides),
-            x_chunk_type=mlir.tensor(x_sizes, element), x_map=mlir.affine_map(cols_domain, x_read),
-            cols_type=mlir.tensor(cols_shape, element), cols_map=mlir.affine_map(cols_domain, cols_domain),
-            cols_iterators=mlir.iterators(["parallel"] * len(cols_domain)),
-            cols_reassociation=_reassociation([[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))]),
+
+    def chunk(number, fixed, gathered):
+        return mlir.render(
+            "grouped_conv_bwd_weight.im2col_chunk", chunk=number, next_chunk=number + 1, gather=gathered,
             cols_matrix_type=mlir.tensor([groups, positions, chunk_taps * c], element),
             grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
             product_type=mlir.tensor([groups, k, chunk_taps * c], dtypes.ACCUMULATOR),
@@ -398,25 +422,75 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
             product_taps_type=mlir.tensor(chunk_product, dtypes.ACCUMULATOR),
             taps_offsets=mlir.index_list([0, 0, *fixed, *([0] * (rank - lead)), 0]),
             taps_strides=mlir.index_list([1] * len(taps_shape)), taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-        ))
-    flat = _reassociation([[0, 1], *([i] for i in range(2, rank + 3))])
-    if cl:
-        to_weight = mlir.render("grouped_conv_bwd_weight.taps_channels_last", chunks=len(chunks), taps_reassociation=flat,
-                                taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR))
-    else:
-        to_weight = mlir.render(
-            "grouped_conv_bwd_weight.taps_channels_first", chunks=len(chunks), taps_reassociation=flat,
-            taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-            taps_t_type=mlir.tensor([groups, k, c, *filters], dtypes.ACCUMULATOR),
-            permutation=mlir.index_list([0, 1, rank + 2, *range(2, rank + 2)]),
         )
+    gather = functools.partial(_x_gather, problem, element, x_groups_shape, lead, cols_shape, chunk_taps)
+    count, texts = contractions.im2col_chunks(filters, lead, gather, chunk)
     return mlir.render(
-        "grouped_conv_bwd_weight.im2col", element=element, chunks=len(chunks), chunk_taps=chunk_taps,
-        grad_out_t_type=mlir.tensor(grad_out_t, element), grad_out_t_read=mlir.affine_map(t_domain, t_read),
-        grad_out_t_map=mlir.affine_map(t_domain, t_domain), grad_out_t_iterators=mlir.iterators(["parallel"] * len(t_domain)),
+        "grouped_conv_bwd_weight.im2col", element=element, chunks=count, chunk_taps=chunk_taps,
+        grad_out_t_type=mlir.tensor([groups, k, n, *outputs], element), chunk_matmuls=texts,
+        taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), taps_to_weight=_taps_to_weight(problem, count, taps_shape),
+        **_grad_out_t(problem, element, positions),
+    )
+
+
+def _x_gather(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int], lead: int, cols_shape: list[int],
+              chunk_taps: int, number: int, fixed: tuple) -> dict:
+    """``common.im2col_gather``'s values for a chunk of x's windows: x rows s*o + d*f, on a fixed axis a strided
+    slice from d*f, then o itself."""
+    rank, groups, c, n = problem.rank, problem.groups, problem.in_channels, problem.batch
+    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
+    offsets, sizes, strides, windows = [], [], [], []
+    for a in range(rank):
+        s, dl = problem.stride[a], problem.dilation[a]
+        if a < lead:
+            offsets.append(dl * fixed[a]); sizes.append(problem.output_spatial[a]); strides.append(s); windows.append(o[a])
+        else:
+            offsets.append(0); sizes.append(x_groups_shape[1 + a] if problem.channels_last else x_groups_shape[3 + a])
+            strides.append(1); windows.append(f"{mlir.term(o[a], s)} + {mlir.term(f[a], dl)}")
+    if problem.channels_last:
+        x_offsets, x_sizes, x_strides = [0, *offsets, 0, 0], [n, *sizes, groups, c], [1, *strides, 1, 1]
+        x_read = ["n", *windows, "g", "c"]
+    else:
+        x_offsets, x_sizes, x_strides = [0, 0, 0, *offsets], [n, groups, c, *sizes], [1, 1, 1, *strides]
+        x_read = ["n", "g", "c", *windows]
+    domain = ["g", "n", *o, *f[lead:], "c"]
+    return dict(
+        rows="x", identity="s*o + d*f", piece=f"x_{number}", source="%x_groups", source_type="!x_groups",
+        offsets=mlir.index_list(x_offsets), sizes=mlir.index_list(x_sizes), strides=mlir.index_list(x_strides),
+        piece_type=mlir.tensor(x_sizes, element), cols=f"cols_{number}", cols_type=mlir.tensor(cols_shape, element),
+        read_map=mlir.affine_map(domain, x_read), cols_map=mlir.affine_map(domain, domain),
+        cols_iterators=mlir.iterators(["parallel"] * len(domain)), value="xv", element=element,
+        cols_reassociation=_reassociation([[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))]),
+        cols_matrix_type=mlir.tensor([groups, n * math.prod(problem.output_spatial), chunk_taps * c], element),
+    )
+
+
+def _grad_out_t(problem: ConvBwdWeightProblem, element: str, positions: int) -> dict:
+    """The im2col form's grad_out_t[g, k, n, o..] = grad_out[n, o.., g, k] (channels-first: grad_out[n, g, k, o..])."""
+    rank, o = problem.rank, mlir.dims("o", problem.rank)
+    t_domain = ["g", "k", "n", *o]
+    t_read = ["n", *o, "g", "k"] if problem.channels_last else ["n", "g", "k", *o]
+    return dict(
+        grad_out_t_read=mlir.affine_map(t_domain, t_read), grad_out_t_map=mlir.affine_map(t_domain, t_domain),
+        grad_out_t_iterators=mlir.iterators(["parallel"] * len(t_domain)),
         grad_out_t_reassociation=_reassociation([[0], [1], list(range(2, rank + 3))]),
-        grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
-        taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), chunk_matmuls="\n".join(texts), taps_to_weight=to_weight,
+        grad_out_matrix_type=mlir.tensor([problem.groups, problem.out_channels, positions], element),
+    )
+
+
+def _taps_to_weight(problem: ConvBwdWeightProblem, chunks: int, taps_shape: list[int]) -> str:
+    """The result (g, k, f.., c) as grad_w: a free reshape channels-last, a transpose to (g, k, c, f..) first."""
+    rank = problem.rank
+    flat = _reassociation([[0, 1], *([i] for i in range(2, rank + 3))])
+    if problem.channels_last:
+        return mlir.render("grouped_conv_bwd_weight.taps_channels_last", chunks=chunks, taps_reassociation=flat,
+                           taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR))
+    return mlir.render(
+        "grouped_conv_bwd_weight.taps_channels_first", chunks=chunks, taps_reassociation=flat,
+        taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
+        taps_t_type=mlir.tensor([problem.groups, problem.out_channels, problem.in_channels, *problem.filter_spatial],
+                                dtypes.ACCUMULATOR),
+        permutation=mlir.index_list([0, 1, rank + 2, *range(2, rank + 2)]),
     )
 
 
