@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ops
 from ops import compiler, reference, verify
 from ops.api import grouped_conv_bwd_data
 from ops.operators import conv_bwd_data as conv
@@ -62,7 +63,7 @@ def test_groups_one_without_epilogue_equals_conv_bwd_data(rng):
     p = conv.problem_from_params(batch=2, in_channels=3, out_channels=4, input_spatial=(7, 7), filter_spatial=(3, 3), stride=2, padding=1, dtype="float32")
     grad_out, weight = conv.random_inputs(p, rng)
     a = grouped_conv_bwd_data(grad_out, weight, groups=1, input_shape=p.input_shape, stride=2, padding=1)
-    b = conv.conv_bwd_data(grad_out, weight, input_shape=p.input_shape, stride=2, padding=1)
+    b = ops.conv_bwd_data(grad_out, weight, input_shape=p.input_shape, stride=2, padding=1)
     np.testing.assert_array_equal(a, b)
 
 
