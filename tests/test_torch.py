@@ -566,3 +566,17 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
     grad = torch.randn(1, 2, 3, 4, 4)
     args = (grad, list(v.shape), [2, 2, 2], [2, 2, 2], [1, 0, 1], True, False, 3)
     assert relative_error(kernels.avg_pool3d_backward.run(*args), kernels.avg_pool3d_backward.fallback(*args)) <= 1e-5
+
+def test_a_weight_gradient_takes_its_layout_from_grad_output():
+    """The step hands a weight gradient its grad_output and the saved input; where their memory formats differ (a
+    channels_last input, a contiguous gradient from a flatten), the layout is grad_output's, as for every other
+    gradient: the gradient is not the one converted."""
+    from ops.torch import plans
+
+    x = torch.randn(2, 8, 5, 5).to(memory_format=torch.channels_last)
+    grad_output = torch.randn(2, 4, 5, 5)
+    arguments = (x, grad_output, [4, 8, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1)
+    planned = plans.plan("conv_backward_weight", *arguments)
+    assert not planned.channels_last and planned.problem().layout == "NCHW"
+    planned = plans.plan("conv_backward_weight", x, grad_output.to(memory_format=torch.channels_last), *arguments[2:])
+    assert planned.channels_last and planned.problem().layout == "NHWC"

@@ -6,7 +6,8 @@ sizes (PyTorch's shapes, which the fake implementation returns before any proble
 operator's ``normalize`` is called. The operator is the registry's (``ops.registry``: the entry whose ``torch``
 names the kernel op). The plan:
 
-    tensors -> one layout for all (the first tensor's: channels-last or channels-first), one ``contiguous()``
+    tensors -> one layout for all (one tensor's, ``Kind.layout_from``: channels-last or channels-first), one
+            ``contiguous()``
             -> the kernel's views (NHWC/NDHWC permuted views of channels-last tensors, no copy)
             -> the destinations (allocated by PyTorch, in that layout) and their views
             -> the problem: the operator's ``normalize`` of the views' shapes and dtypes and the parameters
@@ -102,12 +103,15 @@ class Kind:
     optional one). ``sizes(*arguments)``: each destination's (size, dtype) in PyTorch's shapes (dtype None:
     the first tensor's). ``normalize(module, arrays, shapes, *parameters, layout=)``: the problem, from the
     registry's operator module, the tensors' ``Array`` (None where absent), the destinations' shapes in the
-    kernel's layout, and the parameters (lists as tuples).
+    kernel's layout, and the parameters (lists as tuples). ``layout_from``: the tensor whose memory format decides
+    the layout (the gradient the step hands over: a weight gradient's grad_output, not its saved input, so that
+    the gradient, usually the larger copy, is not the one converted).
     """
 
     schema: str
     sizes: Callable
     normalize: Callable
+    layout_from: int = 0
 
     @functools.cached_property
     def tensors(self) -> int:
@@ -165,7 +169,7 @@ KINDS = {
     "conv_backward_weight": Kind(
         "(Tensor input, Tensor grad_output, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, "
         "SymInt[] dilation, SymInt groups) -> Tensor",
-        lambda input, grad_output, weight_size, *_: [(weight_size, None)], _conv_backward_weight),
+        lambda input, grad_output, weight_size, *_: [(weight_size, None)], _conv_backward_weight, layout_from=1),
     "max_pool2d": Kind(
         "(Tensor input, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
         "bool ceil_mode) -> (Tensor, Tensor)",
@@ -212,11 +216,12 @@ def _problem(name: str, arrays: tuple, shapes: tuple, parameters: tuple, layout:
 
 
 def plan(name: str, *arguments) -> Plan:
-    """The plan of one call of kernel op ``name`` with its schema's ``arguments``: the first tensor's memory
-    format decides the layout; the destinations are ``Kind.sizes``; the problem is built when asked for."""
+    """The plan of one call of kernel op ``name`` with its schema's ``arguments``: one tensor's memory format
+    (``Kind.layout_from``) decides the layout; the destinations are ``Kind.sizes``; the problem is built when
+    asked for."""
     kind = KINDS[name]
     tensors, parameters = arguments[:kind.tensors], arguments[kind.tensors:]
-    channels_last = is_channels_last(tensors[0])
+    channels_last = is_channels_last(tensors[kind.layout_from])
     tensors = [None if t is None else conform(t, channels_last) for t in tensors]
     views = [None if t is None else kernel_view(t, channels_last) for t in tensors]
     returns = tuple(empty(size, tensors[0], channels_last, dtype) for size, dtype in kind.sizes(*arguments))
