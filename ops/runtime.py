@@ -14,11 +14,6 @@ import numpy as np
 
 import iree.runtime as rt
 
-try:
-    from iree.runtime.version import VERSION as RUNTIME_VERSION
-except ImportError:  # a runtime build without its version module
-    RUNTIME_VERSION = ""
-
 from . import compiler, dtypes, known_answer, targets, policy
 from .validation import check, check_type
 

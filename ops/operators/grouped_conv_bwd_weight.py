@@ -144,15 +144,15 @@ class _Geometry:
     def split(self) -> bool:
         return self.chunks > 1
 
-    @property
+    @functools.cached_property
     def names(self) -> list[str]:
         return loop_names(self.problem, self.split)
 
-    @property
+    @functools.cached_property
     def d(self) -> dict[str, str]:
         return {name: f"d{i}" for i, name in enumerate(self.names)}
 
-    @property
+    @functools.cached_property
     def acc_dims(self) -> list[str]:
         return self.names[: self.problem.rank + 3 + self.split]
 
@@ -160,13 +160,13 @@ class _Geometry:
     def batch_chunk(self) -> int:
         return self.problem.batch // self.chunks
 
-    @property
+    @functools.cached_property
     def reads(self) -> list[tuple[int, int, int]]:
         p = self.problem
         return [geometry.window_reads(p.input_spatial[a], p.output_spatial[a], p.filter_spatial[a], p.stride[a],
                                       p.dilation[a], p.padding[a][0]) for a in range(p.rank)]
 
-    @property
+    @functools.cached_property
     def padded_spatial(self) -> list[int]:
         return [sum(r) for r in self.reads]
 
@@ -233,6 +233,7 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
         shape=mlir.index_list(x_groups_shape), source_type="!x_padded", result_type="!x_groups",
     ), 2)
     store_domain = mlir.dims("d", rank + 2)
+    sizes = _sizes(shape)
     return mlir.render(
         "grouped_conv_bwd_weight", rank=rank, transients=mlir.transients(lowering.transients), layout=problem.layout,
         loop_names=", ".join(shape.names), acc_names=", ".join(name.upper() for name in shape.acc_dims),
@@ -241,7 +242,7 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
         grad_w_type=mlir.tensor(problem.weight_shape, out_element),
         x_padded_type=mlir.tensor(shape.activation(None), element), x_groups_type=mlir.tensor(x_groups_shape, element),
         grad_out_groups_type=mlir.tensor(grad_out_groups_shape, element),
-        acc_type=mlir.tensor([_sizes(shape)[name] for name in shape.acc_dims], dtypes.ACCUMULATOR),
+        acc_type=mlir.tensor([sizes[name] for name in shape.acc_dims], dtypes.ACCUMULATOR),
         partial_flat_type=mlir.tensor(([shape.chunks] if shape.split else []) + list(problem.weight_shape),
                                       dtypes.ACCUMULATOR),
         acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR), batch_split=shape.chunks,

@@ -67,7 +67,7 @@ def _checked_problem(plan: plans.Plan):
 def _prepare(name: str, args: tuple, fallback: Callable) -> calls.Prepared:
     """The ready call of ``args``' signature: kernel op ``name``'s plan run once (layout, destinations, the checked
     problem), and what it decided kept (see ``ops/torch/calls.py``). The tensor arguments are the module's
-    inputs, in order; the first one's memory format decides the layout. ``fallback`` (PyTorch's own kernel, the
+    inputs, in order; the plan's layout (``plans.Kind.layout_from``) decides which need a copy. ``fallback`` (PyTorch's own kernel, the
     same arguments) serves a problem none of whose forms computes its known answer on the device."""
     planned = plans.plan(name, *args)
     tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
