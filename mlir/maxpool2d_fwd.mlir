@@ -5,10 +5,7 @@
 // y[n, c, o] is the window's maximum and indices[n, c, o] its flat position h*W + w inside the (n, c) plane,
 // as torch.nn.functional.max_pool2d(..., return_indices=True) gives them.
 //
-// One linalg.generic: the output grid (in the layout's order, so channels-first needs no transpose) is
-// parallel, the window taps are reduction dims sized by the shape-only operand !taps. The tap position is
-// computed in the body from linalg.index values (an indexing map with the negative -p_lo would break
-// llvm-cpu tiling) and the tensor.extract index is clamped into the input even for skipped taps.
+${form_note}
 //
 // Problem: ${problem_name}
 
@@ -46,21 +43,7 @@ ${taps}
   %position_index = affine.apply affine_map<(h, w) -> (h * ${width} + w)>(%i_h_clamped, %i_w_clamped)
   %position = arith.index_cast %position_index : index to ${index_type}
   %v = tensor.extract %x[${x_indices}] : !x
-  %v_nan = arith.cmpf uno, %v, %v : ${element}
-  %best_nan = arith.cmpf uno, %best, %best : ${element}
-  %best_number = arith.xori %best_nan, %true : i1
-  %greater = arith.cmpf ogt, %v, %best : ${element}
-  %equal = arith.cmpf oeq, %v, %best : ${element}
-  %earlier = arith.cmpi slt, %position, %best_position : ${index_type}
-  %later = arith.cmpi sgt, %position, %best_position : ${index_type}
-  %tie_earlier = arith.andi %equal, %earlier : i1
-  %number_wins = arith.ori %greater, %tie_earlier : i1
-  %nan_beats = arith.ori %best_number, %later : i1
-  %nan_wins = arith.andi %v_nan, %nan_beats : i1
-  %wins = arith.ori %number_wins, %nan_wins : i1
-  %take = arith.andi %inside, %wins : i1
-  %new_best = arith.select %take, %v, %best : ${element}
-  %new_position = arith.select %take, %position, %best_position : ${index_type}
+${pick}
   linalg.yield %new_best, %new_position : ${element}, ${index_type}
 } -> (!window_max, !argmax)
 
@@ -72,3 +55,68 @@ ${taps}
 %i_${x}_ge = arith.cmpi sge, %i_${x}, %c0 : index
 %i_${x}_lt = arith.cmpi slt, %i_${x}, %i_${x}_size : index
 %inside_${x} = arith.andi %i_${x}_ge, %i_${x}_lt : i1
+
+// fragment pick: tap value ${v} at ${position} (inside the input when ${inside}) against the best so far: (${new_best}, ${new_position})
+${v}_nan = arith.cmpf uno, ${v}, ${v} : ${element}
+${best}_nan = arith.cmpf uno, ${best}, ${best} : ${element}
+${best}_number = arith.xori ${best}_nan, %true : i1
+%greater${t} = arith.cmpf ogt, ${v}, ${best} : ${element}
+%equal${t} = arith.cmpf oeq, ${v}, ${best} : ${element}
+%earlier${t} = arith.cmpi slt, ${position}, ${best_position} : ${index_type}
+%later${t} = arith.cmpi sgt, ${position}, ${best_position} : ${index_type}
+%tie_earlier${t} = arith.andi %equal${t}, %earlier${t} : i1
+%number_wins${t} = arith.ori %greater${t}, %tie_earlier${t} : i1
+%nan_beats${t} = arith.ori ${best}_number, %later${t} : i1
+%nan_wins${t} = arith.andi ${v}_nan, %nan_beats${t} : i1
+%wins${t} = arith.ori %number_wins${t}, %nan_wins${t} : i1
+%take${t} = arith.andi ${inside}, %wins${t} : i1
+${new_best} = arith.select %take${t}, ${v}, ${best} : ${element}
+${new_position} = arith.select %take${t}, ${position}, ${best_position} : ${index_type}
+
+// fragment tap_scan: the same scan over strided slices: the input padded once (with -inf; padded taps are masked
+// all the same), one slice per tap (x_padded[.., d*f + s*o, ..]), read by identity maps, the taps picked in scan
+// order in the body (no tensor.extract: the llvm-cpu backend vectorizes it along the innermost grid axis)
+%x_padded = tensor.pad %x low[${pad_low}] high[${pad_high}] {
+^bb0(${pad_indices}):
+  tensor.yield %neg_inf : ${element}
+} : !x to ${x_padded_type}
+${slices}
+%max, %indices = linalg.generic {indexing_maps = [${tap_maps}], iterator_types = ${grid_iterators}}
+    ins(${tap_values} : ${tap_types}) outs(${max_destination}, ${argmax_destination} : !window_max, !argmax) {
+^bb0(${tap_arguments}, %unused_max: ${element}, %unused_position: ${index_type}):
+  %true = arith.constant true
+  %best = arith.constant ${neg_inf} : ${element}
+  %best_position = arith.constant ${no_position} : ${index_type}
+  %c0 = arith.constant 0 : index
+${axes}
+${picks}
+  linalg.yield ${last_best}, ${last_position} : ${element}, ${index_type}
+} -> (!window_max, !argmax)
+
+// fragment tap_slice: tap ${t}'s strided slice of the padded input: window o reads x_padded at s*o + d*f
+%x_tap${t} = tensor.extract_slice %x_padded[${offsets}] [${sizes}] [${strides}] : ${x_padded_type} to !window_max
+
+// fragment tap_axis: tap f's position i = s*o + d*f - p_lo along one axis, and whether it lies inside the input
+%i_${x}${f} = affine.apply affine_map<(o) -> (o * ${s} ${offset})>(%o_${x})
+%i_${x}${f}_ge = arith.cmpi sge, %i_${x}${f}, %c0 : index
+%i_${x}${f}_lt = arith.cmpi slt, %i_${x}${f}, %i_${x}_size : index
+%inside_${x}${f} = arith.andi %i_${x}${f}_ge, %i_${x}${f}_lt : i1
+
+// fragment tap_position: tap ${t}'s flat position h*W + w and whether both axes lie inside the input
+%inside${t} = arith.andi %inside_h${fh}, %inside_w${fw} : i1
+%position${t}_index = affine.apply affine_map<(h, w) -> (h * ${width} + w)>(%i_h${fh}, %i_w${fw})
+%position${t} = arith.index_cast %position${t}_index : index to ${index_type}
+
+// fragment tap_window: window o along one axis, and the input's size there
+%o_${x} = linalg.index ${window_dim} : index
+%i_${x}_size = arith.constant ${size} : index
+
+// fragment extract_note: the header's note on the extract form
+// One linalg.generic: the output grid (in the layout's order, so channels-first needs no transpose) is
+// parallel, the window taps are reduction dims sized by the shape-only operand !taps. The tap position is
+// computed in the body from linalg.index values (an indexing map with the negative -p_lo would break
+// llvm-cpu tiling) and the tensor.extract index is clamped into the input even for skipped taps.
+
+// fragment slices_note: the header's note on the slices form
+// The slices form: the taps as strided slices of the input padded once, picked in scan order by one
+// elementwise linalg.generic over the output grid (in the layout's order); see the scan below.

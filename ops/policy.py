@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from . import compiler, registry
 from .operator import Lowering
-from .operators import grouped_conv_bwd_weight, stride_phases
+from .operators import grouped_conv_bwd_weight, pool_windows, stride_phases
 from .render import templates_dir
 from .targets import Target
 
@@ -120,11 +120,12 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 
 
 def rule_applies(rule: dict, problem) -> bool:
-    """A rule names its operator, and may narrow to ``dtypes`` and to ``kinds`` (``ConvProblem.kind``), and leave
-    out problems by function name (``except``: measured slower with it)."""
+    """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``) and to ``ranks``
+    (spatial axes), and leave out problems by function name (``except``: measured slower with it)."""
     kind = getattr(problem, "kind", None)
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
-            and kind in rule.get("kinds", [kind]) and problem.name not in rule.get("except", ()))
+            and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
+            and problem.name not in rule.get("except", ()))
 
 
 def copy_config(target: Target) -> dict:
@@ -164,7 +165,8 @@ GPU_PARALLEL_ACCUMULATORS = 1 << 22
 
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
 # no convolution pipeline, so the im2col and depthwise forms exist; the table's rule per kind picks the first.
-CPU_CONTRACTIONS = {"dense": ("generic",), "grouped": ("generic", "im2col"), "depthwise": ("generic", "im2col", "depthwise")}
+CPU_CONTRACTIONS = {"dense": ("generic", "im2col"), "grouped": ("generic", "im2col"),
+                    "depthwise": ("generic", "im2col", "depthwise")}
 
 
 def default_batch_split(problem, target: Target) -> int:
@@ -183,7 +185,9 @@ def _phase_forms(problem, target: Target) -> list:
     Form = stride_phases.Form
     if target.cpu:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
-        return [dataclasses.replace(base, contraction=c) for c in CPU_CONTRACTIONS[problem.kind]]
+        # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
+        return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c == "im2col" else "zero_tap")
+                for c in CPU_CONTRACTIONS[problem.kind]]
     flips = ("gather", "map") if target.negative_map_coefficients else ("gather",)
     interleaved = [Form(weight_flip=f, d_read="map", store="interleave", interleave_read="map") for f in flips]
     strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")
@@ -203,10 +207,19 @@ def _weight_forms(problem, target: Target) -> list:
     return [generic, Form(contraction="im2col")]
 
 
+def _pool_forms(problem, target: Target) -> list:
+    """The max-pooling forms for ``target``: on llvm-cpu the strided slices first (vectorized; the extract form's
+    per-tap gathers ran at a fifth of PyTorch's speed there: docs/PERFORMANCE.md, the CPU pooling forms), then the
+    extract form; the GPUs keep the extract form, which they were verified and tuned with."""
+    Form = pool_windows.Form
+    return [Form(windows="slices"), Form()] if target.cpu else [Form()]
+
+
 # Forms per template, keyed by the operator's Form type; an operator of one form (SingleForm) needs no rule.
 FORM_RULES: dict[type, Callable[[Any, Target], list]] = {
     stride_phases.Form: _phase_forms,
     grouped_conv_bwd_weight.Form: _weight_forms,
+    pool_windows.Form: _pool_forms,
 }
 
 

@@ -53,6 +53,12 @@ CPU = targets.parse_target("llvm-cpu")
 TABLE = json.loads((render.templates_dir() / "tuning" / "llvm-cpu.json").read_text())
 # one problem of each (operator, kind) the CPU table has a rule for
 EXAMPLES = {
+    ("conv_bwd_data", "dense"): catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6,
+                                                input_spatial=(2, 8, 8), filter_spatial=(1, 3, 3), stride=1,
+                                                padding=(0, 1, 1), layout="NCDHW", dtype="float32"),
+    ("grouped_conv_bwd_data", "dense"): catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=1,
+                                                        in_channels=8, out_channels=6, input_spatial=(4, 6, 6),
+                                                        filter_spatial=(3, 3, 3), layout="NDHWC", dtype="float32"),
     ("grouped_conv_bwd_data", "grouped"): CK[("grouped_conv_bwd_data", "ck_default")],
     ("grouped_conv_bwd_data", "depthwise"): catalog.problem("grouped_conv_bwd_data", "mobilenetv2_b4_144_s2_dw_bwd_data",
                                                             "zoo", batch=1, dtype="float32"),
@@ -104,3 +110,32 @@ def test_the_depthwise_forms_match_the_definition(rng, op, case):
               form={"contraction": "depthwise"}).to_host()
     error = verify.relative_error(got, module.reference(problem, inputs))
     assert error <= verify.tolerance(op, dtype), error
+
+
+def _dense_problems(rng, count: int) -> list:
+    """Random one-group backward-data problems (both operators), 1-3 spatial axes, one-tap axes among them."""
+    from ops.operators import conv_bwd_data, grouped_conv_bwd_data
+
+    problems = []
+    while len(problems) < count:
+        module = [conv_bwd_data, grouped_conv_bwd_data][len(problems) % 2]
+        params = module.random_params(rng, int(rng.integers(1, 4)))
+        params.update(groups=1, dtype="float32") if "groups" in params else params.update(dtype="float32")
+        try:
+            problems.append(module.problem_from_params(**params))
+        except ValueError:
+            continue
+    return problems
+
+
+@pytest.mark.parametrize("contraction", ["generic", "im2col"])
+def test_both_one_group_contractions_match_the_definition(rng, contraction):
+    """The CPU ships im2col for one group (the rule above); the named convolution (the GPUs' form) stays checked."""
+    for problem in _dense_problems(rng, 4):
+        module = registry.module(problem)
+        inputs = module.random_inputs(problem, rng)
+        expected = module.reference(problem, inputs)
+        dst = poisoned(problem.input_shape, problem.dtype)
+        got = run(problem, inputs, out=dst, form={"contraction": contraction}).to_host()
+        error = verify.relative_error(got, expected)
+        assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} ({contraction}): {error:.2e}"

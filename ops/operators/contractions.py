@@ -25,12 +25,12 @@ DEPTHWISE_OPS = {1: "depthwise_conv_1d_nwc_wc", 2: "depthwise_conv_2d_nhwc_hwc",
 
 def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
                  filter_shape: list[int], config: str | None, contraction: str) -> tuple[str, list[int], list[str]]:
-    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op (one group), a grouped
-    linalg.generic, or the grouped im2col form. Returns (text, the accumulator's shape, its dims' names)."""
+    """The phase's stride-1 convolution into a zeroed f32 accumulator: a named op (one group, but im2col), a grouped
+    linalg.generic, or the im2col form (over the groups, one or more). Returns (text, the accumulator's shape, its dims' names)."""
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
-    if groups == 1:
+    if groups == 1 and contraction != "im2col":
         acc_shape = [problem.batch, *rows, c]
         if config and single_taps_beside_others(phase):
             return dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, acc_shape,

@@ -15,11 +15,13 @@ padding (possible only with dilation, where PyTorch returns -inf and an index ou
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import dtypes, sweep_params
 from .. import render as mlir
-from ..operator import Lowering, SingleForm as Form
+from ..operator import Lowering
 from .. import reference as reference_ops
 from ..layouts import activation_from_params, channels_last, in_layout
 from ..problem import POOL_INDEX_DTYPES, MaxPoolBwdProblem
@@ -27,6 +29,7 @@ from ..problem_checks import array_shape_dtype, pool_problem
 from ..validation import check, check_type
 from . import maxpool2d_fwd as fwd, pool_windows as windows
 from .maxpool2d_fwd import window_max as reference_fwd
+from .pool_windows import Form
 
 OP = "maxpool2d_bwd"
 Problem = MaxPoolBwdProblem
@@ -109,7 +112,7 @@ def _layout_position(problem: MaxPoolBwdProblem, channels_last_position: tuple[i
 # --- Rendering ------------------------------------------------------------------------------------------
 
 
-def _source(problem: MaxPoolBwdProblem, element: str, index_type: str) -> dict[str, str]:
+def _source(problem: MaxPoolBwdProblem, element: str, index_type: str, form: Form) -> dict[str, str]:
     """The gather's source of each window's argmax: the operand %indices, or the forward's scan of the operand %x."""
     indices_type = mlir.tensor(problem.output_shape, index_type)
     if problem.source == "indices":
@@ -129,27 +132,159 @@ def _source(problem: MaxPoolBwdProblem, element: str, index_type: str) -> dict[s
         prologue=mlir.render(
             "pool_bwd.max_x", neg_inf=fwd.NEG_INF[element], element=element,
             no_position=problem.input_spatial[0] * problem.input_spatial[1], index_type=index_type,
-            scan=fwd.window_scan(problem, element, index_type, "%max_empty", "%argmax_empty"),
+            scan=fwd.window_scan(problem, element, index_type, "%max_empty", "%argmax_empty", form),
         ),
     )
 
 
 def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
-    """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst)."""
+    """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst), in ``form``
+    (``pool_windows.Form``: the gather over candidate windows, or one strided accumulation per tap)."""
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
     g_to_f32, g32 = windows.to_f32("%g", element)
+    source = _source(problem, element, index_type, form)
+    transients = mlir.transients(lowering.transients)
+    if form.windows == "slices":
+        return _render_slices(problem, element, index_type, source, transients)
     return windows.render_gather(
         problem,
         title="Max-pool 2-D backward",
-        transients=mlir.transients(lowering.transients),
+        transients=transients,
         contribution_note=mlir.render("pool_bwd.max_note"),
         contribution=mlir.render(
             "pool_bwd.max_contribution", width=problem.input_spatial[1], index_type=index_type,
             window_indices=windows.window_indices(problem), g_to_f32=g_to_f32, g32=g32,
         ),
-        **_source(problem, element, index_type),
+        **source,
     )
+
+
+def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, source: dict, transients: str) -> str:
+    """``mlir/maxpool2d_bwd_slices.mlir``: each stride phase's slot of a phase-major float32 accumulator
+    (``_PhaseMajor``) in one elementwise pass over its taps' windows; the phases put back in place are grad_in."""
+    layout = _PhaseMajor(problem)
+    g_to_f32, g32 = windows.to_f32("%g", element)
+    narrow, stored = dtypes.narrow("%a", element, "%v")
+    f32, acc, texts = dtypes.ACCUMULATOR, "%acc_empty", []
+    for number, phase in enumerate(layout.phases()):
+        texts.append(_phase_slot(problem, layout, f"_{number}", phase, acc, index_type))
+        acc = f"%acc_{number}"
+    rank = len(problem.output_shape)
+    return mlir.render(
+        "maxpool2d_bwd_slices", layout=problem.layout, inputs=source["inputs"], problem_name=problem.name,
+        function=problem.name, element=element, index_type=index_type, phase_count=len(texts),
+        taps_per_phase=", ".join(str(len(taps)) for _, taps in layout.phases()),
+        grad_out_type=mlir.tensor(problem.output_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
+        acc_type=mlir.tensor(layout.shape, f32), slot_type=mlir.tensor(layout.slot, f32),
+        windows_f32_type=mlir.tensor(layout.windows_shape, f32),
+        windows_index_type=mlir.tensor(layout.windows_shape, index_type),
+        grad_out_f32_type=mlir.tensor(problem.output_shape, f32), source_types=source["source_types"],
+        source_argument=source["source_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
+        g_to_f32=mlir.indent(g_to_f32, 4), g32=g32, window_pad_low=mlir.index_list(layout.window_low),
+        window_pad_high=mlir.index_list(layout.window_high), pad_indices=", ".join(f"%p{i}: index" for i in range(rank)),
+        phases=mlir.indent("\n".join(texts), 2), last=acc, **layout.final(element),
+        grid_map=windows.grid_map(problem), grid_iterators=windows.iterators(problem),
+        grid_iterators6=mlir.iterators(["parallel"] * (2 + 2 * problem.rank)), narrow=mlir.indent(narrow, 4), stored=stored,
+    )
+
+
+def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase: tuple, acc: str, index_type: str) -> str:
+    """``maxpool2d_bwd_slices.phase``: phase ``phase`` = (residues, taps)'s slot, inserted into ``acc``."""
+    residues, taps = phase
+    _, _, spatial = windows.grid_dims(problem)
+    slices, contributions, ins, types = [], [], [], []
+    for k, tap in enumerate(taps):
+        f = f"_{k}"
+        offsets = layout.window_offsets(tap)
+        slices.append(mlir.render("maxpool2d_bwd_slices.tap_windows", p=p, f=f, c=offsets, offsets=mlir.index_list(offsets),
+                                  sizes=mlir.index_list(layout.slot), strides=mlir.index_list([1] * len(offsets)),
+                                  slot_index_type=mlir.tensor(layout.slot, index_type)))
+        contributions.append(mlir.render("maxpool2d_bwd_slices.contribution", f=f, k=k, next=k + 1, index_type=index_type))
+        ins += [f"%g{p}{f}", f"%argmax{p}{f}"]
+        types += ["!slot", mlir.tensor(layout.slot, index_type)]
+    position = mlir.render("maxpool2d_bwd_slices.position", h_dim=spatial[0], w_dim=spatial[1], s_h=problem.stride[0],
+                           s_w=problem.stride[1], r_h=residues[0], r_w=residues[1], width=problem.input_spatial[1],
+                           index_type=index_type)
+    grid = windows.grid_map(problem)
+    return mlir.render(
+        "maxpool2d_bwd_slices.phase", p=p, slices="\n".join(slices), maps=", ".join([grid] * (len(ins) + 1)),
+        grid_iterators=windows.iterators(problem), taps=len(taps),
+        ins=f"ins({', '.join(ins)} : {', '.join(types)}) " if ins else "",
+        block_args="".join(f"%g{f}: f32, %argmax{f}: {index_type}, " for f in (f"_{k}" for k in range(len(taps)))),
+        position=mlir.indent(position, 2), contributions=mlir.indent("\n".join(contributions), 2), acc=acc,
+        slot_offsets=mlir.index_list([*residues, *([0] * len(layout.slot))]),
+        slot_sizes=mlir.index_list([1] * len(residues) + list(layout.slot)),
+        slot_strides=mlir.index_list([1] * (len(residues) + len(layout.slot))),
+    )
+
+
+class _PhaseMajor:
+    """The accumulator of the stride phases, phase major: acc[r_h, r_w, slot] holds input position s*q + r of each
+    spatial axis at row q of slot r (Q = ceil(size / s) rows); a slot is laid out as the activation (N, C, Q_h, Q_w
+    or N, Q_h, Q_w, C). Tap f lands in phase r = (d*f - p_lo) mod s, from window o = q - c, c = (d*f - p_lo - r) / s:
+    a slot's rows read its taps' windows from grad_out and the indices padded by the largest shifts
+    (``window_low``, ``window_high``), at offset ``window_offsets(f)``."""
+
+    def __init__(self, problem: MaxPoolBwdProblem):
+        _, _, spatial = windows.grid_dims(problem)
+        self.problem, self.spatial = problem, spatial
+        self.rows = [-(-problem.input_spatial[a] // s) for a, s in enumerate(problem.stride)]
+        self.slot = list(problem.input_shape)
+        for dim, q in zip(spatial, self.rows):
+            self.slot[dim] = q
+        self.shape = [*problem.stride, *self.slot]
+        self.window_low, self.window_high = [0] * len(self.slot), [0] * len(self.slot)
+        for a, dim in enumerate(spatial):
+            shifts = [self.shift(a, f) for f in range(problem.kernel_size[a])]
+            self.window_low[dim] = max(0, max(shifts))
+            self.window_high[dim] = max(0, self.rows[a] - 1 - min(shifts) - (problem.output_spatial[a] - 1))
+        self.windows_shape = [o + lo + hi for o, lo, hi in zip(problem.output_shape, self.window_low, self.window_high)]
+
+    def shift(self, axis: int, f: int) -> int:
+        """c of tap ``f`` along ``axis``: its window of row q is q - c (floor division: c may be negative)."""
+        p = self.problem
+        return (p.dilation[axis] * f - p.padding[axis][0]) // p.stride[axis]
+
+    def phases(self) -> list[tuple[tuple[int, ...], list[tuple[int, ...]]]]:
+        """(residues, taps) of every phase, in order: the taps (in scan order) whose d*f - p_lo mod s is the residue."""
+        p = self.problem
+        taps = list(itertools.product(*(range(k) for k in p.kernel_size)))
+        return [(r, [f for f in taps if all((d * x - lo) % s == ra for d, x, s, (lo, _), ra
+                                            in zip(p.dilation, f, p.stride, p.padding, r))])
+                for r in itertools.product(*(range(s) for s in p.stride))]
+
+    def window_offsets(self, tap: tuple[int, ...]) -> list[int]:
+        """Where tap ``tap``'s windows of a slot's rows start in the padded grad_out and indices."""
+        offsets = [0] * len(self.slot)
+        for a, dim in enumerate(self.spatial):
+            offsets[dim] = self.window_low[dim] - self.shift(a, tap[a])
+        return offsets
+
+    def final(self, element: str) -> dict:
+        """The transposing pass's values: the grid (.., Q_h, s_h, Q_w, s_w, ..), its map from the accumulator, and
+        where it goes: into grad_in's own memory when s divides every axis, else into whole rows, sliced."""
+        rank, grid_dims, reassociation = len(self.spatial), [], []
+        for dim in range(len(self.slot)):
+            members = [len(grid_dims)] if dim not in self.spatial else [len(grid_dims), len(grid_dims) + 1]
+            reassociation.append(members)
+            grid_dims += [("slot", dim)] if dim not in self.spatial else [("slot", dim), ("phase", self.spatial.index(dim))]
+        grid_shape = [self.slot[i] if kind == "slot" else self.problem.stride[i] for kind, i in grid_dims]
+        domain = mlir.dims("d", len(grid_dims))
+        acc_read = [domain[grid_dims.index(("phase", a))] for a in range(rank)] + \
+                   [domain[grid_dims.index(("slot", dim))] for dim in range(len(self.slot))]
+        grid_type = mlir.tensor(grid_shape, element)
+        divides = all(size % s == 0 for size, s in zip(self.problem.input_spatial, self.problem.stride))
+        rows_shape = [size * (self.problem.stride[self.spatial.index(d)] if d in self.spatial else 1)
+                      for d, size in enumerate(self.slot)]
+        values = dict(reassociation=reassociation, grid_shape=mlir.index_list(grid_shape), grid_type=grid_type,
+                      rows_type=mlir.tensor(rows_shape, element), zeros=mlir.index_list([0] * len(self.slot)),
+                      input_shape=mlir.index_list(self.problem.input_shape), ones=mlir.index_list([1] * len(self.slot)))
+        into = "into_dst" if divides else "into_rows"
+        return dict(grid_type=grid_type, acc_read_map=mlir.affine_map(domain, acc_read),
+                    grid_identity=mlir.affine_map(domain, domain),
+                    grid_destination=mlir.render(f"maxpool2d_bwd_slices.{into}", **values),
+                    grad_in=mlir.render(f"maxpool2d_bwd_slices.{into}_result", **values))
 
 
 # --- Public entry points --------------------------------------------------------------------------------

@@ -7,17 +7,20 @@ the argmax that ``maxpool2d_bwd`` recomputes from ``x``.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import dtypes, sweep_params
 from .. import reference as reference_ops
 from .. import render as mlir
-from ..operator import Lowering, SingleForm as Form
+from ..operator import Lowering
 from ..layouts import activation_from_params, in_layout
 from ..problem import MaxPoolProblem, PoolProblem
 from ..problem_checks import array_shape_dtype, pool_problem
 from ..validation import check
 from . import pool_windows as windows
+from .pool_windows import Form
 
 OP = "maxpool2d_fwd"
 Problem = MaxPoolProblem
@@ -44,8 +47,12 @@ def results(problem: MaxPoolProblem) -> list:
     return [(problem.output_shape, problem.dtype), (problem.output_shape, "int64")]
 
 
-def window_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str) -> str:
-    """The forward's window scan (``maxpool2d_fwd.scan``), defining ``%max`` and ``%indices`` in the destinations."""
+def window_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str,
+                form: Form = Form()) -> str:
+    """The forward's window scan, defining ``%max`` and ``%indices`` in the destinations: by ``tensor.extract``
+    per tap (``maxpool2d_fwd.scan``) or over strided slices of the padded input (``maxpool2d_fwd.tap_scan``)."""
+    if form.windows == "slices":
+        return _tap_scan(problem, element, index_type, max_destination, argmax_destination)
     batch, channel, spatial = windows.grid_dims(problem)
     letters = windows.axis_letters(problem)
     taps = []
@@ -68,8 +75,61 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
         batch_dim=batch,
         channel_dim=channel,
         taps=mlir.indent("\n".join(taps), 2),
+        pick=mlir.indent(_pick(element, index_type, "", "%v", "%best", "%best_position", "%position", "%inside",
+                               "%new_best", "%new_position"), 2),
         width=problem.input_spatial[1],
         x_indices=windows.layout_indices(problem, "%n", "%c", [f"%i_{x}_clamped" for x in letters]),
+    )
+
+
+def _pick(element: str, index_type: str, t: str, v: str, best: str, best_position: str, position: str, inside: str,
+          new_best: str, new_position: str) -> str:
+    return mlir.render("maxpool2d_fwd.pick", element=element, index_type=index_type, t=t, v=v, best=best,
+                       best_position=best_position, position=position, inside=inside, new_best=new_best,
+                       new_position=new_position)
+
+
+def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str) -> str:
+    """``maxpool2d_fwd.tap_scan``: the taps (in PyTorch's scan order, h then w) as strided slices of the input
+    padded by ``windows.tap_padding``, picked one after another in one elementwise ``linalg.generic``."""
+    _, _, spatial = windows.grid_dims(problem)
+    letters = windows.axis_letters(problem)
+    padded_shape, low, high = windows.tap_padding(problem)
+    padded_type = mlir.tensor(padded_shape, element)
+    taps = list(itertools.product(*(range(k) for k in problem.kernel_size)))
+    axes, slices, picks = [], [], []
+    for a, x in enumerate(letters):
+        s, d, p_lo = problem.stride[a], problem.dilation[a], problem.padding[a][0]
+        axes.append(mlir.render("maxpool2d_fwd.tap_window", x=x, window_dim=spatial[a], size=problem.input_spatial[a]))
+        for f in range(problem.kernel_size[a]):
+            offset = d * f - p_lo
+            axes.append(mlir.render("maxpool2d_fwd.tap_axis", x=x, f=f"_{f}", s=s,
+                                    offset=f"+ {offset}" if offset >= 0 else f"- {-offset}"))
+    best, best_position = "%best", "%best_position"
+    for number, (fh, fw) in enumerate(taps):
+        t = f"_{number}"
+        offsets = windows.layout_indices(problem, 0, 0, [problem.dilation[a] * f for a, f in enumerate((fh, fw))])
+        strides = windows.layout_indices(problem, 1, 1, problem.stride)
+        slices.append(mlir.render("maxpool2d_fwd.tap_slice", t=t, offsets=offsets,
+                                  sizes=mlir.index_list(problem.output_shape), strides=strides,
+                                  x_padded_type=padded_type))
+        picks += [mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
+                              width=problem.input_spatial[1], index_type=index_type),
+                  _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
+                        f"%best{t}", f"%best_position{t}")]
+        best, best_position = f"%best{t}", f"%best_position{t}"
+    rank = len(problem.output_shape)
+    return mlir.render(
+        "maxpool2d_fwd.tap_scan", element=element, index_type=index_type, max_destination=max_destination,
+        argmax_destination=argmax_destination, pad_low=mlir.index_list(low), pad_high=mlir.index_list(high),
+        pad_indices=", ".join(f"%p{i}: index" for i in range(rank)), x_padded_type=padded_type,
+        slices="\n".join(slices), tap_maps=", ".join([windows.grid_map(problem)] * (len(taps) + 2)),
+        grid_iterators=windows.iterators(problem),
+        tap_values=", ".join(f"%x_tap_{i}" for i in range(len(taps))), tap_types=", ".join(["!window_max"] * len(taps)),
+        tap_arguments=", ".join(f"%v_{i}: {element}" for i in range(len(taps))),
+        neg_inf=NEG_INF[element], no_position=problem.input_spatial[0] * problem.input_spatial[1],
+        axes=mlir.indent("\n".join(axes), 2), picks=mlir.indent("\n".join(picks), 2),
+        last_best=best, last_position=best_position,
     )
 
 
@@ -91,7 +151,8 @@ def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lo
         taps_type=mlir.tensor(problem.kernel_size, "i8"),
         neg_inf=NEG_INF[element],
         no_position=problem.input_spatial[0] * problem.input_spatial[1],
-        scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst"), 2),
+        scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst", form), 2),
+        form_note=mlir.render(f"maxpool2d_fwd.{form.windows}_note"),
     )
 
 

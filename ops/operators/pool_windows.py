@@ -18,11 +18,28 @@ and the values of the window fragments, and :func:`render_gather`, which fills t
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes, render
+from ..operator import one_of
 from ..problem import PoolProblem
+
+
+@dataclass(frozen=True)
+class Form:
+    """The max-pooling templates' forms (which one a target takes, and why: ``ops/policy.py``).
+
+    ``windows``: a kernel reads each window's taps by ``tensor.extract`` at positions computed in the body
+    (``"extract"``), or as strided slices of the input padded once, through identity maps (``"slices"``: the
+    forward's scan an elementwise pass over the windows, the backward's gather one strided accumulation per tap).
+    """
+
+    windows: str = "extract"
+
+    def __post_init__(self):
+        one_of("maxpool2d_fwd and maxpool2d_bwd", "windows", self.windows, ("extract", "slices"))
 
 
 def axis_letters(problem: PoolProblem) -> list[str]:
@@ -41,6 +58,19 @@ def grid_dims(problem: PoolProblem) -> tuple[int, int, list[int]]:
 def layout_indices(problem: PoolProblem, batch: str, channel: str, spatial: list[str]) -> str:
     values = [batch, *spatial, channel] if problem.channels_last else [batch, channel, *spatial]
     return render.index_list(values)
+
+
+def tap_padding(problem: PoolProblem) -> tuple[list[int], list[int], list[int]]:
+    """(shape, low, high) of the activation padded so that every tap of every window lies inside it: window o's
+    tap f reads the padded position s*o + d*f along each axis."""
+    low, high = [0] * len(problem.input_shape), [0] * len(problem.input_shape)
+    _, _, spatial = grid_dims(problem)
+    for a, dim in enumerate(spatial):
+        last = problem.stride[a] * (problem.output_spatial[a] - 1) + problem.dilation[a] * (problem.kernel_size[a] - 1)
+        low[dim] = problem.padding[a][0]
+        high[dim] = max(0, last - low[dim] - (problem.input_spatial[a] - 1))
+    shape = [size + lo + hi for size, lo, hi in zip(problem.input_shape, low, high)]
+    return shape, low, high
 
 
 def grid_map(problem: PoolProblem, extra_dims: int = 0) -> str:

@@ -33,9 +33,9 @@ class Form:
     ``store`` (stride > 1, channels-last): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
     (``"strided"``), or into its slot of a phase-major tensor that one ``linalg.generic`` interleaves into grad_in
     (``"interleave"``, see ``interleave``).
-    ``contraction`` (several groups; one group is always the named convolution): a convolution-form
-    ``linalg.generic`` (``"generic"``), the taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``),
-    or, for depthwise problems, the named depthwise convolution (``"depthwise"``).
+    ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), the
+    taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), or, for depthwise
+    problems, the named depthwise convolution (``"depthwise"``).
     ``single_taps``: a one-tap axis beside axes of several taps as it is, or given one zero tap (``"zero_tap"``).
     ``interleave_read``: the interleave reads the slots by ``tensor.extract`` or through its indexing map (``"map"``).
     """
@@ -52,6 +52,17 @@ class Form:
                              ("store", ("interleave", "strided")), ("contraction", ("generic", "im2col", "depthwise")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
+
+
+def weight_groups(problem: ConvBwdDataProblem, form: Form) -> bool:
+    """Whether the phases read the weight's (G, K, ..) view: several groups, or the im2col form, whose matmuls batch
+    over the groups (one or more)."""
+    return problem.groups > 1 or form.contraction == "im2col"
+
+
+def reads_groups(problem: ConvBwdDataProblem, form: Form) -> bool:
+    """Whether the phases' convolutions read grad_out's (.., G, K) view: as the weight's, but the depthwise form."""
+    return weight_groups(problem, form) and form.contraction != "depthwise"
 
 
 def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str, grouped: bool) -> tuple[str, str, list[int]]:
@@ -90,16 +101,15 @@ def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: st
     return mlir.indent("\n".join(lines), 2), value, [n, *padded, *channels]
 
 
-def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, copy: dict) -> tuple[str, list[int]]:
-    """The phase's flipped sub-filter from the weight: (fragment, shape (U.., K, C), or (G, U.., K, C) grouped).
-
+def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, copy: dict,
+                  grouped: bool) -> tuple[str, list[int]]:
+    """The phase's flipped sub-filter from the weight: (fragment, shape (U.., K, C), or (G, U.., K, C) ``grouped``).
     ``gather``: by index arithmetic in the body (every target; handles zero taps); else through an indexing map
     with a negative coefficient (the GPU targets; tiled as the target's ``copy`` config says: IREE's default
     for a map it cannot vectorize is 32 threads a workgroup, one element each).
     """
     rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
     element = dtypes.mlir_element_type(problem.dtype)
-    grouped = groups > 1
     shape = [groups, *(p.filter_taps for p in phase), k, c] if grouped else [*(p.filter_taps for p in phase), k, c]
     dims = mlir.dims("d", len(shape))
     common = {
@@ -152,9 +162,10 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, 
     ), shape
 
 
-def _weight_groups(problem: ConvBwdDataProblem) -> tuple[str, str]:
-    """(alias, lines): for grouped problems, the weight as (G, K, *filter, C) (or (G, K, C, *filter)), a free reshape."""
-    if problem.groups == 1:
+def _weight_groups(problem: ConvBwdDataProblem, grouped: bool) -> tuple[str, str]:
+    """(alias, lines): when the phases read it ``grouped``, the weight as (G, K, *filter, C) (or (G, K, C, *filter)),
+    a free reshape."""
+    if not grouped:
         return "", "  // one group: the phases read the weight as it is"
     shape = list(problem.weight_shape)
     view_shape = [problem.groups, problem.out_channels, *shape[1:]]
@@ -173,7 +184,7 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     """
     fusion = fusion or Fusion()
     element = dtypes.mlir_element_type(problem.dtype)
-    over_groups = problem.groups > 1 and form.contraction != "depthwise"  # the convolution reads (.., G, K)
+    over_groups = reads_groups(problem, form)
     computed = phase_list(problem, form)
     slots = Slots.of(problem, fusion) if interleaves(problem, form) else None
     if slots:
@@ -189,7 +200,7 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
                                       lowering.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
-    weight_alias, weight_view = _weight_groups(problem)
+    weight_alias, weight_view = _weight_groups(problem, weight_groups(problem, form))
     return mlir.render(
         "conv_bwd_data",
         rank=problem.rank, layout=problem.layout, element=element, problem_name=problem.name, function=problem.name,
@@ -228,7 +239,7 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
     convolution (``contractions``) and its store (``phase_stores``) into ``current``."""
     element = dtypes.mlir_element_type(problem.dtype)
     phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
-                                               copy=lowering.copy)
+                                               copy=lowering.copy, grouped=weight_groups(problem, form))
     window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
     conv_text, acc_shape, acc_read = convolution(index, phase, problem, element, window_value, window_shape,
                                                  filter_shape, lowering.configs.get(index), form.contraction)

@@ -1,0 +1,92 @@
+"""The max-pooling forms: the extract form (every target; the GPUs ship it) and the strided-slice form (the CPU's,
+``ops/policy._pool_forms``) give PyTorch's answers on random problems of every kind the operators take (layouts,
+padding, dilation, ceil_mode, both index sources), NaNs and ties included, into poisoned destinations; the slice
+form reads no tensor with ``tensor.extract`` (its taps are slices, its backward stride phases); and the CPU ships it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ops import policy, runtime, sweep_params, targets
+from ops.api import run
+from ops.operators import maxpool2d, maxpool2d_fwd, pool_windows
+
+import conftest
+from conftest import poisoned
+from lowering import shipped
+
+FORMS = [pool_windows.Form(), pool_windows.Form(windows="slices")]
+CPU = targets.parse_target("llvm-cpu")
+
+
+def _random_problems(rng, module, count: int, **fixed) -> list:
+    problems = []
+    while len(problems) < count:
+        params = {**sweep_params.pool_params(rng, 2), "dtype": str(rng.choice(["float32", "bfloat16"])), **fixed}
+        try:
+            problems.append(module.problem_from_params(**params))
+        except ValueError:  # a drawn window PyTorch rejects
+            continue
+    return problems
+
+
+def _with_nans_and_ties(x: np.ndarray, rng) -> np.ndarray:
+    """``x`` with a few NaNs, and a stretch of equal values (ties: the first in scan order wins)."""
+    x = np.array(x)
+    flat = x.reshape(-1)
+    flat[rng.choice(flat.size, size=max(1, flat.size // 50), replace=False)] = np.nan
+    flat[: min(flat.size, 12)] = 1.5
+    return x
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.windows)
+def test_forward_forms_give_pytorchs_maxima_and_indices(rng, form):
+    for problem in _random_problems(rng, maxpool2d_fwd, 6):
+        (x,) = maxpool2d_fwd.random_inputs(problem, rng)
+        x = _with_nans_and_ties(x, rng)
+        y_ref, i_ref = maxpool2d_fwd.reference(problem, [x])
+        out = [poisoned(problem.output_shape, problem.dtype),
+               runtime.to_device(np.full(problem.output_shape, -1, np.int64), conftest.DEVICE)]
+        y, indices = (a.to_host() for a in run(problem, [x], out=out, form=form))
+        np.testing.assert_array_equal(indices, i_ref, err_msg=problem.name)
+        np.testing.assert_array_equal(np.asarray(y, np.float64), y_ref, err_msg=problem.name)
+
+@pytest.mark.parametrize("source", ["indices", "x"])
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.windows)
+def test_backward_forms_give_pytorchs_gradient(rng, form, source):
+    for problem in _random_problems(rng, maxpool2d, 5, source=source):
+        grad_out, second = maxpool2d.random_inputs(problem, rng)
+        expected = maxpool2d.reference(problem, [grad_out, second])
+        dst = poisoned(problem.input_shape, problem.dtype)
+        got = run(problem, [grad_out, second], out=dst, form=form)
+        got = np.asarray(got.to_host(), np.float64)
+        scale = max(1.0, float(np.max(np.abs(expected))))
+        tolerance = 1e-6 if problem.dtype == "float32" else 2e-2
+        assert np.all(np.isfinite(got)), f"{problem.name}: an element was never written"
+        assert np.max(np.abs(got - expected)) <= tolerance * scale, problem.name
+
+
+def _extracts(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "= tensor.extract " in line and not line.lstrip().startswith("//")]
+
+
+def test_the_slice_forms_read_no_tensor_by_extract(rng):
+    fwd = _random_problems(rng, maxpool2d_fwd, 1)[0]
+    bwd = _random_problems(rng, maxpool2d, 1, source="indices")[0]
+    for module, problem in ((maxpool2d_fwd, fwd), (maxpool2d, bwd)):
+        assert not _extracts(module.render(problem, pool_windows.Form(windows="slices"))), problem.name
+        assert _extracts(module.render(problem, pool_windows.Form())), problem.name
+
+
+def test_the_cpu_ships_the_slice_forms_and_the_gpus_the_extract_form(tmp_path, rng):
+    problem = _random_problems(rng, maxpool2d, 1, source="indices", dtype="float32")[0]
+    assert policy.forms_for(problem, CPU)[0] == pool_windows.Form(windows="slices")
+    assert policy.forms_for(problem, targets.parse_target("cuda:sm_80")) == [pool_windows.Form()]
+    spec, lowered = shipped(problem, "llvm-cpu", tmp_path)
+    assert not _extracts(spec.mlir), "the slice form did not compile: the CPU fell back to the extract form"
+
+
+def test_a_bad_form_key_names_the_operator_and_the_key():
+    with pytest.raises(ValueError, match="maxpool2d_fwd and maxpool2d_bwd: form key windows must be one of"):
+        pool_windows.Form(windows="scattered")
