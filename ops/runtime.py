@@ -144,9 +144,15 @@ class Function:
     def __call__(self, *arrays, fences: tuple | None = None):
         arrays = [a if isinstance(a, rt.DeviceArray) else rt.asdevicearray(self._device, np.ascontiguousarray(a))
                   for a in arrays]
-        arguments = rt.VmVariantList(len(arrays) + 3)
-        for array in arrays:
-            arguments.push_ref(array._buffer_view)
+        self.invoke([array._buffer_view for array in arrays], fences)
+        return arrays
+
+    def invoke(self, buffer_views: list, fences: tuple | None = None) -> None:
+        """The call on HalBufferViews (the inputs, then the destinations): what ``__call__`` does after wrapping
+        its arrays, for callers that hold buffer views already (``ops/torch/calls.py``: a tensor's memory)."""
+        arguments = rt.VmVariantList(len(buffer_views) + 3)
+        for view in buffer_views:
+            arguments.push_ref(view)
         if self.transient_bytes is not None:
             arguments.push_ref(workspace(self._driver, self.transient_bytes))
         signal = None
@@ -157,7 +163,6 @@ class Function:
         self._context.invoke(self._function, arguments, rt.VmVariantList(2))
         if signal is not None and fences is None:
             signal.wait()
-        return arrays
 
     def _next_fence(self) -> rt.HalFence:
         """A fence at the next value of this function's own timeline semaphore."""

@@ -34,6 +34,7 @@ from typing import Callable
 import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.dlpack import to_dlpack
 
 from .. import compiler, dtypes, known_answer, policy, runtime, targets
 from ..validation import check
@@ -91,6 +92,12 @@ class Prepared:
 # --- Kernels -------------------------------------------------------------------------------------------------
 
 
+def buffer_view(hal_device, t: Tensor):
+    """``t``'s memory as an IREE HalBufferView: ``torch.utils.dlpack.to_dlpack``, no copy, and none of
+    ``__dlpack__``'s stream handling (for the synchronous runtime call: 0.5 us a tensor, against 8)."""
+    return hal_device.from_dlpack_capsule(to_dlpack(t))
+
+
 def wrap(hal_device, t: Tensor):
     """``t``'s memory as an IREE DeviceArray (DLPack: no copy)."""
     return runtime.rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
@@ -105,10 +112,10 @@ class RuntimeKernel:
         self.device = runtime.get_device(driver)
 
     def __call__(self, inputs: list, outputs: list) -> None:
-        arrays = [wrap(self.device, v) for v in self.views(inputs + outputs)]
+        views = [buffer_view(self.device, v) for v in self.views(inputs + outputs)]
         if self.gpu:
             torch.cuda.current_stream().synchronize()
-        self.function(*arrays)
+        self.function.invoke(views)
 
 
 def _record_streams(tensors: list, device: torch.device, stream: int) -> None:
