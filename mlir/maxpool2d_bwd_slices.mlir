@@ -18,25 +18,19 @@
 !grad_in = ${grad_in_type}
 !acc = ${acc_type}
 !slot = ${slot_type}
-!windows_f32 = ${windows_f32_type}
+!windows_g = ${windows_g_type}
+!slot_g = ${slot_g_type}
 !windows_index = ${windows_index_type}
 ${source_types}
 
 func.func @${function}(%grad_out: !grad_out${source_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
-  %zero = arith.constant 0.0 : f32
+  %zero_element = arith.constant ${zero_element} : ${element}
   %no_window = arith.constant -1 : ${index_type}
 ${prologue}
-  %g_f32_empty = tensor.empty() : ${grad_out_f32_type}
-  %g_f32 = linalg.generic {indexing_maps = [${grid_map}, ${grid_map}], iterator_types = ${grid_iterators}}
-      ins(%grad_out : !grad_out) outs(%g_f32_empty : ${grad_out_f32_type}) {
-  ^bb0(%g: ${element}, %unused: f32):
-${g_to_f32}
-    linalg.yield ${g32} : f32
-  } -> ${grad_out_f32_type}
-  %g_padded = tensor.pad %g_f32 low[${window_pad_low}] high[${window_pad_high}] {
+  %g_padded = tensor.pad %grad_out low[${window_pad_low}] high[${window_pad_high}] {
   ^bb0(${pad_indices}):
-    tensor.yield %zero : f32
-  } : ${grad_out_f32_type} to !windows_f32
+    tensor.yield %zero_element : ${element}
+  } : !grad_out to !windows_g
   %argmax_padded = tensor.pad %indices low[${window_pad_low}] high[${window_pad_high}] {
   ^bb0(${pad_indices}):
     tensor.yield %no_window : ${index_type}
@@ -68,7 +62,7 @@ ${contributions}
 %acc${p} = tensor.insert_slice %slot${p} into ${acc}[${slot_offsets}] [${slot_sizes}] [${slot_strides}] : !slot into !acc
 
 // fragment tap_windows: tap ${f}'s windows o = q - ${c} of phase ${p}'s rows q: its slices of grad_out and the indices
-%g${p}${f} = tensor.extract_slice %g_padded[${offsets}] [${sizes}] [${strides}] : !windows_f32 to !slot
+%g${p}${f} = tensor.extract_slice %g_padded[${offsets}] [${sizes}] [${strides}] : !windows_g to !slot_g
 %argmax${p}${f} = tensor.extract_slice %argmax_padded[${offsets}] [${sizes}] [${strides}] : !windows_index to ${slot_index_type}
 
 // fragment position: the flat input position h*W + w of row q in this phase: i = s*q + r on each axis
@@ -79,7 +73,8 @@ ${contributions}
 
 // fragment contribution: tap ${f}'s window adds its gradient where its argmax is this position
 %hit${f} = arith.cmpi eq, %argmax${f}, %position : ${index_type}
-%added${f} = arith.addf %sum_${k}, %g${f} : f32
+${widen}
+%added${f} = arith.addf %sum_${k}, ${g32} : f32
 %sum_${next} = arith.select %hit${f}, %added${f}, %sum_${k} : f32
 
 // fragment into_dst: (s divides every axis) the grid is grad_in's own memory, its axes split into (q, r)

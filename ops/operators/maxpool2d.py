@@ -164,11 +164,10 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
     """``mlir/maxpool2d_bwd_slices.mlir``: each stride phase's slot of a phase-major float32 accumulator
     (``_PhaseMajor``) in one elementwise pass over its taps' windows; the phases put back in place are grad_in."""
     layout = _PhaseMajor(problem)
-    g_to_f32, g32 = windows.to_f32("%g", element)
     narrow, stored = dtypes.narrow("%a", element, "%v")
     f32, acc, texts = dtypes.ACCUMULATOR, "%acc_empty", []
     for number, phase in enumerate(layout.phases()):
-        texts.append(_phase_slot(problem, layout, f"_{number}", phase, acc, index_type))
+        texts.append(_phase_slot(problem, layout, f"_{number}", phase, acc, element, index_type))
         acc = f"%acc_{number}"
     rank = len(problem.output_shape)
     return mlir.render(
@@ -177,11 +176,12 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
         taps_per_phase=", ".join(str(len(taps)) for _, taps in layout.phases()),
         grad_out_type=mlir.tensor(problem.output_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         acc_type=mlir.tensor(layout.shape, f32), slot_type=mlir.tensor(layout.slot, f32),
-        windows_f32_type=mlir.tensor(layout.windows_shape, f32),
+        windows_g_type=mlir.tensor(layout.windows_shape, element), slot_g_type=mlir.tensor(layout.slot, element),
+        zero_element="0.0",
         windows_index_type=mlir.tensor(layout.windows_shape, index_type),
-        grad_out_f32_type=mlir.tensor(problem.output_shape, f32), source_types=source["source_types"],
+        source_types=source["source_types"],
         source_argument=source["source_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
-        g_to_f32=mlir.indent(g_to_f32, 4), g32=g32, window_pad_low=mlir.index_list(layout.window_low),
+        window_pad_low=mlir.index_list(layout.window_low),
         window_pad_high=mlir.index_list(layout.window_high), pad_indices=", ".join(f"%p{i}: index" for i in range(rank)),
         phases=mlir.indent("\n".join(texts), 2), last=acc, **layout.final(element),
         grid_map=windows.grid_map(problem), grid_iterators=windows.iterators(problem),
@@ -189,7 +189,8 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
     )
 
 
-def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase: tuple, acc: str, index_type: str) -> str:
+def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase: tuple, acc: str, element: str,
+                index_type: str) -> str:
     """``maxpool2d_bwd_slices.phase``: phase ``phase`` = (residues, taps)'s slot, inserted into ``acc``."""
     residues, taps = phase
     _, _, spatial = windows.grid_dims(problem)
@@ -200,9 +201,11 @@ def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase
         slices.append(mlir.render("maxpool2d_bwd_slices.tap_windows", p=p, f=f, c=offsets, offsets=mlir.index_list(offsets),
                                   sizes=mlir.index_list(layout.slot), strides=mlir.index_list([1] * len(offsets)),
                                   slot_index_type=mlir.tensor(layout.slot, index_type)))
-        contributions.append(mlir.render("maxpool2d_bwd_slices.contribution", f=f, k=k, next=k + 1, index_type=index_type))
+        widen, g32 = windows.to_f32(f"%g{f}", element)
+        contributions.append(mlir.render("maxpool2d_bwd_slices.contribution", f=f, k=k, next=k + 1, index_type=index_type,
+                                         widen=widen, g32=g32))
         ins += [f"%g{p}{f}", f"%argmax{p}{f}"]
-        types += ["!slot", mlir.tensor(layout.slot, index_type)]
+        types += ["!slot_g", mlir.tensor(layout.slot, index_type)]
     position = mlir.render("maxpool2d_bwd_slices.position", h_dim=spatial[0], w_dim=spatial[1], s_h=problem.stride[0],
                            s_w=problem.stride[1], r_h=residues[0], r_w=residues[1], width=problem.input_spatial[1],
                            index_type=index_type)
@@ -211,7 +214,7 @@ def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase
         "maxpool2d_bwd_slices.phase", p=p, slices="\n".join(slices), maps=", ".join([grid] * (len(ins) + 1)),
         grid_iterators=windows.iterators(problem), taps=len(taps),
         ins=f"ins({', '.join(ins)} : {', '.join(types)}) " if ins else "",
-        block_args="".join(f"%g{f}: f32, %argmax{f}: {index_type}, " for f in (f"_{k}" for k in range(len(taps)))),
+        block_args="".join(f"%g{f}: {element}, %argmax{f}: {index_type}, " for f in (f"_{k}" for k in range(len(taps)))),
         position=mlir.indent(position, 2), contributions=mlir.indent("\n".join(contributions), 2), acc=acc,
         slot_offsets=mlir.index_list([*residues, *([0] * len(layout.slot))]),
         slot_sizes=mlir.index_list([1] * len(residues) + list(layout.slot)),
