@@ -4,13 +4,15 @@
 
 Each model (``train.py``'s two at their CPU batch; a ResNet-style and a MobileNetV2-style layer set at batch 16)
 is converted with ``otorch.convert`` and runs one forward and backward while every kernel call is kept: the
-kernel op (``iree_ck::conv_backward_input``, ``..._weight``, ``max_pool2d``, ...) and its very arguments. Then
-each call is timed as the step makes it (``KernelOp.run``: our host path and IREE's CPU runtime, destinations
-allocated) and as PyTorch's own kernel of the same op on the same tensors (the op's fallback: the gradient
-``convolution_backward`` computes for that output mask, ``max_pool2d_with_indices``, ...), interleaved, the median
-of ``--repeat``. Convolutions also get IREE's own batch_matmul of their implicit-GEMM shape (``bench.gemm_spec``;
-the column "GEMM"), pooling layers the bytes they must move over the time, against the copy bandwidth measured in
-the same run. Both sides use ``torch.get_num_threads()`` threads (IREE's local-task its own workers).
+kernel op (``iree_ck::conv_backward_input``, ``..._weight``, ``max_pool2d``, ...) and its very arguments. The
+calls are grouped by layer (a convolution's input and weight gradients share grad_output), and each distinct
+layer is timed as the step runs it (``KernelOp.run``: our host path and IREE's CPU runtime, destinations
+allocated) and as PyTorch's step runs it (one ``aten.convolution_backward`` for the gradients we compute, with
+ReLU's mask where ours fuses it; the pooling ops' own aten kernels), on the same tensors, interleaved, the median
+of ``--repeat``. Convolutions also get IREE's own batch_matmul of each gradient's implicit-GEMM shape
+(``bench.gemm_spec``, summed: the column "GEMM"), pooling layers the bytes they must move over the time, against
+the copy bandwidth measured in the same run. Both sides use ``--threads`` threads (IREE's local-task its own
+workers).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import math
 import statistics
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 import torch
@@ -29,7 +32,8 @@ from torch import nn
 import ops.torch as otorch
 from build_tools import bench
 from build_tools.train import BATCH, MODELS
-from ops.torch import kernels
+from ops import registry
+from ops.torch import calls as calls_module, kernels
 
 
 def resnet(classes: int = 10) -> nn.Module:
@@ -90,58 +94,126 @@ def _median_ms(times: list) -> float:
     return 1e3 * statistics.median(times)
 
 
-def time_call(op, args, repeat: int) -> tuple[float, float]:
-    """(ours, PyTorch's) milliseconds of one call, interleaved, medians of ``repeat``."""
-    op.run(*args), op.fallback(*args)
+class Layer:
+    """One layer's kernel calls: a pooling call, or a convolution's gradient calls (the input's and the weight's,
+    which share grad_output), with PyTorch's own kernel for the same gradients."""
+
+    def __init__(self, calls: list):
+        self.calls = calls
+
+    @property
+    def problems(self) -> list:
+        return [op.ready[calls_module.signature(args)].problem for op, args in self.calls]
+
+    def ours(self) -> None:
+        for op, args in self.calls:
+            op.run(*args)
+
+    def pytorch(self) -> Callable:
+        """``aten.convolution_backward`` computing the gradients the layer's calls compute, in one call (and ReLU's
+        mask, where our input gradient fuses it), as PyTorch's step runs it; a pooling op's own aten kernel (its
+        fallback); a convolution with asymmetric padding, its calls' fallbacks."""
+        names = {op.name: args for op, args in self.calls}
+        if not names.keys() <= {"conv_backward_input", "conv_backward_weight"}:
+            return lambda: [op.fallback(*args) for op, args in self.calls]
+        weight_args, input_args = names.get("conv_backward_weight"), names.get("conv_backward_input")
+        any_args = input_args or weight_args
+        padding = any_args[-3]
+        pairs = list(zip(padding[::2], padding[1::2]))
+        if any(lo != hi for lo, hi in pairs):
+            return lambda: [op.fallback(*args) for op, args in self.calls]
+        if input_args:
+            grad_output, weight, relu_output, input_size, stride, _, dilation, groups = input_args
+        else:
+            relu_output, weight = None, torch.empty(weight_args[2], dtype=weight_args[0].dtype)
+        if weight_args:
+            x, grad_output, _, stride, _, dilation, groups = weight_args
+        else:
+            x = torch.empty(input_size, dtype=grad_output.dtype).to(memory_format=_format_of(grad_output))
+        mask = [input_args is not None, weight_args is not None, False]
+        symmetric = [lo for lo, _ in pairs]
+
+        def call():
+            grad_input, grad_weight, _ = torch.ops.aten.convolution_backward(
+                grad_output, x, weight, None, stride, symmetric, dilation, False, [0] * len(pairs), groups, mask)
+            if relu_output is not None:
+                grad_input = torch.where(relu_output <= 0, 0, grad_input)
+            return grad_input, grad_weight
+        return call
+
+
+def layers(calls: list) -> list[Layer]:
+    """The step's calls by layer, each distinct layer once: a convolution's backward calls its input gradient and
+    then its weight gradient on the same grad_output, one after the other."""
+    grouped, index = [], 0
+    while index < len(calls):
+        op, args = calls[index]
+        following = calls[index + 1] if index + 1 < len(calls) else None
+        if (op.name == "conv_backward_input" and following is not None and following[0].name == "conv_backward_weight"
+                and following[1][1] is args[0]):
+            grouped.append(Layer([calls[index], following]))
+            index += 2
+        else:
+            grouped.append(Layer([calls[index]]))
+            index += 1
+    distinct, seen = [], set()
+    for layer in grouped:
+        names = tuple(p.name for p in layer.problems)
+        if names not in seen:
+            seen.add(names)
+            distinct.append(layer)
+    return distinct
+
+
+def _format_of(t: torch.Tensor):
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d):
+        return torch.channels_last_3d
+    return torch.contiguous_format
+
+
+def time_layer(layer: Layer, repeat: int) -> tuple[float, float]:
+    """(ours, PyTorch's) milliseconds of the layer, interleaved, medians of ``repeat``."""
+    theirs_call = layer.pytorch()
+    layer.ours(), theirs_call()
     ours, theirs = [], []
     for _ in range(repeat):
-        for call, times in ((op.run, ours), (op.fallback, theirs)):
+        for call, times in ((layer.ours, ours), (theirs_call, theirs)):
             started = time.perf_counter()
-            call(*args)
+            call()
             times.append(time.perf_counter() - started)
     return _median_ms(ours), _median_ms(theirs)
 
 
-def layer_row(model: str, op, args, repeat: int, ceilings: dict, rng) -> dict:
-    problem = op.ready[next(iter(k for k in op.ready if k == _signature(args)))].problem
-    ours, theirs = time_call(op, args, repeat)
-    row = {"model": model, "op": op.name, "problem": problem.name, "ours_ms": ours, "pytorch_ms": theirs,
-           "speedup": theirs / ours}
-    gemm = bench.gemm_shape(problem)
-    if gemm is not None:
-        groups, m, n, k = gemm
-        row["gflops"] = 2 * groups * m * n * k / ours / 1e6
-        row["gemm_ms"] = 1e3 * bench.iree_gemm_seconds(problem, "local-task", repeat, rng)
+def layer_row(model: str, layer: Layer, repeat: int, ceilings: dict, rng) -> dict:
+    problems = layer.problems
+    ours, theirs = time_layer(layer, repeat)
+    row = {"model": model, "ops": [op.name for op, _ in layer.calls], "problems": [p.name for p in problems],
+           "ours_ms": ours, "pytorch_ms": theirs, "speedup": theirs / ours}
+    gemms = [bench.gemm_shape(p) for p in problems]
+    if all(g is not None for g in gemms):
+        row["gflops"] = sum(2 * math.prod(g) for g in gemms) / ours / 1e6
+        row["gemm_ms"] = sum(1e3 * bench.iree_gemm_seconds(p, "local-task", repeat, rng) for p in problems)
     else:
-        moved = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
-        moved += sum(math.prod(shape) * np.dtype(dtype).itemsize
-                     for shape, dtype in _results(problem))
+        moved = sum(a.numel() * a.element_size() for _, args in layer.calls for a in args if isinstance(a, torch.Tensor))
+        moved += sum(math.prod(shape) * np.dtype(dtype).itemsize for p in problems for shape, dtype in _results(p))
         row["gb_per_s"] = moved / ours / 1e6
         row["of_copy_bandwidth"] = moved / (ours / 1e3) / ceilings["copy_bytes_per_s"]
         row["megabytes"] = moved / 1e6
     return row
 
 
-def _signature(args):
-    from ops.torch import calls
-    return calls.signature(args)
-
-
 def _results(problem):
-    from ops import registry
     return registry.module(problem).results(problem)
 
 
 def bench_model(name: str, repeat: int, seed: int, ceilings: dict) -> list[dict]:
     model, x = model_and_input(name, seed)
     otorch.precompile(model, x)
-    rows, done, rng = [], set(), np.random.default_rng(seed)
-    for op, args in kernel_calls(model, x):
-        key = (op.name, _signature(args))
-        if key in done:
-            continue
-        done.add(key)
-        rows.append(layer_row(name, op, args, repeat, ceilings, rng))
+    rows, rng = [], np.random.default_rng(seed)
+    for layer in layers(kernel_calls(model, x)):
+        rows.append(layer_row(name, layer, repeat, ceilings, rng))
         print(_line(rows[-1]), flush=True)
     return rows
 
@@ -149,8 +221,9 @@ def bench_model(name: str, repeat: int, seed: int, ceilings: dict) -> list[dict]
 def _line(r: dict) -> str:
     extra = (f"GEMM {r['gemm_ms']:7.2f} ms  {r['gflops']:6.1f} GFLOP/s" if "gemm_ms" in r
              else f"{r['megabytes']:6.1f} MB  {r['gb_per_s']:6.1f} GB/s = {100 * r['of_copy_bandwidth']:4.0f}% of copy")
-    return (f"{r['model']:<12} {r['op'].split('::')[-1]:<22} {r['ours_ms']:8.2f} {r['pytorch_ms']:8.2f} "
-            f"{r['speedup']:6.2f}x  {extra}  {r['problem']}")
+    what = "+".join(op.split("_")[-1] if op.startswith("conv") else op for op in r["ops"])
+    return (f"{r['model']:<12} {what:<20} {r['ours_ms']:8.2f} {r['pytorch_ms']:8.2f} {r['speedup']:6.2f}x  {extra}  "
+            f"{r['problems'][0]}")
 
 
 def main(argv=None) -> int:
@@ -164,7 +237,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     ceilings = bench.measure_ceilings("local-task", "float32")
     print(f"threads {args.threads}; copy bandwidth {ceilings['copy_bytes_per_s'] / 1e9:.1f} GB/s; seed {args.seed}")
-    print(f"{'model':<12} {'kernel op':<22} {'ours ms':>8} {'torch ms':>8} {'torch/ours':>7}")
+    print(f"{'model':<12} {'layer (calls)':<20} {'ours ms':>8} {'torch ms':>8} {'torch/ours':>7}")
     rows = [row for name in args.models.split(",") for row in bench_model(name, args.repeat, args.seed, ceilings)]
     if args.json:
         with open(args.json, "w") as f:
