@@ -80,8 +80,13 @@ def test_the_slice_forms_read_no_tensor_by_extract(rng):
 
 
 def test_the_cpu_ships_the_slice_forms_and_the_gpus_the_extract_form(tmp_path, rng):
-    problem = _random_problems(rng, maxpool2d, 1, source="indices", dtype="float32")[0]
+    problem = _random_problems(rng, maxpool2d, 1, source="indices", dtype="float32", kernel_size=(3, 3),
+                               stride=(2, 2))[0]
+    assert problem.overlapping
     assert policy.forms_for(problem, CPU)[0] == pool_windows.Form(windows="slices")
+    disjoint = maxpool2d.problem_from_params(batch=2, channels=3, input_spatial=(8, 8), kernel_size=2, stride=2,
+                                             dtype="float32")
+    assert policy.forms_for(disjoint, CPU)[0] == pool_windows.Form(), "disjoint windows: one elementwise pass"
     assert policy.forms_for(problem, targets.parse_target("cuda:sm_80")) == [pool_windows.Form()]
     spec, lowered = shipped(problem, "llvm-cpu", tmp_path)
     assert not _extracts(spec.mlir), "the slice form did not compile: the CPU fell back to the extract form"
