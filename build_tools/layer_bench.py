@@ -1,6 +1,7 @@
 """Every convolution and pooling layer of a converted training step, ours against PyTorch's own kernel, on the CPU.
 
     python -m build_tools.layer_bench [--models resnext2d,cnn3d,resnet,mobilenetv2] [--repeat 9] [--json out.json]
+    python -m build_tools.layer_bench --call       # a tiny convolution's forward+backward: what a call costs
 
 Each model (``train.py``'s two at their CPU batch; a ResNet-style and a MobileNetV2-style layer set at batch 16)
 is converted with ``otorch.convert`` and runs one forward and backward while every kernel call is kept: the
@@ -226,6 +227,23 @@ def _line(r: dict) -> str:
             f"{r['problems'][0]}")
 
 
+def tiny_call(repeat: int = 1000) -> tuple[float, float]:
+    """(PyTorch's, ours) microseconds of a tiny convolution's forward and backward (1x4x8x8 input, 3x3, 4 channels):
+    what a call costs beside its arithmetic. Medians of ``repeat``, interleaved."""
+    torch.manual_seed(0)
+    theirs = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+    ours = otorch.convert(nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False)))
+    x = torch.randn(1, 4, 8, 8, requires_grad=True)
+    times = {"pytorch": [], "ours": []}
+    for step in range(repeat + 50):
+        for label, model in (("pytorch", theirs), ("ours", ours)):
+            started = time.perf_counter()
+            model(x).sum().backward()
+            if step >= 50:  # after a warm-up (and the modules' first use)
+                times[label].append(time.perf_counter() - started)
+    return 1e6 * statistics.median(times["pytorch"]), 1e6 * statistics.median(times["ours"])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="resnext2d,cnn3d,resnet,mobilenetv2")
@@ -233,8 +251,13 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--call", action="store_true", help="only time a tiny convolution's forward and backward")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.call:
+        pytorch, ours = tiny_call()
+        print(f"a tiny convolution's forward+backward (1x4x8x8, 3x3): PyTorch {pytorch:.0f} us, ours {ours:.0f} us")
+        return 0
     ceilings = bench.measure_ceilings("local-task", "float32")
     print(f"threads {args.threads}; copy bandwidth {ceilings['copy_bytes_per_s'] / 1e9:.1f} GB/s; seed {args.seed}")
     print(f"{'model':<12} {'layer (calls)':<20} {'ours ms':>8} {'torch ms':>8} {'torch/ours':>7}")
