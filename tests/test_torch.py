@@ -367,6 +367,33 @@ def test_modules_take_pytorchs_constructor_arguments():
 
 # --- Zero copies, precompile, compile, opcheck, autocast, float64 -------------------------------------------
 
+def _at_an_odd_offset(t: torch.Tensor, offset: int = 3) -> torch.Tensor:
+    """``t``'s values in memory that starts ``offset`` elements into a fresh buffer (no longer 64-byte aligned)."""
+    flat = torch.empty(t.numel() + offset, dtype=t.dtype)
+    view = flat[offset:].view(t.shape)
+    view.copy_(t)
+    return view
+
+
+def test_tensors_at_odd_storage_offsets_give_pytorchs_gradients(seeded):
+    """IREE's CPU device imports only 64-byte aligned memory: an input that is not gets one copy, not an error."""
+    x = _at_an_odd_offset(torch.randn(2, 4, 8, 8)).requires_grad_()
+    weight = _at_an_odd_offset(torch.randn(6, 4, 3, 3), 5).requires_grad_()
+    assert x.data_ptr() % calls.CPU_ALIGNMENT and weight.data_ptr() % calls.CPU_ALIGNMENT
+    grad = torch.randn(2, 6, 4, 4)
+    otorch.conv2d(x, weight, stride=2, padding=1).backward(grad)
+    ref_x, ref_w = x.detach().clone().requires_grad_(), weight.detach().clone().requires_grad_()
+    F.conv2d(ref_x, ref_w, stride=2, padding=1).backward(grad)
+    torch.testing.assert_close(x.grad, ref_x.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(weight.grad, ref_w.grad, rtol=1e-4, atol=1e-4)
+    pooled = _at_an_odd_offset(torch.randn(2, 3, 8, 8)).requires_grad_()
+    pool_grad = torch.randn(2, 3, 4, 4)
+    otorch.max_pool2d(pooled, 2).backward(pool_grad)
+    ref = pooled.detach().clone().requires_grad_()
+    F.max_pool2d(ref, 2).backward(pool_grad)
+    torch.testing.assert_close(pooled.grad, ref.grad)
+
+
 def test_backward_makes_no_host_copy(monkeypatch, seeded):
     """No tensor is turned into a NumPy array, and the kernels write into the tensors PyTorch returns."""
     tensors, kwargs = conv_tensors(CONV_CASES["2d_s2_g4"], torch.float32, memory_format_last=True)

@@ -40,6 +40,7 @@ from .. import compiler, dtypes, known_answer, policy, runtime, targets
 from ..validation import check
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
+CPU_ALIGNMENT = 64  # IREE's CPU device imports host memory aligned to 64 bytes only (buffer_heap.c)
 _said: set[str] = set()
 _said_lock = threading.Lock()
 
@@ -112,6 +113,8 @@ class RuntimeKernel:
         self.device = runtime.get_device(driver)
 
     def __call__(self, inputs: list, outputs: list) -> None:
+        # an input at a storage offset IREE cannot import (PyTorch's own allocations, the destinations, are aligned)
+        inputs = [t.clone() if t.data_ptr() % CPU_ALIGNMENT else t for t in inputs]
         views = [buffer_view(self.device, v) for v in self.views(inputs + outputs)]
         if self.gpu:
             torch.cuda.current_stream().synchronize()
