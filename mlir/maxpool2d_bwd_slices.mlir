@@ -38,7 +38,7 @@ ${prologue}
   %acc_empty = tensor.empty() : !acc
 ${phases}
 ${grid_destination}
-  %grid = linalg.generic {indexing_maps = [${acc_read_map}, ${grid_identity}], iterator_types = ${grid_iterators6}}
+  %grid = linalg.generic {indexing_maps = [${acc_read_map}, ${grid_identity}], iterator_types = ${transpose_iterators}}
       ins(${last} : !acc) outs(%grid_dst : ${grid_type}) {
   ^bb0(%a: f32, %unused_dst: ${element}):
 ${narrow}
@@ -61,7 +61,7 @@ ${contributions}
 } -> !slot
 %acc${p} = tensor.insert_slice %slot${p} into ${acc}[${slot_offsets}] [${slot_sizes}] [${slot_strides}] : !slot into !acc
 
-// fragment tap_windows: tap ${f}'s windows o = q - ${c} of phase ${p}'s rows q: its slices of grad_out and the indices
+// fragment tap_windows: a tap's windows o = q - c of its phase's rows q: its slices of grad_out and the indices
 %g${p}${f} = tensor.extract_slice %g_padded[${offsets}] [${sizes}] [${strides}] : !windows_g to !slot_g
 %argmax${p}${f} = tensor.extract_slice %argmax_padded[${offsets}] [${sizes}] [${strides}] : !windows_index to ${slot_index_type}
 

@@ -139,7 +139,8 @@ def _source(problem: MaxPoolBwdProblem, element: str, index_type: str, form: For
 
 def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst), in ``form``
-    (``pool_windows.Form``: the gather over candidate windows, or one strided accumulation per tap)."""
+    (``pool_windows.Form``: the gather over candidate windows, or the stride phases of grad_in, each one
+    elementwise pass over its taps' windows)."""
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
     g_to_f32, g32 = windows.to_f32("%g", element)
@@ -165,15 +166,15 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
     (``_PhaseMajor``) in one elementwise pass over its taps' windows; the phases put back in place are grad_in."""
     layout = _PhaseMajor(problem)
     narrow, stored = dtypes.narrow("%a", element, "%v")
-    f32, acc, texts = dtypes.ACCUMULATOR, "%acc_empty", []
-    for number, phase in enumerate(layout.phases()):
+    f32, acc, texts, phases = dtypes.ACCUMULATOR, "%acc_empty", [], layout.phases()
+    for number, phase in enumerate(phases):
         texts.append(_phase_slot(problem, layout, f"_{number}", phase, acc, element, index_type))
         acc = f"%acc_{number}"
     rank = len(problem.output_shape)
     return mlir.render(
         "maxpool2d_bwd_slices", layout=problem.layout, inputs=source["inputs"], problem_name=problem.name,
         function=problem.name, element=element, index_type=index_type, phase_count=len(texts),
-        taps_per_phase=", ".join(str(len(taps)) for _, taps in layout.phases()),
+        taps_per_phase=", ".join(str(len(taps)) for _, taps in phases),
         grad_out_type=mlir.tensor(problem.output_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         acc_type=mlir.tensor(layout.shape, f32), slot_type=mlir.tensor(layout.slot, f32),
         windows_g_type=mlir.tensor(layout.windows_shape, element), slot_g_type=mlir.tensor(layout.slot, element),
@@ -185,7 +186,7 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
         window_pad_high=mlir.index_list(layout.window_high), pad_indices=", ".join(f"%p{i}: index" for i in range(rank)),
         phases=mlir.indent("\n".join(texts), 2), last=acc, **layout.final(element),
         grid_map=windows.grid_map(problem), grid_iterators=windows.iterators(problem),
-        grid_iterators6=mlir.iterators(["parallel"] * (2 + 2 * problem.rank)), narrow=mlir.indent(narrow, 4), stored=stored,
+        transpose_iterators=mlir.iterators(["parallel"] * (2 + 2 * problem.rank)), narrow=mlir.indent(narrow, 4), stored=stored,
     )
 
 
@@ -198,7 +199,7 @@ def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase
     for k, tap in enumerate(taps):
         f = f"_{k}"
         offsets = layout.window_offsets(tap)
-        slices.append(mlir.render("maxpool2d_bwd_slices.tap_windows", p=p, f=f, c=offsets, offsets=mlir.index_list(offsets),
+        slices.append(mlir.render("maxpool2d_bwd_slices.tap_windows", p=p, f=f, offsets=mlir.index_list(offsets),
                                   sizes=mlir.index_list(layout.slot), strides=mlir.index_list([1] * len(offsets)),
                                   slot_index_type=mlir.tensor(layout.slot, index_type)))
         widen, g32 = windows.to_f32(f"%g{f}", element)

@@ -33,7 +33,8 @@ class Form:
 
     ``windows``: a kernel reads each window's taps by ``tensor.extract`` at positions computed in the body
     (``"extract"``), or as strided slices of the input padded once, through identity maps (``"slices"``: the
-    forward's scan an elementwise pass over the windows, the backward's gather one strided accumulation per tap).
+    forward's scan an elementwise pass over the windows, the backward one elementwise pass per stride phase of
+    grad_in over its taps' windows: ``mlir/maxpool2d_bwd_slices.mlir``).
     """
 
     windows: str = "extract"
