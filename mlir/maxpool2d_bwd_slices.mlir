@@ -24,7 +24,7 @@
 ${source_types}
 
 func.func @${function}(%grad_out: !grad_out${source_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
-  %zero_element = arith.constant ${zero_element} : ${element}
+  %zero_element = arith.constant 0.0 : ${element}
   %no_window = arith.constant -1 : ${index_type}
 ${prologue}
   %g_padded = tensor.pad %grad_out low[${window_pad_low}] high[${window_pad_high}] {

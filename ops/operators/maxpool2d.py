@@ -143,11 +143,11 @@ def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering =
     elementwise pass over its taps' windows)."""
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
-    g_to_f32, g32 = windows.to_f32("%g", element)
     source = _source(problem, element, index_type, form)
     transients = mlir.transients(lowering.transients)
     if form.windows == "slices":
         return _render_slices(problem, element, index_type, source, transients)
+    g_to_f32, g32 = windows.to_f32("%g", element)
     return windows.render_gather(
         problem,
         title="Max-pool 2-D backward",
@@ -178,7 +178,6 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
         grad_out_type=mlir.tensor(problem.output_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         acc_type=mlir.tensor(layout.shape, f32), slot_type=mlir.tensor(layout.slot, f32),
         windows_g_type=mlir.tensor(layout.windows_shape, element), slot_g_type=mlir.tensor(layout.slot, element),
-        zero_element="0.0",
         windows_index_type=mlir.tensor(layout.windows_shape, index_type),
         source_types=source["source_types"],
         source_argument=source["source_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),

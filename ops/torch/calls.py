@@ -40,7 +40,7 @@ from .. import compiler, dtypes, known_answer, policy, runtime, targets
 from ..validation import check
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
-CPU_ALIGNMENT = 64  # IREE's CPU device imports host memory aligned to 64 bytes only (buffer_heap.c)
+CPU_ALIGNMENT = 64  # IREE's runtime imports host memory aligned to 64 bytes only (buffer_heap.c): RuntimeKernel
 _said: set[str] = set()
 _said_lock = threading.Lock()
 
@@ -99,6 +99,12 @@ def buffer_view(hal_device, t: Tensor):
     return hal_device.from_dlpack_capsule(to_dlpack(t))
 
 
+def aligned(tensors: list, alignment: int) -> list:
+    """``tensors``, each at a storage offset that is not a multiple of ``alignment`` bytes replaced by a fresh copy
+    (PyTorch's allocations are aligned; a view into a larger buffer need not be)."""
+    return [t.clone() if t.data_ptr() % alignment else t for t in tensors]
+
+
 def wrap(hal_device, t: Tensor):
     """``t``'s memory as an IREE DeviceArray (DLPack: no copy)."""
     return runtime.rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
@@ -113,9 +119,7 @@ class RuntimeKernel:
         self.device = runtime.get_device(driver)
 
     def __call__(self, inputs: list, outputs: list) -> None:
-        # an input at a storage offset IREE cannot import (PyTorch's own allocations, the destinations, are aligned)
-        inputs = [t.clone() if t.data_ptr() % CPU_ALIGNMENT else t for t in inputs]
-        views = [buffer_view(self.device, v) for v in self.views(inputs + outputs)]
+        views = [buffer_view(self.device, v) for v in self.views(aligned(inputs, CPU_ALIGNMENT) + outputs)]
         if self.gpu:
             torch.cuda.current_stream().synchronize()
         self.function.invoke(views)
@@ -158,11 +162,8 @@ class LaunchedKernel:
         self.inputs = sum(1 for a in plan.arguments if not a.output)
 
     def __call__(self, inputs: list, outputs: list) -> None:
-        pointers = [t.data_ptr() for t in inputs]
-        if any(p % ALIGNMENT for p in pointers):  # a view with a storage offset: a fresh copy is aligned
-            inputs = [t.clone() if p % ALIGNMENT else t for t, p in zip(inputs, pointers)]
-            pointers = [t.data_ptr() for t in inputs]
-        pointers += [t.data_ptr() for t in outputs]
+        inputs = aligned(inputs, ALIGNMENT)
+        pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
         transients = [torch.empty(n, dtype=torch.uint8, device=self.device) for n in self.transients]
         bases = [pointers[a] + offset if a is not None else transients[t].data_ptr() + offset
                  for a, t, offset in self.slots]
