@@ -75,6 +75,11 @@ WORKAROUNDS = (
         "pipeline; a zero tap keeps the convolution whole (geometry.PhaseAxis.with_zero_taps)",
         "ops/geometry.py"),
     Workaround(
+        "no im2col for one group of one channel on llvm-cpu", "policy._phase_forms",
+        "IREE 3.13 fails to compile the im2col form of a one-group problem with C = K = 1 ('expected rank to be "
+        "smaller or equal to the other rank', an all-unit-dims slice; test seed 1084422732): the named "
+        "convolution serves it", "tests/test_cpu_forms.py"),
+    Workaround(
         "tuned phases with single-tap axes as a generic", "contractions.dense_tuned",
         "IREE 3.13 folds single-tap axes out of a convolution by rebuilding the op, which drops a "
         "compilation_info: the phase is written as the op it would rebuild", "build_tools/tune.py"),
@@ -186,8 +191,9 @@ def _phase_forms(problem, target: Target) -> list:
     if target.cpu:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
+        unit = problem.groups == 1 and problem.in_channels == problem.out_channels == 1  # see WORKAROUNDS
         return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c == "im2col" else "zero_tap")
-                for c in CPU_CONTRACTIONS[problem.kind]]
+                for c in CPU_CONTRACTIONS[problem.kind] if not (unit and c == "im2col")]
     flips = ("gather", "map") if target.negative_map_coefficients else ("gather",)
     interleaved = [Form(weight_flip=f, d_read="map", store="interleave", interleave_read="map") for f in flips]
     strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")

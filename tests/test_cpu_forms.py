@@ -132,6 +132,10 @@ def _dense_problems(rng, count: int) -> list:
 def test_both_one_group_contractions_match_the_definition(rng, contraction):
     """The CPU ships im2col for one group (the rule above); the named convolution (the GPUs' form) stays checked."""
     for problem in _dense_problems(rng, 4):
+        offered = {form.contraction for form in policy.target_forms(problem, CPU)}
+        if contraction not in offered:  # one channel each way: no im2col (policy.WORKAROUNDS)
+            assert problem.in_channels == problem.out_channels == 1 and offered == {"generic"}, problem.name
+            continue
         module = registry.module(problem)
         inputs = module.random_inputs(problem, rng)
         expected = module.reference(problem, inputs)
