@@ -134,3 +134,33 @@ ${gather}
   %taps_t_empty = tensor.empty() : ${taps_t_type}
   %taps_t = linalg.transpose ins(%taps_${chunks} : ${taps_type}) outs(%taps_t_empty : ${taps_t_type}) permutation = [${permutation}]
   %acc = tensor.collapse_shape %taps_t ${taps_reassociation} : ${taps_t_type} into !acc_flat
+
+// fragment per_image: on llvm-cpu, channels-first problems: one matmul per (image, group), then the sum over images
+  // The im2col form's one matmul per group has K x F*C outputs and a reduction of N*O: few output tiles for two
+  // cores when C is small (a first layer), and IREE does not split a reduction. Here each image is its own batch
+  // entry, read where x and grad_out lie (channels-first: the output positions o last, no copy of grad_out):
+  //     cols[n, g, c, f, o] = x_padded[n, g, c, s*o + d*f]
+  //     per_image[(n, g), (c, f), k] = sum_o cols[(n, g), (c, f), o] * grad_out[(n, g), k, o]
+  //     grad_w[g, k, c, f] = sum_n per_image[n, g, (c, f), k]
+  %cols_empty = tensor.empty() : ${cols_type}
+  %cols = linalg.generic {indexing_maps = [${cols_read}, ${cols_map}], iterator_types = ${cols_iterators}}
+      ins(%x_groups : !x_groups) outs(%cols_empty : ${cols_type}) {
+  ^bb0(%xv: ${element}, %unused: ${element}):
+    linalg.yield %xv : ${element}
+  } -> ${cols_type}
+  %cols_matrix = tensor.collapse_shape %cols ${cols_reassociation} : ${cols_type} into ${cols_matrix_type}
+  %grad_out_matrix = tensor.collapse_shape %grad_out_groups ${grad_out_reassociation} : !grad_out_groups into ${grad_out_matrix_type}
+  %per_image_empty = tensor.empty() : ${per_image_type}
+  %per_image_zero = linalg.fill ins(%zero : f32) outs(%per_image_empty : ${per_image_type}) -> ${per_image_type}
+  %per_image = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, r) -> (b, m, r)>, affine_map<(b, m, n, r) -> (b, n, r)>, affine_map<(b, m, n, r) -> (b, m, n)>]
+      ins(%cols_matrix, %grad_out_matrix : ${cols_matrix_type}, ${grad_out_matrix_type}) outs(%per_image_zero : ${per_image_type}) -> ${per_image_type}
+  %per_image_taps = tensor.expand_shape %per_image ${per_image_reassociation} output_shape [${per_image_taps_shape}] : ${per_image_type} into ${per_image_taps_type}
+  %acc_groups_empty = tensor.empty() : ${acc_groups_type}
+  %acc_groups_zero = linalg.fill ins(%zero : f32) outs(%acc_groups_empty : ${acc_groups_type}) -> ${acc_groups_type}
+  %acc_groups = linalg.generic {indexing_maps = [${images_read}, ${images_map}], iterator_types = ${images_iterators}}
+      ins(%per_image_taps : ${per_image_taps_type}) outs(%acc_groups_zero : ${acc_groups_type}) {
+  ^bb0(%p: f32, %sum: f32):
+    %new_sum = arith.addf %sum, %p : f32
+    linalg.yield %new_sum : f32
+  } -> ${acc_groups_type}
+  %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat

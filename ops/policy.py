@@ -114,9 +114,21 @@ def entries(target_name: str) -> tuple[dict, ...]:
     return tuple(table(target_name).get("entries", ()))
 
 
+# What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
+RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "except",
+                       "except_why", "form", "flags", "source", "why"})
+
+
 def rules(target_name: str) -> tuple[dict, ...]:
-    """Per-operator choices: flags and the preferred form for the problems of an operator (dtype, kind)."""
-    return tuple(table(target_name).get("rules", ()))
+    """Per-operator choices: flags and the preferred form for the problems of an operator (dtype, kind); a key
+    no rule may hold (a misspelt narrowing would widen the rule silently) is refused."""
+    found = tuple(table(target_name).get("rules", ()))
+    for rule in found:
+        unknown = sorted(set(rule) - RULE_KEYS)
+        if unknown:
+            raise ValueError(f"mlir/tuning/{target_name}.json: a rule for {rule.get('operator')!r} has unknown keys "
+                             f"{unknown}; a rule may hold {sorted(RULE_KEYS)}")
+    return found
 
 
 def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
@@ -125,12 +137,15 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 
 
 def rule_applies(rule: dict, problem) -> bool:
-    """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``) and to ``ranks``
-    (spatial axes), and leave out problems by function name (``except``: measured slower with it)."""
+    """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``), to ``ranks``
+    (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image, and leave out
+    problems by function name (``except``: measured slower with it)."""
     kind = getattr(problem, "kind", None)
+    positions = math.prod(getattr(problem, "output_spatial", ()))
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
             and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
-            and problem.name not in rule.get("except", ()))
+            and problem.layout in rule.get("layouts", [problem.layout])
+            and positions >= rule.get("min_output_positions", 0) and problem.name not in rule.get("except", ()))
 
 
 def copy_config(target: Target) -> dict:
@@ -202,15 +217,17 @@ def _phase_forms(problem, target: Target) -> list:
 
 
 def _weight_forms(problem, target: Target) -> list:
-    """The backward-weight forms for ``target``: the batch-split generic; on llvm-cpu also im2col or, for depthwise
-    problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D, the batch axis taking one), depthwise."""
+    """The backward-weight forms for ``target``: the batch-split generic; on llvm-cpu also im2col (and per_image in
+    channels-first layouts) or, for depthwise problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D,
+    the batch axis taking one), depthwise."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
         return [generic]
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise")] if problem.rank <= 2 else [generic]
-    return [generic, Form(contraction="im2col")]
+    per_image = [] if problem.channels_last else [Form(contraction="per_image")]
+    return [generic, Form(contraction="im2col"), *per_image]
 
 
 def _pool_forms(problem, target: Target) -> list:

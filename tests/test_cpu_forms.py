@@ -51,40 +51,65 @@ def test_a_chunk_of_gathered_taps_stays_within_the_budget():
 
 CPU = targets.parse_target("llvm-cpu")
 TABLE = json.loads((render.templates_dir() / "tuning" / "llvm-cpu.json").read_text())
-# one problem of each (operator, kind) the CPU table has a rule for
-EXAMPLES = {
-    ("conv_bwd_data", "dense"): catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6,
-                                                input_spatial=(2, 8, 8), filter_spatial=(1, 3, 3), stride=1,
-                                                padding=(0, 1, 1), layout="NCDHW", dtype="float32"),
-    ("grouped_conv_bwd_data", "dense"): catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=1,
-                                                        in_channels=8, out_channels=6, input_spatial=(4, 6, 6),
-                                                        filter_spatial=(3, 3, 3), layout="NDHWC", dtype="float32"),
-    ("grouped_conv_bwd_data", "grouped"): CK[("grouped_conv_bwd_data", "ck_default")],
-    ("grouped_conv_bwd_data", "depthwise"): catalog.problem("grouped_conv_bwd_data", "mobilenetv2_b4_144_s2_dw_bwd_data",
-                                                            "zoo", batch=1, dtype="float32"),
-    ("grouped_conv_bwd_weight", "grouped"): CK[("grouped_conv_bwd_weight", "resnext_32x4d")],
-    ("grouped_conv_bwd_weight", "dense"): catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1,
-                                                          in_channels=8, out_channels=6, input_spatial=(7, 6, 5)),
-    ("grouped_conv_bwd_weight", "depthwise"): CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")],
-}
+# problems of each (operator, kind) the CPU table has rules for: each rule's examples are those it applies to
+EXAMPLES = [
+    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(2, 8, 8),
+                    filter_spatial=(1, 3, 3), stride=1, padding=(0, 1, 1), layout="NCDHW", dtype="float32"),
+    catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=1, in_channels=8, out_channels=6,
+                    input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NDHWC", dtype="float32"),
+    CK[("grouped_conv_bwd_data", "ck_default")],
+    catalog.problem("grouped_conv_bwd_data", "mobilenetv2_b4_144_s2_dw_bwd_data", "zoo", batch=1, dtype="float32"),
+    CK[("grouped_conv_bwd_weight", "resnext_32x4d")],
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=8, out_channels=6,
+                    input_spatial=(7, 6, 5)),
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=3, out_channels=8,
+                    input_spatial=(12, 12), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
+                    input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
+    CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")],
+]
 # each CPU form's contraction: the op in the module, and what IREE names its dispatches
-CONTRACTS_WITH = {"im2col": ("linalg.batch_matmul", "matmul"), "depthwise": ("linalg.depthwise_conv_", "conv")}
+CONTRACTS_WITH = {"im2col": ("linalg.batch_matmul", "matmul"), "per_image": ("linalg.batch_matmul", "matmul"),
+                  "depthwise": ("linalg.depthwise_conv_", "conv")}
+
+
+def _preferred_rule(problem) -> dict:
+    return next(r for r in TABLE["rules"] if "form" in r and policy.rule_applies(r, problem))
 
 
 @pytest.mark.parametrize("rule", [r for r in TABLE["rules"] if "form" in r],
-                         ids=lambda r: f"{r['operator']}-{'+'.join(r['kinds'])}")
+                         ids=lambda r: f"{r['operator']}-{'+'.join(r['kinds'])}-{r['form']['contraction']}")
 def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_path, rule):
     assert rule["source"] and rule["why"]
     for kind in rule["kinds"]:
-        problem = EXAMPLES[(rule["operator"], kind)]
-        assert problem.kind == kind
+        examples = [p for p in EXAMPLES if p.kind == kind and _preferred_rule(p) is rule]
+        assert examples, f"no example problem of kind {kind} that the rule decides"
+        problem = examples[0]
         offered = [{key: getattr(form, key) for key in rule["form"]} for form in policy.target_forms(problem, CPU)]
         assert rule["form"] in offered, f"the rule names a form the operator does not offer for {kind} problems"
         spec, lowered = shipped(problem, "llvm-cpu", tmp_path / kind)
         op, expected = CONTRACTS_WITH[rule["form"]["contraction"]]
         assert op in spec.mlir, "the form did not compile: the runtime fell back to another"
+        first = policy.forms_for(problem, CPU)[0]
+        assert {key: getattr(first, key) for key in rule["form"]} == rule["form"]
+        assert spec.mlir == policy.module_spec(problem, CPU).mlir, "the runtime shipped another form than the rule's"
         contractions = [d.name for d in lowered.dispatches if d.is_contraction]
         assert contractions and all(expected in name for name in contractions), [d.name for d in lowered.dispatches]
+
+
+def test_a_rule_narrows_by_layout_and_output_positions(monkeypatch):
+    """The per_image rule takes channels-first weight gradients of 64 or more output positions per image; the others
+    keep the im2col rule. A misspelt narrowing key is refused, not ignored (it would widen its rule)."""
+    def preferred(**params):
+        base = dict(batch=2, groups=1, in_channels=3, out_channels=8, filter_spatial=(3, 3), padding=1, dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return policy.forms_for(problem, CPU)[0].contraction
+    assert preferred(input_spatial=(8, 8), layout="NCHW") == "per_image"  # 64 positions
+    assert preferred(input_spatial=(7, 8), layout="NCHW") == "im2col"  # 56
+    assert preferred(input_spatial=(8, 8), layout="NHWC") == "im2col"
+    monkeypatch.setattr(policy, "table", lambda name: {"rules": [{"operator": "grouped_conv_bwd_weight", "layout": []}]})
+    with pytest.raises(ValueError, match=r"unknown keys \['layout'\]"):
+        policy.rules("llvm-cpu")
 
 
 DEPTHWISE = {  # rank, stride, dilation, padding, layout, dtype
@@ -143,3 +168,41 @@ def test_both_one_group_contractions_match_the_definition(rng, contraction):
         got = run(problem, inputs, out=dst, form={"contraction": contraction}).to_host()
         error = verify.relative_error(got, expected)
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} ({contraction}): {error:.2e}"
+
+
+def _channels_first_weight_problems(rng, count: int) -> list:
+    """Random channels-first weight-gradient problems (1-3 spatial axes, groups, strides, dilations, padding, each
+    dtype), not depthwise."""
+    from ops.operators import grouped_conv_bwd_weight
+
+    problems, dtypes_ = [], ["float32", "float16", "bfloat16"]
+    while len(problems) < count:
+        params = grouped_conv_bwd_weight.random_params(rng, int(rng.integers(1, 4)))
+        params.update(layout=("NCW", "NCHW", "NCDHW")[len(params["input_spatial"]) - 1],
+                      dtype=dtypes_[len(problems) % len(dtypes_)])
+        try:
+            problem = grouped_conv_bwd_weight.problem_from_params(**params)
+        except ValueError:
+            continue
+        if problem.kind != "depthwise":
+            problems.append(problem)
+    return problems
+
+
+def test_the_per_image_form_matches_the_definition(rng):
+    for problem in _channels_first_weight_problems(rng, 6):
+        module = registry.module(problem)
+        inputs = module.random_inputs(problem, rng)
+        (shape, result_dtype), = module.results(problem)
+        got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"),
+                  form={"contraction": "per_image"}).to_host()
+        error = verify.relative_error(got, module.reference(problem, inputs))
+        assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def test_the_per_image_form_refuses_channels_last():
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, input_spatial=(6, 6), filter_spatial=(3, 3),
+                              layout="NHWC", dtype="float32")
+    assert "per_image" not in {form.contraction for form in policy.target_forms(problem, CPU)}
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the per_image form reads channels-first"):
+        registry.module(problem).render(problem, registry.module(problem).Form(contraction="per_image"))

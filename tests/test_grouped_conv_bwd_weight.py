@@ -98,7 +98,8 @@ def test_channels_first_and_channels_last_agree(rng):
         padding=((2, 1), (0, 2)), layout="NHWC",
     )
     assert from_cf.shape == (10, 3, 3, 2) and from_cl.shape == (10, 3, 2, 3)
-    np.testing.assert_allclose(channels_last(from_cf), from_cl, rtol=1e-6, atol=1e-6)
+    # the layouts may ship different forms (on the CPU: per_image, im2col), which sum in different orders
+    assert verify.relative_error(channels_last(from_cf), from_cl) <= verify.tolerance(op.OP, "float32")
 
 
 def test_taps_that_only_read_padding_get_zero(rng):

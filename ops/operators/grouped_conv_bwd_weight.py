@@ -106,14 +106,16 @@ class Form:
 
     ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum; it must
     divide the batch). ``contraction``: the convolution-form ``linalg.generic`` (``"generic"``), the windows
-    gathered and contracted by a batch_matmul per group (``"im2col"``), or, for depthwise problems of 1 or 2 spatial
-    axes, the named depthwise convolution (``"depthwise"``); the last two reduce the whole batch at once."""
+    gathered and contracted by a batch_matmul per group (``"im2col"``), for channels-first layouts the windows
+    contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``), or, for
+    depthwise problems of 1 or 2 spatial axes, the named depthwise convolution (``"depthwise"``); all but the
+    generic reduce the whole batch at once."""
 
     batch_split: int = 1
     contraction: str = "generic"
 
     def __post_init__(self):
-        one_of(OP, "contraction", self.contraction, ("generic", "im2col", "depthwise"))
+        one_of(OP, "contraction", self.contraction, ("generic", "im2col", "per_image", "depthwise"))
 
 
 def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
@@ -209,9 +211,11 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",
     )
-    if form.contraction in ("im2col", "depthwise"):
+    if form.contraction != "generic":
         check(chunks == 1, f"{OP}: the {form.contraction} form reduces the whole batch at once (batch_split 1), "
                            f"but got {chunks}")
+    check(form.contraction != "per_image" or not problem.channels_last,
+          f"{OP}: the per_image form reads channels-first layouts (NCW, NCHW, NCDHW), but the layout is {problem.layout}")
     shape = _Geometry(problem, chunks)
     element = dtypes.mlir_element_type(problem.dtype)
     pad_x, x_value = _pad_x(shape, element, form.contraction == "generic")
@@ -326,6 +330,8 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         return _im2col(problem, element, x_groups_shape), "%acc"
     if contraction == "depthwise":
         return _depthwise(problem, element, x_value, shape.padded_spatial), "%acc"
+    if contraction == "per_image":
+        return _per_image(problem, element), "%acc"
     return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
 
 
@@ -431,6 +437,39 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
         grad_out_t_type=mlir.tensor([groups, k, n, *outputs], element), chunk_matmuls=texts,
         taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), taps_to_weight=_taps_to_weight(problem, count, taps_shape),
         **_grad_out_t(problem, element, positions),
+    )
+
+
+def _per_image(problem: ConvBwdWeightProblem, element: str) -> str:
+    """The llvm-cpu form for channels-first layouts (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image``): x's
+    windows gathered per (image, group) with the output positions last, a batch_matmul per (image, group) over the
+    output positions, then the sum over the images into the float32 result (g, k, c, f..)."""
+    rank, n, groups, c, k = problem.rank, problem.batch, problem.groups, problem.in_channels, problem.out_channels
+    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
+    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
+    windows = [f"{mlir.term(o[a], problem.stride[a])} + {mlir.term(f[a], problem.dilation[a])}" for a in range(rank)]
+    cols_domain = ["n", "g", "c", *f, *o]
+    cols_shape = [n, groups, c, *filters, *outputs]
+    columns, positions = c * math.prod(filters), math.prod(outputs)
+    taps_shape = [n, groups, c, *filters, k]
+    images_domain = ["n", "g", "k", "c", *f]
+    acc_groups_shape = [groups, k, c, *filters]
+    return mlir.render(
+        "grouped_conv_bwd_weight.per_image", element=element, cols_type=mlir.tensor(cols_shape, element),
+        cols_read=mlir.affine_map(cols_domain, ["n", "g", "c", *windows]),
+        cols_map=mlir.affine_map(cols_domain, cols_domain), cols_iterators=mlir.iterators(["parallel"] * len(cols_domain)),
+        cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]),
+        cols_matrix_type=mlir.tensor([n * groups, columns, positions], element),
+        grad_out_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 3))]),
+        grad_out_matrix_type=mlir.tensor([n * groups, k, positions], element),
+        per_image_type=mlir.tensor([n * groups, columns, k], dtypes.ACCUMULATOR),
+        per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
+        per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
+        images_read=mlir.affine_map(images_domain, ["n", "g", "c", *f, "k"]),
+        images_map=mlir.affine_map(images_domain, images_domain[1:]),
+        images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(images_domain) - 1)),
+        acc_groups_type=mlir.tensor(acc_groups_shape, dtypes.ACCUMULATOR),
+        acc_groups_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
     )
 
 
