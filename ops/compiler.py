@@ -290,9 +290,9 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
     that ``accept`` takes (the known-answer check of ``ops.known_answer``, on the device that will run it): the
     spec, where its module is, and its verified bytes.
 
-    A stored module is taken from artifacts/, else the cache, if it matches its digest. Otherwise the forms are
-    compiled into the cache in order; a form that fails is remembered (``failure_path``) and the next one is
-    tried. A damaged module is rebuilt with a warning, or, without a compiler, reported by DamagedModuleError.
+    A stored module is taken from artifacts/, else from the cache if no earlier form is still to be built there
+    (``_stored``), if it matches its digest. Otherwise the forms are compiled into the cache in order; a form that
+    fails is remembered (``failure_path``) and the next one is tried. A damaged module is rebuilt with a warning, or, without a compiler, reported by DamagedModuleError.
     A module ``accept`` refuses is passed over like one that does not compile; when it has refused them all,
     ``accept.refuse_all`` raises (``known_answer.Gate``: WrongResultError, with the worst verdict).
     """
@@ -324,19 +324,27 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
 
 
 def _stored(specs: Sequence[ModuleSpec], accept, damaged: list, refused: set):
-    """The first stored module (artifacts/, then the cache) that matches its digest and ``accept`` takes, or None;
-    damaged modules go to ``damaged``, refused ones to ``refused`` (forms that render the same module: checked once)."""
+    """The stored module to load, or None: the first that matches its digest and ``accept`` takes, from artifacts/
+    (the ahead-of-time build's choice: it stores the form it chose per problem), then from the cache, in the forms'
+    order up to the first form the cache neither holds nor knows not to compile, where a compiler can build it: a
+    cache holding only a later form (one an earlier version of the rules preferred, or a test forced) does not stand
+    in for the preferred form. Damaged modules go to ``damaged``, refused ones to ``refused`` (forms that render the
+    same module: checked once)."""
     version = compiler_version()
-    for spec in specs:
-        for root in (artifacts_dir(), cache_dir()):
+    compiling = installed_compiler_version() is not None
+    for root in (artifacts_dir(), cache_dir()):
+        for spec in specs:
             candidate = spec.path(root, version)
             if candidate in refused:
                 continue
             data = verified(root, candidate, damaged)
-            if data is not None:
-                if accept(spec, candidate, data):
-                    return spec, candidate, data
-                refused.add(candidate)
+            if data is None:
+                if root == cache_dir() and compiling and not failure_path(candidate).is_file():
+                    break  # the preferred form is not built yet: the caller compiles it
+                continue
+            if accept(spec, candidate, data):
+                return spec, candidate, data
+            refused.add(candidate)
     return None
 
 

@@ -63,6 +63,31 @@ def test_artifacts_are_used_before_the_cache_and_without_compiling(tmp_path, mon
     np.testing.assert_allclose(result, op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
 
 
+def test_a_cached_later_form_does_not_stand_in_for_the_preferred_one(tmp_path, monkeypatch):
+    """A cache that holds only a later form (one an earlier version's rules preferred, or a test forced) serves the
+    problem only where the preferred form cannot be built: it fails to compile, or no compiler is installed."""
+    monkeypatch.setenv("OPS_ARTIFACTS_DIR", str(tmp_path / "no-artifacts"))
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
+    preferred, later = spec(), spec(extra_flags=("--iree-opt-level=O1",))
+    version = compiler.compiler_version()
+    compiler.compile_module(later, later.path(compiler.cache_dir(), version))
+    assert compiler.load_first([preferred, later])[0] == preferred
+    assert preferred.path(compiler.cache_dir(), version).is_file()
+
+    preferred.path(compiler.cache_dir(), version).unlink()
+    monkeypatch.setattr(compiler, "installed_compiler_version", lambda: None)
+    monkeypatch.setattr(compiler, "compiler_version", lambda: version)  # as artifacts/' manifest would say
+    assert compiler.load_first([preferred, later])[0] == later  # nothing can build the preferred form here
+    monkeypatch.undo()
+    monkeypatch.setenv("OPS_ARTIFACTS_DIR", str(tmp_path / "no-artifacts"))
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
+    broken = spec(mlir="func.func @f() { not_an_op }")
+    before = compiler.stats["compiles"]
+    assert compiler.load_first([broken, later])[0] == later  # compiled once, failed, remembered
+    assert compiler.load_first([broken, later])[0] == later
+    assert compiler.stats["compiles"] == before + 1
+
+
 def test_a_runtime_only_machine_runs_artifacts_and_names_what_is_missing(tmp_path, monkeypatch, rng):
     artifacts = tmp_path / "artifacts"
     monkeypatch.setenv("OPS_ARTIFACTS_DIR", str(artifacts))
