@@ -18,7 +18,7 @@ from torch import nn  # noqa: E402
 
 import ops.torch as otorch  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
-from ops import compiler, runtime  # noqa: E402
+from ops import compiler  # noqa: E402
 
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}  # normwise relative error
