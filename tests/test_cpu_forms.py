@@ -128,13 +128,18 @@ def test_the_depthwise_forms_match_the_definition(rng, op, case):
     problem = catalog.problem(op, "ck_default", batch=2, groups=5, in_channels=1, out_channels=1, input_spatial=spatial,
                               filter_spatial=(3,) * len(spatial), stride=stride, dilation=dilation, padding=padding,
                               layout=layout, dtype=dtype)
+    error = _form_error(problem, rng, "depthwise")
+    assert error <= verify.tolerance(op, dtype), error
+
+
+def _form_error(problem, rng, contraction: str) -> float:
+    """The normwise relative error of ``problem`` run in the CPU form of ``contraction`` (a poisoned destination)."""
     module = registry.module(problem)
     inputs = module.random_inputs(problem, rng)
     (shape, result_dtype), = module.results(problem)
     got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"),
-              form={"contraction": "depthwise"}).to_host()
-    error = verify.relative_error(got, module.reference(problem, inputs))
-    assert error <= verify.tolerance(op, dtype), error
+              form={"contraction": contraction}).to_host()
+    return verify.relative_error(got, module.reference(problem, inputs))
 
 
 def _dense_problems(rng, count: int) -> list:
@@ -191,12 +196,7 @@ def _channels_first_weight_problems(rng, count: int) -> list:
 
 def test_the_per_image_form_matches_the_definition(rng):
     for problem in _channels_first_weight_problems(rng, 6):
-        module = registry.module(problem)
-        inputs = module.random_inputs(problem, rng)
-        (shape, result_dtype), = module.results(problem)
-        got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"),
-                  form={"contraction": "per_image"}).to_host()
-        error = verify.relative_error(got, module.reference(problem, inputs))
+        error = _form_error(problem, rng, "per_image")
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
