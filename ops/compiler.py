@@ -290,9 +290,10 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
     that ``accept`` takes (the known-answer check of ``ops.known_answer``, on the device that will run it): the
     spec, where its module is, and its verified bytes.
 
-    A stored module is taken from artifacts/, else from the cache if no earlier form is still to be built there
-    (``_stored``), if it matches its digest. Otherwise the forms are compiled into the cache in order; a form that
-    fails is remembered (``failure_path``) and the next one is tried. A damaged module is rebuilt with a warning, or, without a compiler, reported by DamagedModuleError.
+    A stored module that matches its digest is taken from artifacts/, else from the cache if no earlier form is
+    still to be built there (``_stored``). Otherwise the forms are compiled into the cache in order; a form that
+    fails is remembered (``failure_path``) and the next one is tried. A damaged module is rebuilt with a warning,
+    or, without a compiler, reported by DamagedModuleError.
     A module ``accept`` refuses is passed over like one that does not compile; when it has refused them all,
     ``accept.refuse_all`` raises (``known_answer.Gate``: WrongResultError, with the worst verdict).
     """
