@@ -102,11 +102,23 @@ WORKAROUNDS = (
 # --- The tables ---------------------------------------------------------------------------------------------
 
 
+# What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
+RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "except",
+                       "except_why", "form", "flags", "source", "why"})
+
+
 @functools.lru_cache(maxsize=None)
 def table(target_name: str) -> dict:
-    """``mlir/tuning/<target_name>.json`` (empty where a target has none)."""
+    """``mlir/tuning/<target_name>.json`` (empty where a target has none), read once; a rule holding a key no rule
+    may hold is refused (a misspelt narrowing would widen its rule silently)."""
     path = templates_dir() / "tuning" / f"{target_name}.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    loaded = json.loads(path.read_text()) if path.is_file() else {}
+    for rule in loaded.get("rules", ()):
+        unknown = sorted(set(rule) - RULE_KEYS)
+        if unknown:
+            raise ValueError(f"mlir/tuning/{target_name}.json: a rule for {rule.get('operator')!r} has unknown keys "
+                             f"{unknown}; a rule may hold {sorted(RULE_KEYS)}")
+    return loaded
 
 
 def entries(target_name: str) -> tuple[dict, ...]:
@@ -114,21 +126,9 @@ def entries(target_name: str) -> tuple[dict, ...]:
     return tuple(table(target_name).get("entries", ()))
 
 
-# What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
-RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "except",
-                       "except_why", "form", "flags", "source", "why"})
-
-
 def rules(target_name: str) -> tuple[dict, ...]:
-    """Per-operator choices: flags and the preferred form for the problems of an operator (dtype, kind); a key
-    no rule may hold (a misspelt narrowing would widen the rule silently) is refused."""
-    found = tuple(table(target_name).get("rules", ()))
-    for rule in found:
-        unknown = sorted(set(rule) - RULE_KEYS)
-        if unknown:
-            raise ValueError(f"mlir/tuning/{target_name}.json: a rule for {rule.get('operator')!r} has unknown keys "
-                             f"{unknown}; a rule may hold {sorted(RULE_KEYS)}")
-    return found
+    """Per-operator choices: flags and the preferred form for the problems of an operator (dtype, kind)."""
+    return tuple(table(target_name).get("rules", ()))
 
 
 def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:

@@ -97,7 +97,7 @@ def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_pat
         assert contractions and all(expected in name for name in contractions), [d.name for d in lowered.dispatches]
 
 
-def test_a_rule_narrows_by_layout_and_output_positions(monkeypatch):
+def test_a_rule_narrows_by_layout_and_output_positions(tmp_path, monkeypatch):
     """The per_image rule takes channels-first weight gradients of 64 or more output positions per image; the others
     keep the im2col rule. A misspelt narrowing key is refused, not ignored (it would widen its rule)."""
     def preferred(**params):
@@ -107,9 +107,12 @@ def test_a_rule_narrows_by_layout_and_output_positions(monkeypatch):
     assert preferred(input_spatial=(8, 8), layout="NCHW") == "per_image"  # 64 positions
     assert preferred(input_spatial=(7, 8), layout="NCHW") == "im2col"  # 56
     assert preferred(input_spatial=(8, 8), layout="NHWC") == "im2col"
-    monkeypatch.setattr(policy, "table", lambda name: {"rules": [{"operator": "grouped_conv_bwd_weight", "layout": []}]})
-    with pytest.raises(ValueError, match=r"unknown keys \['layout'\]"):
-        policy.rules("llvm-cpu")
+    (tmp_path / "tuning").mkdir()
+    (tmp_path / "tuning" / "misspelt.json").write_text(
+        json.dumps({"rules": [{"operator": "grouped_conv_bwd_weight", "layout": []}]}))
+    monkeypatch.setattr(policy, "templates_dir", lambda: tmp_path)
+    with pytest.raises(ValueError, match=r"misspelt.json: .* unknown keys \['layout'\]"):
+        policy.rules("misspelt")
 
 
 DEPTHWISE = {  # rank, stride, dilation, padding, layout, dtype
