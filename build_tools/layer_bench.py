@@ -2,6 +2,7 @@
 
     python -m build_tools.layer_bench [--models resnext2d,cnn3d,resnet,mobilenetv2] [--repeat 9] [--json out.json]
     python -m build_tools.layer_bench --call       # a tiny convolution's forward+backward: what a call costs
+    python -m build_tools.layer_bench --in-step [--models resnext2d,cnn3d]   # the same calls alone and in a step
 
 Each model (``train.py``'s two at their CPU batch; a ResNet-style and a MobileNetV2-style layer set at batch 16)
 is converted with ``otorch.convert`` and runs one forward and backward while every kernel call is kept: the
@@ -244,6 +245,49 @@ def tiny_call(repeat: int = 1000) -> tuple[float, float]:
     return 1e6 * statistics.median(times["pytorch"]), 1e6 * statistics.median(times["ours"])
 
 
+def _timed_calls(record: list):
+    """``KernelOp.run``, each call's wall and calling-thread CPU time appended to ``record``."""
+    run = kernels.KernelOp.run
+
+    def timed(self, *args):
+        started, cpu = time.perf_counter(), time.thread_time()
+        result = run(self, *args)
+        record.append((time.perf_counter() - started, time.thread_time() - cpu))
+        return result
+    return timed
+
+
+def in_step(name: str, steps: int, seed: int) -> dict:
+    """The kernel calls of one forward and backward, in milliseconds a step: alone (each call back to back, the
+    sum of medians) and inside ``steps`` whole steps (PyTorch's ops between them): the sum of each call's median
+    and the mean a step, with the calling thread's CPU time inside the calls."""
+    model, x = model_and_input(name, seed)
+    otorch.precompile(model, x)
+    calls = kernel_calls(model, x)
+    alone = sum(_median_ms([_timed_call(op, args) for _ in range(15)]) for op, args in calls)
+    record, run = [], kernels.KernelOp.run
+    kernels.KernelOp.run = _timed_calls(record)
+    try:
+        step_times = []
+        for _ in range(steps + 1):
+            started = time.perf_counter()
+            model(x).sum().backward()
+            step_times.append(time.perf_counter() - started)
+    finally:
+        kernels.KernelOp.run = run
+    per_call = [record[i::len(calls)][1:] for i in range(len(calls))]  # the first step left out
+    return {"model": name, "calls": len(calls), "step_ms": _median_ms(step_times[1:]), "alone_ms": alone,
+            "in_step_median_ms": sum(_median_ms([w for w, _ in c]) for c in per_call),
+            "in_step_mean_ms": 1e3 * sum(w for c in per_call for w, _ in c) / steps,
+            "calling_thread_cpu_ms": 1e3 * sum(t for c in per_call for _, t in c) / steps}
+
+
+def _timed_call(op, args) -> float:
+    started = time.perf_counter()
+    op.run(*args)
+    return time.perf_counter() - started
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="resnext2d,cnn3d,resnet,mobilenetv2")
@@ -252,11 +296,21 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--call", action="store_true", help="only time a tiny convolution's forward and backward")
+    parser.add_argument("--in-step", action="store_true", help="only time the kernel calls alone and inside steps")
+    parser.add_argument("--steps", type=int, default=20, help="steps for --in-step")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.call:
         pytorch, ours = tiny_call()
         print(f"a tiny convolution's forward+backward (1x4x8x8, 3x3): PyTorch {pytorch:.0f} us, ours {ours:.0f} us")
+        return 0
+    if args.in_step:
+        for name in args.models.split(","):
+            r = in_step(name, args.steps, args.seed)
+            print(f"{name}: forward+backward {r['step_ms']:.2f} ms; its {r['calls']} kernel calls: alone "
+                  f"{r['alone_ms']:.2f} ms, in the step {r['in_step_median_ms']:.2f} ms (medians) and "
+                  f"{r['in_step_mean_ms']:.2f} ms (mean), the calling thread's CPU inside them "
+                  f"{r['calling_thread_cpu_ms']:.2f} ms")
         return 0
     ceilings = bench.measure_ceilings("local-task", "float32")
     print(f"threads {args.threads}; copy bandwidth {ceilings['copy_bytes_per_s'] / 1e9:.1f} GB/s; seed {args.seed}")
