@@ -329,6 +329,17 @@ def mma_intrinsic(target: Target, element: str) -> tuple:
     return MMA_INTRINSICS[(target.backend, element)]
 
 
+# --- The CPU call beside PyTorch --------------------------------------------------------------------------------
+
+
+# ``ops.torch`` releases PyTorch's OpenMP pool (``omp_pause_resource_all``) before each CPU module call: libgomp's
+# workers spin after every parallel region, on the cores IREE's workers are about to need. Measured with
+# docs/perf/cpu-step/in-step/contention_ab.py (docs/PERFORMANCE.md, the CPU training step, third session): cnn3d's
+# step 17.4 -> 15.4 and 19.6 -> 15.8 ms, resnext2d's 27.7 -> 27.8 and 32.9 -> 28.9 ms; the next parallel region
+# makes its thread again (about 45 us).
+CPU_CALLS_RELEASE_OPENMP = True
+
+
 # --- Launching on a framework's GPU stream --------------------------------------------------------------------
 
 

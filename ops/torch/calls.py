@@ -21,12 +21,17 @@ Kernels, by device:
   own memory (DLPack, no copy). IREE issues the kernels onto that stream before the call returns; nothing is
   waited for. ``OPS_ROCM_LAUNCHER=plan`` opts in to the launch plans instead (``ops/launch/hip.py``). None of
   this has run on an AMD GPU (none is reachable where it was written).
-- **The CPU**: IREE's runtime, synchronously, on the tensors' own memory (DLPack, no copy).
+- **The CPU**: IREE's runtime, synchronously, on the tensors' own memory (DLPack, no copy). Before each call,
+  PyTorch's OpenMP pool is released where the policy says so (``policy.CPU_CALLS_RELEASE_OPENMP``): its spinning
+  workers would hold the cores IREE's workers need (``openmp_release``).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import importlib
+import os
 import threading
 import warnings
 from typing import Callable
@@ -110,18 +115,44 @@ def wrap(hal_device, t: Tensor):
     return runtime.rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
 
 
+OPENMP_RUNTIMES = ("libgomp", "libiomp5", "libomp")  # GNU's (PyTorch's Linux wheels), Intel's, LLVM's
+
+
+@functools.lru_cache(maxsize=None)
+def openmp_release() -> Callable[[], int] | None:
+    """The OpenMP runtime this process has loaded (PyTorch's): its ``omp_pause_resource_all(omp_pause_soft)``, which
+    lets the calling thread's pool go (libgomp's threads exit; the next parallel region makes them again). None
+    where no OpenMP 5.0 runtime is loaded, or the process's maps cannot be read (not Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        if os.path.basename(path).startswith(OPENMP_RUNTIMES):
+            pause = getattr(ctypes.CDLL(path), "omp_pause_resource_all", None)
+            if pause is not None:
+                pause.argtypes, pause.restype = [ctypes.c_int], ctypes.c_int
+                return functools.partial(pause, 1)  # omp_pause_soft
+    return None
+
+
 class RuntimeKernel:
     """A module run through IREE's runtime on the tensors' own memory (DLPack); on a GPU, after PyTorch's current
-    stream has finished its work (IREE's call is synchronous)."""
+    stream has finished its work (IREE's call is synchronous); on the CPU, after PyTorch's OpenMP pool is released
+    where the policy says so."""
 
     def __init__(self, function, driver: str, views: Callable, gpu: bool):
         self.function, self.views, self.gpu = function, views, gpu
         self.device = runtime.get_device(driver)
+        self.release = None if gpu or not policy.CPU_CALLS_RELEASE_OPENMP else openmp_release()
 
     def __call__(self, inputs: list, outputs: list) -> None:
         views = [buffer_view(self.device, v) for v in self.views(aligned(inputs, CPU_ALIGNMENT) + outputs)]
         if self.gpu:
             torch.cuda.current_stream().synchronize()
+        elif self.release is not None:
+            self.release()
         self.function.invoke(views)
 
 
