@@ -1,7 +1,6 @@
 """ops.torch's CPU calls release PyTorch's OpenMP pool first (``policy.CPU_CALLS_RELEASE_OPENMP``): the pool's
 threads go, PyTorch's next parallel region makes them again, and the gradients do not change."""
 
-import os
 from pathlib import Path
 
 import pytest
