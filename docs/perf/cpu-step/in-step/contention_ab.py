@@ -1,12 +1,12 @@
 """PyTorch's OpenMP workers against IREE's: one converted model's forward+backward+SGD step, interleaved step by
-step, as PyTorch runs it, as ours runs it, and as ours runs it when PyTorch's OpenMP pool is released
-(``omp_pause_resource_all``) before every kernel call. IREE runtime flags (``IREE_FLAGS``, e.g.
+step, as PyTorch runs it, as ours runs it with PyTorch's OpenMP pool kept ("ours", the code before
+``policy.CPU_CALLS_RELEASE_OPENMP``), and as ours runs it with the pool released (``omp_pause_resource_all``)
+before every kernel call ("ours_paused", now the default). IREE runtime flags (``IREE_FLAGS``, e.g.
 ``--task_topology_group_count=1``) are parsed before the first device is made.
 
     IREE_FLAGS="" PYTHONPATH=. python docs/perf/cpu-step/in-step/contention_ab.py resnext2d 30
 """
 import copy
-import ctypes
 import os
 import statistics
 import sys
@@ -25,13 +25,16 @@ from build_tools.train import BATCH, MODELS  # noqa: E402
 from ops.torch import calls  # noqa: E402
 
 torch.set_num_threads(2)
-gomp = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libgomp.so.1"))
-plain = calls.RuntimeKernel.__call__
+released = calls.RuntimeKernel.__call__
 
 
-def paused(self, inputs, outputs):
-    gomp.omp_pause_resource_all(1)  # omp_pause_soft: the pool's threads exit; the next parallel region makes them
-    return plain(self, inputs, outputs)
+def kept(self, inputs, outputs):
+    """A CPU kernel call that leaves PyTorch's OpenMP pool as it is."""
+    release, self.release = self.release, None
+    try:
+        return released(self, inputs, outputs)
+    finally:
+        self.release = release
 
 
 def main(name: str, steps: int) -> None:
@@ -46,7 +49,7 @@ def main(name: str, steps: int) -> None:
     times = {"pytorch": [], "ours": [], "ours_paused": []}
     for step in range(steps + 1):
         for label, model in (("pytorch", reference), ("ours", ours), ("ours_paused", ours)):
-            calls.RuntimeKernel.__call__ = paused if label == "ours_paused" else plain
+            calls.RuntimeKernel.__call__ = released if label == "ours_paused" else kept
             started = time.perf_counter()
             optimizers[model].zero_grad(set_to_none=True)
             loss(model(x), y).backward()

@@ -1,11 +1,11 @@
 """Six of resnext2d's kernel calls, back to back, with a 2 MB ``torch.relu`` before each, and with the relu then
 libgomp's ``omp_pause_resource_all`` before each: what PyTorch's OpenMP threads cost the calls that follow them.
-Medians of 15 per round; each penalty is the time over the calls alone, less the relu (and release) alone.
+Medians of 15 per round; each penalty is the time over the calls alone, less the relu (and release) alone. The
+kernel calls themselves leave the pool as it is (``contention_ab.kept``), so that only the release this script
+makes is measured.
 
     PYTHONPATH=. python docs/perf/cpu-step/in-step/pause_calls.py [rounds]
 """
-import ctypes
-import os
 import statistics
 import sys
 import time
@@ -13,9 +13,12 @@ import time
 import torch
 
 from build_tools import layer_bench
+from contention_ab import kept  # this folder's script (the first entry of sys.path when run as below)
+from ops.torch import calls
 
 torch.set_num_threads(2)
-gomp = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libgomp.so.1"))
+release = calls.openmp_release()
+calls.RuntimeKernel.__call__ = kept
 y = torch.randn(16, 32, 32, 32)
 
 
@@ -23,7 +26,7 @@ def between(mode: int) -> None:
     if mode >= 1:
         torch.relu(y)
     if mode == 2:
-        gomp.omp_pause_resource_all(1)
+        release()
 
 
 def timed(function) -> float:
