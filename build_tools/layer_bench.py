@@ -20,6 +20,7 @@ workers).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -76,19 +77,29 @@ def model_and_input(name: str, seed: int):
     return otorch.convert(build()), torch.randn(batch, *shape)
 
 
-def kernel_calls(model: nn.Module, x: torch.Tensor) -> list:
-    """(kernel op, its arguments) of every kernel call of one forward and backward, in order."""
-    seen, run = [], kernels.KernelOp.run
-
-    def keep(self, *args):
-        seen.append((self, args))
-        return run(self, *args)
-
-    kernels.KernelOp.run = keep
+@contextlib.contextmanager
+def each_call(wrap: Callable):
+    """``KernelOp.run`` replaced by ``wrap(run)`` (``run`` the original) while the block runs."""
+    run = kernels.KernelOp.run
+    kernels.KernelOp.run = wrap(run)
     try:
-        model(x).sum().backward()
+        yield
     finally:
         kernels.KernelOp.run = run
+
+
+def kernel_calls(model: nn.Module, x: torch.Tensor) -> list:
+    """(kernel op, its arguments) of every kernel call of one forward and backward, in order."""
+    seen = []
+
+    def keeping(run):
+        def keep(self, *args):
+            seen.append((self, args))
+            return run(self, *args)
+        return keep
+
+    with each_call(keeping):
+        model(x).sum().backward()
     return seen
 
 
@@ -246,15 +257,16 @@ def tiny_call(repeat: int = 1000) -> tuple[float, float]:
 
 
 def _timed_calls(record: list):
-    """``KernelOp.run``, each call's wall and calling-thread CPU time appended to ``record``."""
-    run = kernels.KernelOp.run
-
-    def timed(self, *args):
-        started, cpu = time.perf_counter(), time.thread_time()
-        result = run(self, *args)
-        record.append((time.perf_counter() - started, time.thread_time() - cpu))
-        return result
-    return timed
+    """A wrapper of ``KernelOp.run`` (``each_call``) that appends each call's wall and calling-thread CPU time to
+    ``record``."""
+    def timing(run):
+        def timed(self, *args):
+            started, cpu = time.perf_counter(), time.thread_time()
+            result = run(self, *args)
+            record.append((time.perf_counter() - started, time.thread_time() - cpu))
+            return result
+        return timed
+    return timing
 
 
 def in_step(name: str, steps: int, seed: int) -> dict:
@@ -265,16 +277,12 @@ def in_step(name: str, steps: int, seed: int) -> dict:
     otorch.precompile(model, x)
     calls = kernel_calls(model, x)
     alone = sum(_median_ms([_timed_call(op, args) for _ in range(15)]) for op, args in calls)
-    record, run = [], kernels.KernelOp.run
-    kernels.KernelOp.run = _timed_calls(record)
-    try:
-        step_times = []
+    record, step_times = [], []
+    with each_call(_timed_calls(record)):
         for _ in range(steps + 1):
             started = time.perf_counter()
             model(x).sum().backward()
             step_times.append(time.perf_counter() - started)
-    finally:
-        kernels.KernelOp.run = run
     per_call = [record[i::len(calls)][1:] for i in range(len(calls))]  # the first step left out
     return {"model": name, "calls": len(calls), "step_ms": _median_ms(step_times[1:]), "alone_ms": alone,
             "in_step_median_ms": sum(_median_ms([w for w, _ in c]) for c in per_call),
