@@ -339,6 +339,15 @@ def mma_intrinsic(target: Target, element: str) -> tuple:
 # makes its thread again (about 45 us).
 CPU_CALLS_RELEASE_OPENMP = True
 
+# ``ops.torch`` runs each CPU module call with the calling thread under Linux's ``SCHED_BATCH`` (and back to
+# ``SCHED_OTHER`` after; a thread may switch between the two without privileges). The call blocks in IREE's
+# ``hal.fence.await``, and the worker that finishes the last dispatch wakes the caller *before* it marks its
+# timepoint done, so the woken caller spins until that worker runs again; on two cores the woken caller preempted
+# that very worker and spun to the scheduler's tick (4 ms). A ``SCHED_BATCH`` thread never preempts on wake-up, so
+# the worker finishes first. Measured with docs/perf/cpu-step/in-step/batch_ab.py (docs/PERFORMANCE.md, the CPU
+# training step, fourth session).
+CPU_CALLS_SCHED_BATCH = True
+
 
 # --- Launching on a framework's GPU stream --------------------------------------------------------------------
 

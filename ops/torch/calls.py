@@ -23,7 +23,9 @@ Kernels, by device:
   this has run on an AMD GPU (none is reachable where it was written).
 - **The CPU**: IREE's runtime, synchronously, on the tensors' own memory (DLPack, no copy). Before each call,
   PyTorch's OpenMP pool is released where the policy says so (``policy.CPU_CALLS_RELEASE_OPENMP``): its spinning
-  workers would hold the cores IREE's workers need (``openmp_release``).
+  workers would hold the cores IREE's workers need (``openmp_release``). The call itself runs with the calling
+  thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``): woken when the module's work is done, it must not
+  preempt the IREE worker that is still finishing the wake-up (``batch_scheduled``).
 """
 
 from __future__ import annotations
@@ -137,15 +139,36 @@ def openmp_release() -> Callable[[], int] | None:
     return None
 
 
+_SCHED_PARAM = os.sched_param(0) if hasattr(os, "sched_param") else None
+
+
+def batch_scheduled(call: Callable, *args):
+    """``call(*args)`` with the calling thread under ``SCHED_BATCH`` where it was under ``SCHED_OTHER`` (Linux; an
+    unprivileged thread may switch between the two, its nice value kept), then back: a batch thread woken from a
+    wait does not preempt the running thread that woke it (``policy.CPU_CALLS_SCHED_BATCH``)."""
+    try:
+        switched = os.sched_getscheduler(0) == os.SCHED_OTHER
+        if switched:
+            os.sched_setscheduler(0, os.SCHED_BATCH, _SCHED_PARAM)
+    except OSError:
+        switched = False
+    try:
+        return call(*args)
+    finally:
+        if switched:
+            os.sched_setscheduler(0, os.SCHED_OTHER, _SCHED_PARAM)
+
+
 class RuntimeKernel:
     """A module run through IREE's runtime on the tensors' own memory (DLPack); on a GPU, after PyTorch's current
-    stream has finished its work (IREE's call is synchronous); on the CPU, after PyTorch's OpenMP pool is released
-    where the policy says so."""
+    stream has finished its work (IREE's call is synchronous); on the CPU, after PyTorch's OpenMP pool is released,
+    and under ``SCHED_BATCH``, where the policy says so."""
 
     def __init__(self, function, driver: str, views: Callable, gpu: bool):
         self.function, self.views, self.gpu = function, views, gpu
         self.device = runtime.get_device(driver)
         self.release = None if gpu or not policy.CPU_CALLS_RELEASE_OPENMP else openmp_release()
+        self.batch = not gpu and policy.CPU_CALLS_SCHED_BATCH and hasattr(os, "SCHED_BATCH")
 
     def __call__(self, inputs: list, outputs: list) -> None:
         views = [buffer_view(self.device, v) for v in self.views(aligned(inputs, CPU_ALIGNMENT) + outputs)]
@@ -153,7 +176,10 @@ class RuntimeKernel:
             torch.cuda.current_stream().synchronize()
         elif self.release is not None:
             self.release()
-        self.function.invoke(views)
+        if self.batch:
+            batch_scheduled(self.function.invoke, views)
+        else:
+            self.function.invoke(views)
 
 
 def _record_streams(tensors: list, device: torch.device, stream: int) -> None:

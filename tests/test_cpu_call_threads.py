@@ -1,0 +1,102 @@
+"""ops.torch's CPU calls and the threads beside them:
+- they release PyTorch's OpenMP pool first (``policy.CPU_CALLS_RELEASE_OPENMP``): the pool's threads go, PyTorch's
+  next parallel region makes them again, and the gradients do not change;
+- they run with the calling thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``), and leave it as it was.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+
+from ops import policy  # noqa: E402
+from ops.torch import calls, functional  # noqa: E402
+
+
+def pool_threads() -> int:
+    """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
+    tasks = Path("/proc/self/task")
+    return sum(1 for t in tasks.iterdir() if not (t / "comm").read_text().startswith("iree"))
+
+
+@pytest.fixture
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def parallel_region() -> None:
+    torch.relu(torch.randn(1 << 22))  # large enough for ATen to use every thread
+
+
+def test_the_release_lets_the_pool_go_and_pytorch_makes_it_again(two_threads):
+    release = calls.openmp_release()
+    assert release is not None, "PyTorch's OpenMP runtime was not found in /proc/self/maps"
+    parallel_region()
+    with_pool = pool_threads()
+    assert release() == 0
+    assert pool_threads() == with_pool - 1
+    parallel_region()
+    assert pool_threads() == with_pool
+
+
+def test_a_cpu_kernel_call_releases_the_pool_and_keeps_pytorchs_gradients(two_threads, rng):
+    assert policy.CPU_CALLS_RELEASE_OPENMP
+    torch.manual_seed(int(rng.integers(2**31)))
+    x = torch.randn(2, 8, 12, 12, requires_grad=True)
+    w = torch.randn(8, 4, 3, 3, requires_grad=True)
+    grad = torch.randn(2, 8, 12, 12)
+    torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
+    parallel_region()
+    with_pool = pool_threads()
+    ours = torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the pool released
+    assert pool_threads() == with_pool - 1
+    theirs = torch.autograd.grad(F.conv2d(x, w, padding=1, groups=2), (x, w), grad)
+    for a, b in zip(ours, theirs):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def test_batch_scheduled_switches_the_calling_thread_and_back():
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    assert calls.batch_scheduled(os.sched_getscheduler, 0) == os.SCHED_BATCH
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    with pytest.raises(ZeroDivisionError):
+        calls.batch_scheduled(lambda: 1 / 0)
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+def test_batch_scheduled_leaves_a_thread_it_did_not_switch_as_it_was():
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    try:
+        assert calls.batch_scheduled(os.sched_getscheduler, 0) == os.SCHED_BATCH
+        assert os.sched_getscheduler(0) == os.SCHED_BATCH
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+def test_a_cpu_kernel_call_runs_under_sched_batch(two_threads, rng, monkeypatch):
+    assert policy.CPU_CALLS_SCHED_BATCH
+    torch.manual_seed(int(rng.integers(2**31)))
+    x = torch.randn(2, 8, 12, 12, requires_grad=True)
+    w = torch.randn(8, 4, 3, 3, requires_grad=True)
+    grad = torch.randn(2, 8, 12, 12)
+    torch.autograd.grad(functional.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
+    policies = []
+    switching = calls.batch_scheduled
+
+    def recorded(call, *args):
+        return switching(lambda: (policies.append(os.sched_getscheduler(0)), call(*args))[1])
+
+    monkeypatch.setattr(calls, "batch_scheduled", recorded)
+    ours = torch.autograd.grad(functional.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
+    assert policies and set(policies) == {os.SCHED_BATCH}
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    theirs = torch.autograd.grad(F.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
+    for a, b in zip(ours, theirs):
+        assert float((a - b).norm() / b.norm()) < 1e-5
