@@ -186,13 +186,25 @@ def _format_of(t: torch.Tensor):
     return torch.contiguous_format
 
 
+_BETWEEN = torch.empty(1 << 19)
+
+
+def between_ops() -> None:
+    """What runs between two kernels of a step (a batch norm's or a ReLU's parallel region): PyTorch's OpenMP pool
+    made and just used, as each side finds it in its own step. (Our calls release the pool; without this, PyTorch's
+    next op would pay for making it again.)"""
+    torch.relu_(_BETWEEN)
+
+
 def time_layer(layer: Layer, repeat: int) -> tuple[float, float]:
-    """(ours, PyTorch's) milliseconds of the layer, interleaved, medians of ``repeat``."""
+    """(ours, PyTorch's) milliseconds of the layer, interleaved, medians of ``repeat``, each after a parallel region
+    of PyTorch's (``between_ops``)."""
     theirs_call = layer.pytorch()
     layer.ours(), theirs_call()
     ours, theirs = [], []
     for _ in range(repeat):
         for call, times in ((layer.ours, ours), (theirs_call, theirs)):
+            between_ops()
             started = time.perf_counter()
             call()
             times.append(time.perf_counter() - started)
