@@ -97,6 +97,8 @@ def test_a_cpu_kernel_call_runs_under_sched_batch(two_threads, rng, monkeypatch)
     ours = torch.autograd.grad(functional.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
     assert policies and set(policies) == {os.SCHED_BATCH}
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    workers = [int(t.name) for t in Path("/proc/self/task").iterdir() if (t / "comm").read_text().startswith("iree")]
+    assert workers and all(os.sched_getscheduler(w) == os.SCHED_OTHER for w in workers)  # IREE's own threads: as made
     theirs = torch.autograd.grad(F.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
     for a, b in zip(ours, theirs):
         assert float((a - b).norm() / b.norm()) < 1e-5
