@@ -1,7 +1,8 @@
 """The two remedies of the CPU call, alone and together: one converted model's forward+backward+SGD step, interleaved
 step by step, as PyTorch runs it and as ours runs it with ``SCHED_BATCH`` and the OpenMP release ("b1r1", the
-default), ``SCHED_BATCH`` only ("b1r0") and the release only ("b0r1"). ``IREE_FLAGS`` are parsed before the first
-device is made.
+default), ``SCHED_BATCH`` only ("b1r0"), the release only ("b0r1") or neither ("b0r0"). ``IREE_FLAGS`` are parsed
+before the first device is made. ``main`` also serves ``../in-step/contention_ab.py`` and ``../in-step/batch_ab.py``
+under their own labels.
 
     IREE_FLAGS="" PYTHONPATH=. python docs/perf/cpu-step/sched-batch/combinations_ab.py resnext2d 30
 """
@@ -39,10 +40,13 @@ def variant(batch: bool, release: bool):
     return call
 
 
-VARIANTS = {"b1r1": variant(True, True), "b1r0": variant(True, False), "b0r1": variant(False, True)}
+VARIANTS = {"b1r1": variant(True, True), "b1r0": variant(True, False), "b0r1": variant(False, True),
+            "b0r0": variant(False, False)}
 
 
-def main(name: str, steps: int, variants: list[str]) -> None:
+def main(name: str, steps: int, variants: list[str], labels: dict | None = None, prefix: str = "") -> None:
+    """Print each variant's median step (ms), under ``labels[variant]`` where given."""
+    labels = labels or {}
     build, shape = MODELS[name]
     torch.manual_seed(0)
     reference = build()
@@ -63,9 +67,10 @@ def main(name: str, steps: int, variants: list[str]) -> None:
             optimizers[model].step()
             if step:
                 times[label].append(time.perf_counter() - started)
-    print(name, " ".join(f"{k} {1e3 * statistics.median(v):.2f}" for k, v in times.items()), flush=True)
+    print(prefix + name, " ".join(f"{labels.get(k, k)} {1e3 * statistics.median(v):.2f}" for k, v in times.items()),
+          flush=True)
 
 
 if __name__ == "__main__":
     main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 30,
-         sys.argv[3].split(",") if len(sys.argv) > 3 else list(VARIANTS))
+         sys.argv[3].split(",") if len(sys.argv) > 3 else ["b1r1", "b1r0", "b0r1"])
