@@ -1,0 +1,84 @@
+// Convolution backward-data (CK examples 17_convnd_bwd_data and 38_grouped_conv_bwd_data_multiple_d),
+// 2-D, layout NCHW, 1 group(s), epilogue: where(d0 <= 0.0, 0.0, acc).
+//
+// The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), per group g:
+//     out[n, o, g, k] = sum_{f, c} in[n, i, g, c] * w[g, k, f, c]      where   s*o + d*f = i + p_lo
+// Backward-data is that identity read from the input side: every input position i sums
+// grad_out[n, o, g, k] * w[g, k, f, c] over the (o, f, k) that land on it.
+//
+// Stride phases (CK's YTilde = s / gcd(s, d)): the taps f = f0 + (s/g)*t of phase f0 land exactly on
+// the input positions i = s*m + r - p_lo, where d*f0 = r + s*q, with o = m - q - (d/g)*t. So phase f0 is a
+// stride-1 convolution, dilation d/g, of the zero-padded output gradient with its taps flipped (u = T-1-t):
+//     acc[n, m, g, c] = sum_{u, k} grad_out_padded[n, m' + (d/g)*u, g, k] * w_phase[g, u, k, c]
+// No multiply-add touches an inserted zero. Each phase's accumulator (float32) goes through the epilogue
+// grad_in = f(acc, d0, d1, ...) and the cast to f32 in the dispatch that computes it, and is inserted
+// with stride s into grad_in: every position is written once, by the phase that reaches it. Positions no
+// phase reaches get f(0, d0, ...) (zero without an epilogue). Stride 1 has a single phase: the padded
+// output gradient convolved with the flipped filter.
+//
+// The interleaved store (the GPU targets, channels-last, stride > 1): IREE 3.13 makes each strided insert a
+// copy dispatch at a tenth of copy bandwidth (IREE issue 23976). Instead each phase writes its rows whole into
+// its own slot of a phase-major tensor, slots[i mod s][n, i floordiv s, c] (a contiguous insert IREE writes in
+// place; the float32 accumulator when there is an epilogue, else the cast value), and one linalg.generic
+// interleaves the slots into grad_in, through the epilogue: each grad_in position is written once, each slot
+// read once. Residues no phase reaches read a zero slot, so they get f(0, d0, ...) too.
+//
+// Each phase's filter is gathered from the weight (flip and transpose) by a small linalg.generic: indexing
+// maps stay free of negative coefficients, which llvm-cpu's tiling cannot take.
+//
+// Problem: grouped_conv_bwd_data_2d_nchw_float32_n16_g1_c64_k64_i16x16_f1x1_s1x1_d1x1_p0_0x0_0_e1_769c2f5a9b
+
+!grad_out = tensor<16x64x16x16xf32>
+!weight = tensor<64x64x1x1xf32>
+!grad_in = tensor<16x64x16x16xf32>
+!grad_out_cl = tensor<16x16x16x64xf32>
+!d0 = tensor<16x64x16x16xf32>
+
+func.func @grouped_conv_bwd_data_2d_nchw_float32_n16_g1_c64_k64_i16x16_f1x1_s1x1_d1x1_p0_0x0_0_e1_769c2f5a9b(%grad_out: !grad_out, %weight: !weight, %d0: !d0, %dst: !grad_in {iree.abi.output = 0 : index}// caller (ops/runtime.py) passes one workspace, kept and reused across calls, of at least the size IREE reports in
+// the function's reflection (iree.abi.transients.size.constant): without it each call's intermediates (the gathered
+// taps: hundreds of MB on the CK problems) would be fresh pages, faulted in on every call.
+, %transients: !hal.buffer {iree.abi.transients}) -> !grad_in {
+  %zero = arith.constant 0.0 : f32
+  %zero_element = arith.constant 0.0 : f32
+  %grad_out_cl_empty = tensor.empty() : !grad_out_cl
+  %grad_out_cl = linalg.transpose ins(%grad_out : !grad_out) outs(%grad_out_cl_empty : !grad_out_cl) permutation = [0, 2, 3, 1]
+  // one group: the phases read the weight as it is
+  %d0_split = tensor.expand_shape %d0 [[0], [1, 2], [3], [4]] output_shape [16, 1, 64, 16, 16] : !d0 into tensor<16x1x64x16x16xf32>
+  // every grad_in position is reached by exactly one phase: no initial value needed
+  // Phase 0: taps f = 0 + 1*t (t < 1), 0 + 1*t (t < 1); writes grad_in positions 0 + 1*m (m < 16), 0 + 1*m (m < 16).
+  %w_0_empty = tensor.empty() : tensor<1x1x64x64xf32>
+  // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
+  // with a negative coefficient
+  %w_0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      outs(%w_0_empty : tensor<1x1x64x64xf32>) {
+  ^bb0(%unused: f32):
+    %u0 = linalg.index 0 : index
+    %f0 = affine.apply affine_map<(u) -> (0 - u * 1)>(%u0)
+    %u1 = linalg.index 1 : index
+    %f1 = affine.apply affine_map<(u) -> (0 - u * 1)>(%u1)
+    %k = linalg.index 2 : index
+    %c = linalg.index 3 : index
+    %tap = tensor.extract %weight[%k, %c, %f0, %f1] : !weight
+
+    linalg.yield %tap : f32
+  } -> tensor<1x1x64x64xf32>
+
+  %acc_0_empty = tensor.empty() : tensor<16x16x16x64xf32>
+  %acc_0_zero = linalg.fill ins(%zero : f32) outs(%acc_0_empty : tensor<16x16x16x64xf32>) -> tensor<16x16x16x64xf32>
+  %acc_0 = linalg.conv_2d_nhwc_hwcf {dilations = dense<[1, 1]> : tensor<2xi64>, strides = dense<[1, 1]> : tensor<2xi64>}
+      ins(%grad_out_cl, %w_0 : tensor<16x16x16x64xf32>, tensor<1x1x64x64xf32>) outs(%acc_0_zero : tensor<16x16x16x64xf32>) -> tensor<16x16x16x64xf32>
+  %d0_phase_0 = tensor.extract_slice %d0_split[0, 0, 0, 0, 0] [16, 1, 64, 16, 16] [1, 1, 1, 1, 1] : tensor<16x1x64x16x16xf32> to tensor<16x1x64x16x16xf32>
+  %store_0_empty = tensor.empty() : tensor<16x1x64x16x16xf32>
+  %store_0 = linalg.generic {indexing_maps = [affine_map<(n, g, c, m0, m1) -> (n, m0, m1, c)>, affine_map<(n, g, c, m0, m1) -> (n, g, c, m0, m1)>, affine_map<(n, g, c, m0, m1) -> (n, g, c, m0, m1)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%acc_0, %d0_phase_0 : tensor<16x16x16x64xf32>, tensor<16x1x64x16x16xf32>) outs(%store_0_empty : tensor<16x1x64x16x16xf32>) {
+  ^bb0(%acc: f32, %d0_value: f32, %unused: f32):
+    %e0 = arith.constant 0.000000000e+00 : f32
+    %e1 = arith.cmpf ole, %d0_value, %e0 : f32
+    %e2 = arith.constant 0.000000000e+00 : f32
+    %e3 = arith.select %e1, %e2, %acc : f32
+    linalg.yield %e3 : f32
+  } -> tensor<16x1x64x16x16xf32>
+  %stored_0 = tensor.collapse_shape %store_0 [[0], [1, 2], [3], [4]] : tensor<16x1x64x16x16xf32> into tensor<16x64x16x16xf32>
+  %grad_in_1 = tensor.insert_slice %stored_0 into %dst[0, 0, 0, 0] [16, 64, 16, 16] [1, 1, 1, 1] : tensor<16x64x16x16xf32> into !grad_in
+  return %grad_in_1 : !grad_in
+}
