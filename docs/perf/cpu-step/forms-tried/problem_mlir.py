@@ -17,7 +17,7 @@ for layer in layer_bench.layers(layer_bench.kernel_calls(model, x)):
     for p in layer.problems:
         if sys.argv[2] in p.name:
             specs = policy.module_specs(p, target)
-            print(p.name, p.epilogue, [s.name for s in specs][:3])
+            print(p.name, getattr(p, "epilogue", None), [s.name for s in specs][:3])
             open(f"/tmp/exp/{sys.argv[3]}.mlir", "w").write(specs[0].mlir)
             pickle.dump(p, open(f"/tmp/exp/{sys.argv[3]}.pkl", "wb"))
             print(specs[0].flags)
