@@ -17,10 +17,14 @@ from ops import policy  # noqa: E402
 from ops.torch import calls, functional  # noqa: E402
 
 
+def iree_threads() -> dict[int, bool]:
+    """This process's threads (ids), each with whether it is one of IREE's (its task workers)."""
+    return {int(t.name): (t / "comm").read_text().startswith("iree") for t in Path("/proc/self/task").iterdir()}
+
+
 def pool_threads() -> int:
     """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
-    tasks = Path("/proc/self/task")
-    return sum(1 for t in tasks.iterdir() if not (t / "comm").read_text().startswith("iree"))
+    return sum(1 for iree in iree_threads().values() if not iree)
 
 
 @pytest.fixture
@@ -33,8 +37,7 @@ def two_threads():
 
 def iree_thread_policies() -> dict:
     """IREE's own threads (its task workers) and their scheduling policies."""
-    tasks = [t for t in Path("/proc/self/task").iterdir() if (t / "comm").read_text().startswith("iree")]
-    return {int(t.name): os.sched_getscheduler(int(t.name)) for t in tasks}
+    return {tid: os.sched_getscheduler(tid) for tid, iree in iree_threads().items() if iree}
 
 
 @pytest.fixture
@@ -49,6 +52,13 @@ def sched_other():
     yield
     if before != os.SCHED_OTHER:
         os.sched_setscheduler(0, before, os.sched_param(0))
+
+
+def conv_case(rng) -> tuple:
+    """A grouped convolution's input, weight and output gradient (random, seeded from ``rng``)."""
+    torch.manual_seed(int(rng.integers(2**31)))
+    return (torch.randn(2, 8, 12, 12, requires_grad=True), torch.randn(8, 4, 3, 3, requires_grad=True),
+            torch.randn(2, 8, 12, 12))
 
 
 def parallel_region() -> None:
@@ -68,10 +78,7 @@ def test_the_release_lets_the_pool_go_and_pytorch_makes_it_again(two_threads):
 
 def test_a_cpu_kernel_call_releases_the_pool_and_keeps_pytorchs_gradients(two_threads, rng):
     assert policy.CPU_CALLS_RELEASE_OPENMP
-    torch.manual_seed(int(rng.integers(2**31)))
-    x = torch.randn(2, 8, 12, 12, requires_grad=True)
-    w = torch.randn(8, 4, 3, 3, requires_grad=True)
-    grad = torch.randn(2, 8, 12, 12)
+    x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
     parallel_region()
     with_pool = pool_threads()
@@ -102,10 +109,7 @@ def test_batch_scheduled_leaves_a_thread_it_did_not_switch_as_it_was(sched_other
 
 def test_a_cpu_kernel_call_runs_under_sched_batch(two_threads, sched_other, rng, monkeypatch):
     assert policy.CPU_CALLS_SCHED_BATCH
-    torch.manual_seed(int(rng.integers(2**31)))
-    x = torch.randn(2, 8, 12, 12, requires_grad=True)
-    w = torch.randn(8, 4, 3, 3, requires_grad=True)
-    grad = torch.randn(2, 8, 12, 12)
+    x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
     policies = []
     switching = calls.batch_scheduled

@@ -1,5 +1,6 @@
 """The problem of a layer of a converted model whose name holds a substring, and its current module: writes
 /tmp/exp/NAME.mlir and /tmp/exp/NAME.pkl. PYTHONPATH=. python problem_mlir.py resnext2d g8_c4_k4 g8c4"""
+import os
 import pickle
 import sys
 
@@ -10,6 +11,7 @@ from build_tools import layer_bench
 from ops import policy, targets
 
 torch.set_num_threads(2)
+os.makedirs("/tmp/exp", exist_ok=True)
 model, x = layer_bench.model_and_input(sys.argv[1], 0)
 otorch.precompile(model, x)
 target = targets.target_for_device("local-task")
