@@ -139,6 +139,31 @@ ${multiply_add}
   %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}}
       ins(${window}, %w_${index}_hwc : ${window_type}, ${filter_hwc_type}) outs(%acc_${index}_zero : ${acc_type}) -> ${acc_type}
 
+// fragment taps: the phase's convolution, channels-first, few multiply-adds per element: one elementwise generic
+  // taps: acc[n, g, c, m] = sum_{k, u} window[n, g, k, m + dilation*u] * w[g, u, k, c], the sum written out term by
+  // term (${terms} here): one operand per (k, u), a row of the window (a slice: m itself indexes it) and the filter's
+  // (g, c) plane. Every indexing map is a projected permutation and the last spatial axis is contiguous in all of
+  // them, so IREE's CPU backend vectorizes along it; the grouped convolution-form generic, whose reductions it does
+  // not vectorize, and the im2col form, whose matmuls have C columns, ran 3x slower (docs/PERFORMANCE.md).
+${slices}
+  %acc_${index} = linalg.generic {indexing_maps = [${maps}], iterator_types = ${iterators}}
+      ins(${operands} : ${operand_types}) outs(%acc_${index}_empty : ${acc_type}) {
+  ^bb0(${block_args}, %unused: f32):
+${body}
+    linalg.yield ${result} : f32
+  } -> ${acc_type}
+
+// fragment taps_operands: the taps form's operands of one (k, u): the window's rows, the filter's (g, c) plane
+  %x_${index}_${term} = tensor.extract_slice ${window}[${row_offsets}] [${row_sizes}] [${unit_strides}] : ${window_type} to ${row_type}
+  %w_${index}_${term} = tensor.extract_slice %w_${index}[${plane_offsets}] [${plane_sizes}] [${unit_strides}] : ${filter_type} to ${plane_type}
+
+// fragment taps_first_term: the taps form's first product
+%sum0 = arith.mulf ${x}, ${w} : f32
+
+// fragment taps_term: the taps form's next multiply-add
+%product${term} = arith.mulf ${x}, ${w} : f32
+%sum${term} = arith.addf ${previous}, %product${term} : f32
+
 // fragment im2col: the phase's convolution, several groups, on llvm-cpu: its taps gathered, then a matmul per group
   // IREE's CPU backend gives a grouped convolution-form linalg.generic no convolution pipeline (a few GFLOP/s), but
   // compiles linalg.batch_matmul well. So the taps are gathered (im2col) in chunks of leading tap rows, each chunk

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from . import compiler, registry
 from .operator import Lowering
-from .operators import grouped_conv_bwd_weight, pool_windows, stride_phases
+from .operators import contractions, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases
 from .render import templates_dir
 from .targets import Target
 
@@ -184,9 +184,20 @@ def _entry_form(problem, target: Target) -> dict:
 GPU_PARALLEL_ACCUMULATORS = 1 << 22
 
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
-# no convolution pipeline, so the im2col and depthwise forms exist; the table's rule per kind picks the first.
-CPU_CONTRACTIONS = {"dense": ("generic", "im2col"), "grouped": ("generic", "im2col"),
-                    "depthwise": ("generic", "im2col", "depthwise")}
+# no convolution pipeline, so the im2col, depthwise and taps forms exist; the table's rule per kind picks the first.
+CPU_CONTRACTIONS = {"dense": ("generic", "im2col"), "grouped": ("generic", "im2col", "taps"),
+                    "depthwise": ("generic", "im2col", "depthwise", "taps")}
+
+# The taps form (contractions._taps) writes one multiply-add per (output channel, tap) of a phase into one generic
+# body: measured faster up to 216 terms (cnn3d's g4 3x3x3 layer, K = 8: 4.87 -> 2.05 ms); beyond this many a phase
+# keeps the other forms (a body of hundreds of operands, and the matmul forms have K rows worth their cost).
+CPU_TAPS_MAX_TERMS = 256
+
+
+def _has_taps_form(problem) -> bool:
+    """Whether the taps form can take ``problem`` on llvm-cpu: channels-first, every phase within the term limit."""
+    return not problem.channels_last and all(
+        contractions.taps_terms(problem, phase) <= CPU_TAPS_MAX_TERMS for phase in phase_plan.phases(problem))
 
 
 def default_batch_split(problem, target: Target) -> int:
@@ -207,8 +218,9 @@ def _phase_forms(problem, target: Target) -> list:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
         unit = problem.groups == 1 and problem.in_channels == problem.out_channels == 1  # see WORKAROUNDS
-        return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c == "im2col" else "zero_tap")
-                for c in CPU_CONTRACTIONS[problem.kind] if not (unit and c == "im2col")]
+        return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c in ("im2col", "taps") else "zero_tap")
+                for c in CPU_CONTRACTIONS[problem.kind]
+                if not (unit and c == "im2col") and (c != "taps" or _has_taps_form(problem))]
     flips = ("gather", "map") if target.negative_map_coefficients else ("gather",)
     interleaved = [Form(weight_flip=f, d_read="map", store="interleave", interleave_read="map") for f in flips]
     strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")
@@ -269,19 +281,25 @@ def as_form(problem, base, keys: Any):
         raise ValueError(f"{problem.op}: unknown form key in {dict(keys)!r}; its form keys are {valid}") from None
 
 
+def _has_keys(form, keys: dict) -> bool:
+    return all(getattr(form, key) == value for key, value in keys.items())
+
+
 def forms_for(problem, target: Target, options: Any = None) -> list:
     """The forms to try, in order, for ``problem`` on ``target``, each once: with ``options`` (the tuner's candidate,
     a test's choice) that one; else the table's entry where it names one; else the target's forms, the one the
-    first rule for the operator, dtype and kind names put first (the others stay, in order, as fallbacks)."""
+    first rule for the operator, dtype and kind names put first, of the rules naming a form the problem has (the
+    others stay, in order, as fallbacks)."""
     forms = target_forms(problem, target)
     chosen = _entry_form(problem, target)
     if options:
         return [as_form(problem, as_form(problem, forms[0], chosen), options)]
     if chosen:
         return [as_form(problem, forms[0], chosen)]
-    preferred = next((r["form"] for r in rules(target.directory_name) if "form" in r and rule_applies(r, problem)), None)
+    preferred = next((r["form"] for r in rules(target.directory_name) if "form" in r and rule_applies(r, problem)
+                      and any(_has_keys(form, r["form"]) for form in forms)), None)
     if preferred is not None:
-        forms = sorted(forms, key=lambda form: any(getattr(form, key) != value for key, value in preferred.items()))
+        forms = sorted(forms, key=lambda form: not _has_keys(form, preferred))
     return list(dict.fromkeys(forms))
 
 

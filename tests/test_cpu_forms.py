@@ -21,8 +21,10 @@ from lowering import shipped
 CK = {(op, name): catalog.problem(op, name, batch=1, dtype="float32")
       for op, name, _ in catalog.problems("ck_examples", ["grouped_conv_bwd_data", "grouped_conv_bwd_weight"])}
 CASES = {**{f"{op}/{name}": p for (op, name), p in CK.items() if p.in_channels * p.out_channels > 1},
-         "bwd_data/g3_2d_nchw_s2": catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=3, in_channels=5,
-                                                     out_channels=4, input_spatial=(9, 8), stride=2, layout="NCHW"),
+         # channels-first, but 32 output channels x 9 taps: more terms than the taps form takes (CPU_TAPS_MAX_TERMS)
+         "bwd_data/g3_2d_nchw_k32": catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=3, in_channels=5,
+                                                      out_channels=32, input_spatial=(9, 8), filter_spatial=(3, 3),
+                                                      padding=1, layout="NCHW"),
          "bwd_weight/g2_3d_ncdhw_s2": catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=2,
                                                         in_channels=3, out_channels=5, input_spatial=(6, 7, 5), stride=2,
                                                         layout="NCDHW")}
@@ -67,14 +69,24 @@ EXAMPLES = [
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
     CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")],
+    catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
+                    input_spatial=(6, 8), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
+                    input_spatial=(4, 5, 6), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
 ]
-# each CPU form's contraction: the op in the module, and what IREE names its dispatches
+# each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
+# taps form has none: its generic is elementwise)
 CONTRACTS_WITH = {"im2col": ("linalg.batch_matmul", "matmul"), "per_image": ("linalg.batch_matmul", "matmul"),
-                  "depthwise": ("linalg.depthwise_conv_", "conv")}
+                  "depthwise": ("linalg.depthwise_conv_", "conv"), "taps": ("// taps: acc[", None)}
+
+
+def _offers(problem, form: dict) -> bool:
+    return any(all(getattr(f, key) == value for key, value in form.items()) for f in policy.target_forms(problem, CPU))
 
 
 def _preferred_rule(problem) -> dict:
-    return next(r for r in TABLE["rules"] if "form" in r and policy.rule_applies(r, problem))
+    """The first rule that applies and names a form the problem has (``policy.forms_for``)."""
+    return next(r for r in TABLE["rules"] if "form" in r and policy.rule_applies(r, problem) and _offers(problem, r["form"]))
 
 
 @pytest.mark.parametrize("rule", [r for r in TABLE["rules"] if "form" in r],
@@ -94,7 +106,10 @@ def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_pat
         assert {key: getattr(first, key) for key in rule["form"]} == rule["form"]
         assert spec.mlir == policy.module_spec(problem, CPU).mlir, "the runtime shipped another form than the rule's"
         contractions = [d.name for d in lowered.dispatches if d.is_contraction]
-        assert contractions and all(expected in name for name in contractions), [d.name for d in lowered.dispatches]
+        if expected is None:
+            assert not contractions and any("elementwise" in d.name for d in lowered.dispatches), contractions
+        else:
+            assert contractions and all(expected in name for name in contractions), [d.name for d in lowered.dispatches]
 
 
 def test_a_rule_narrows_by_layout_and_output_positions(tmp_path, monkeypatch):
@@ -209,3 +224,44 @@ def test_the_per_image_form_refuses_channels_last():
     assert "per_image" not in {form.contraction for form in policy.target_forms(problem, CPU)}
     with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the per_image form reads channels-first"):
         registry.module(problem).render(problem, registry.module(problem).Form(contraction="per_image"))
+
+
+def _channels_first_data_problems(rng, count: int) -> list:
+    """Random channels-first grouped backward-data problems within the taps form's term limit (1-3 spatial axes,
+    strides, dilations, padding, each dtype, the sweep's epilogues), depthwise ones among them."""
+    from ops.operators import grouped_conv_bwd_data
+
+    problems, dtypes_ = [], ["float32", "float16", "bfloat16"]
+    while len(problems) < count:
+        params = grouped_conv_bwd_data.random_params(rng, int(rng.integers(1, 4)))
+        params.update(layout=("NCW", "NCHW", "NCDHW")[len(params["input_spatial"]) - 1],
+                      dtype=dtypes_[len(problems) % len(dtypes_)])
+        if len(problems) % 3 == 2:
+            params.update(in_channels=1, out_channels=1)
+        try:
+            problem = grouped_conv_bwd_data.problem_from_params(**params)
+        except ValueError:
+            continue
+        if problem.groups > 1 and "taps" in {form.contraction for form in policy.target_forms(problem, CPU)}:
+            problems.append(problem)
+    return problems
+
+
+def test_the_taps_form_matches_the_definition(rng):
+    for problem in _channels_first_data_problems(rng, 6):
+        error = _form_error(problem, rng, "taps")
+        assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def test_the_taps_form_takes_channels_first_problems_within_its_term_limit():
+    def offered(**params):
+        base = dict(batch=2, groups=4, in_channels=2, input_spatial=(6, 6), filter_spatial=(3, 3), padding=1,
+                    dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_data", "ck_default", **{**base, **params})
+        return "taps" in {form.contraction for form in policy.target_forms(problem, CPU)}, problem
+    assert offered(out_channels=policy.CPU_TAPS_MAX_TERMS // 9, layout="NCHW")[0]
+    assert not offered(out_channels=policy.CPU_TAPS_MAX_TERMS // 9 + 1, layout="NCHW")[0]
+    taken, channels_last = offered(out_channels=3, layout="NHWC")
+    assert not taken
+    with pytest.raises(ValueError, match="grouped_conv_bwd_data: the taps form reads a channels-first grad_out"):
+        registry.module(channels_last).render(channels_last, registry.module(channels_last).Form(contraction="taps"))

@@ -30,7 +30,7 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
-    if groups == 1 and contraction != "im2col":
+    if groups == 1 and contraction not in ("im2col", "taps"):
         acc_shape = [problem.batch, *rows, c]
         if config and single_taps_beside_others(phase):
             return dense_tuned(index, phase, problem, element, window_value, window_shape, filter_shape, acc_shape,
@@ -62,6 +62,9 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
         "index": index, "element": element, "window": window_value,
         "grouped_window_type": mlir.tensor(grouped_window, element), "filter_type": mlir.tensor(filter_shape, element),
     }
+    if contraction == "taps":
+        return _taps(index, phase, problem, element, window_value, window_shape, filter_shape), \
+            [problem.batch, groups, c, *rows], ["n", "g", "c", *m]
     if contraction == "im2col":
         return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape), \
             [groups, problem.batch, *rows, c], ["g", "n", *m, "c"]
@@ -194,4 +197,49 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
         chunk_matmuls=texts, acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
         acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR), acc_shape=mlir.index_list(acc_shape),
         acc_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
+    )
+
+
+def taps_terms(problem: ConvBwdDataProblem, phase) -> int:
+    """The multiply-adds per grad_in element of the taps form's phase: one per (output channel, tap)."""
+    return problem.out_channels * math.prod(p.filter_taps for p in phase)
+
+
+def _taps(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
+          filter_shape: list[int]) -> str:
+    """The taps form (``mlir/conv_bwd_data.mlir``'s ``taps``): one elementwise ``linalg.generic`` over (n, g, c, m..)
+    whose operands are the window's rows at each (k, u) and the filter's (g, c) plane at that (k, u)."""
+    check(not problem.channels_last, f"{problem.op}: the taps form reads a channels-first grad_out, but got {problem.name}")
+    rank, groups, c, n = problem.rank, problem.groups, problem.in_channels, problem.batch
+    rows = [p.rows for p in phase]
+    m = mlir.dims("m", rank)
+    domain = ["n", "g", "c", *m]
+    row_type = mlir.tensor([n, groups, *rows], element)
+    plane_type = mlir.tensor([groups, c], element)
+    slices, operands, types, maps, block_args, body = [], [], [], [], [], []
+    terms = list(itertools.product(range(problem.out_channels), *(range(p.filter_taps) for p in phase)))
+    for number, (k, *u) in enumerate(terms):
+        slices.append(mlir.render(
+            "conv_bwd_data.taps_operands", index=index, term=number, window=window_value,
+            window_type=mlir.tensor(window_shape, element), row_type=row_type,
+            row_offsets=mlir.index_list([0, 0, k, *(t * p.sub_dilation for t, p in zip(u, phase))]),
+            row_sizes=mlir.index_list([n, groups, 1, *rows]), filter_type=mlir.tensor(filter_shape, element),
+            plane_type=plane_type, plane_offsets=mlir.index_list([0, *u, k, 0]),
+            plane_sizes=mlir.index_list([groups, *([1] * rank), 1, c]), unit_strides=mlir.index_list([1] * (rank + 3)),
+        ))
+        operands += [f"%x_{index}_{number}", f"%w_{index}_{number}"]
+        types += [row_type, plane_type]
+        maps += [mlir.affine_map(domain, ["n", "g", *m]), mlir.affine_map(domain, ["g", "c"])]
+        block_args += [f"%x{number}: {element}", f"%w{number}: {element}"]
+        widen_x, x = dtypes.widen(f"%x{number}", element, f"%x{number}_f32")
+        widen_w, w = dtypes.widen(f"%w{number}", element, f"%w{number}_f32")
+        body += [line for line in (widen_x, widen_w) if line]
+        body.append(mlir.render("conv_bwd_data.taps_term", term=number, x=x, w=w, previous=f"%sum{number - 1}")
+                    if number else mlir.render("conv_bwd_data.taps_first_term", x=x, w=w))
+    acc_type = mlir.tensor([n, groups, c, *rows], dtypes.ACCUMULATOR)
+    return mlir.render(
+        "conv_bwd_data.taps", index=index, terms=len(terms), slices="\n".join(slices), operands=", ".join(operands),
+        operand_types=", ".join(types), maps=", ".join([*maps, mlir.affine_map(domain, domain)]),
+        iterators=mlir.iterators(["parallel"] * len(domain)), acc_type=acc_type,
+        block_args=", ".join(block_args), body=mlir.indent("\n".join(body), 4), result=f"%sum{len(terms) - 1}",
     )

@@ -34,8 +34,9 @@ class Form:
     (``"strided"``), or into its slot of a phase-major tensor that one ``linalg.generic`` interleaves into grad_in
     (``"interleave"``, see ``interleave``).
     ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), the
-    taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), or, for depthwise
-    problems, the named depthwise convolution (``"depthwise"``).
+    taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), for depthwise
+    problems the named depthwise convolution (``"depthwise"``), or, for channels-first layouts, an elementwise
+    ``linalg.generic`` with one operand per (tap, output channel), vectorized along the last spatial axis (``"taps"``).
     ``single_taps``: a one-tap axis beside axes of several taps as it is, or given one zero tap (``"zero_tap"``).
     ``interleave_read``: the interleave reads the slots by ``tensor.extract`` or through its indexing map (``"map"``).
     """
@@ -49,15 +50,15 @@ class Form:
 
     def __post_init__(self):
         for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
-                             ("store", ("interleave", "strided")), ("contraction", ("generic", "im2col", "depthwise")),
+                             ("store", ("interleave", "strided")), ("contraction", ("generic", "im2col", "depthwise", "taps")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
 
 
 def weight_groups(problem: ConvBwdDataProblem, form: Form) -> bool:
-    """Whether the phases read the weight's (G, K, ..) view: several groups, or the im2col form, whose matmuls batch
-    over the groups (one or more)."""
-    return problem.groups > 1 or form.contraction == "im2col"
+    """Whether the phases read the weight's (G, K, ..) view: several groups, or the im2col and taps forms, which
+    iterate over the groups (one or more)."""
+    return problem.groups > 1 or form.contraction in ("im2col", "taps")
 
 
 def reads_groups(problem: ConvBwdDataProblem, form: Form) -> bool:
@@ -65,11 +66,19 @@ def reads_groups(problem: ConvBwdDataProblem, form: Form) -> bool:
     return weight_groups(problem, form) and form.contraction != "depthwise"
 
 
-def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str, grouped: bool) -> tuple[str, str, list[int]]:
+def channels_first_window(form: Form) -> bool:
+    """Whether the phases read grad_out as it is, channels-first, as (N, G, K, *spatial): the taps form, whose
+    operands are rows of the last spatial axis."""
+    return form.contraction == "taps"
+
+
+def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str, grouped: bool,
+                     channels_first: bool = False) -> tuple[str, str, list[int]]:
     """Crop and zero-pad grad_out (channels-last) to the window phase ``index`` convolves: (lines, value, shape).
 
     ``grouped``: the window as (N, .., G, K), for a convolution over groups: cropped and padded after the split, so
-    that the pad meets the convolution with no reshape between (IREE fuses a pad into its consumer only then)."""
+    that the pad meets the convolution with no reshape between (IREE fuses a pad into its consumer only then).
+    ``channels_first``: the window as (N, G, K, ..), grad_out's own order (a channels-first problem's)."""
     n = problem.batch
     channels = [problem.groups, problem.out_channels] if grouped else [problem.groups * problem.out_channels]
     crop_lo, crop_hi = ([p.grad_out_crop[side] for p in phase] for side in (0, 1))
@@ -77,28 +86,33 @@ def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: st
     cropped = [o - lo - hi for o, lo, hi in zip(problem.output_spatial, crop_lo, crop_hi)]
     padded = [c + lo + hi for c, lo, hi in zip(cropped, pad_lo, pad_hi)]
     untouched = [0] * len(channels)
+
+    def ordered(spatial: list, channel_values: list) -> list:
+        return [*channel_values, *spatial] if channels_first else [*spatial, *channel_values]
+
     lines = []
     value, value_type = ("%grad_out" if problem.channels_last else "%grad_out_cl"), "!grad_out_cl"
     if grouped:
-        value, value_type = "%grad_out_groups", mlir.tensor([n, *problem.output_spatial, *channels], element)
+        value = "%grad_out_groups_cf" if channels_first else "%grad_out_groups"
+        value_type = mlir.tensor([n, *ordered(problem.output_spatial, channels)], element)
     if any(crop_lo) or any(crop_hi):
-        cropped_type = mlir.tensor([n, *cropped, *channels], element)
+        cropped_type = mlir.tensor([n, *ordered(cropped, channels)], element)
         lines.append(mlir.render(
-            "common.slice", result=f"%go_{index}_cropped", source=value, offsets=mlir.index_list([0, *crop_lo, *untouched]),
-            sizes=mlir.index_list([n, *cropped, *channels]), strides=mlir.index_list([1] * (problem.rank + 1 + len(channels))),
-            source_type=value_type, result_type=cropped_type,
+            "common.slice", result=f"%go_{index}_cropped", source=value,
+            offsets=mlir.index_list([0, *ordered(crop_lo, untouched)]), sizes=mlir.index_list([n, *ordered(cropped, channels)]),
+            strides=mlir.index_list([1] * (problem.rank + 1 + len(channels))), source_type=value_type, result_type=cropped_type,
         ))
         value, value_type = f"%go_{index}_cropped", cropped_type
     if any(pad_lo) or any(pad_hi):
         lines.append(mlir.render(
-            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *pad_lo, *untouched]),
-            high=mlir.index_list([0, *pad_hi, *untouched]),
+            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *ordered(pad_lo, untouched)]),
+            high=mlir.index_list([0, *ordered(pad_hi, untouched)]),
             index_args=", ".join(f"%i{a}: index" for a in range(problem.rank + 1 + len(channels))),
             zero="%zero_element", element=element, source_type=value_type,
-            result_type=mlir.tensor([n, *padded, *channels], element),
+            result_type=mlir.tensor([n, *ordered(padded, channels)], element),
         ))
         value = f"%go_{index}"
-    return mlir.indent("\n".join(lines), 2), value, [n, *padded, *channels]
+    return mlir.indent("\n".join(lines), 2), value, [n, *ordered(padded, channels)]
 
 
 def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, copy: dict,
@@ -210,15 +224,24 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
         grad_in_type=mlir.tensor(problem.input_shape, element),
         grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
-        grad_out_to_channels_last=_grad_out_to_channels_last(problem, element, over_groups), weight_view=weight_view,
+        grad_out_to_channels_last=_grad_out_to_channels_last(problem, element, over_groups, channels_first_window(form)),
+        weight_view=weight_view,
         d_views=views, initial=init, phases="\n".join(phase_texts), result=current,
         transients=mlir.transients(lowering.transients),
     )
 
 
-def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool) -> str:
-    """grad_out channels-last (a transpose where it is not), and, for a convolution over groups, as (N, .., G, K)."""
+def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool, channels_first: bool) -> str:
+    """grad_out channels-last (a transpose where it is not), and, for a convolution over groups, as (N, .., G, K);
+    or, for a form that reads it ``channels_first``, as (N, G, K, ..), a free reshape."""
     rank = problem.rank
+    if channels_first:
+        grouped = [problem.batch, problem.groups, problem.out_channels, *problem.output_spatial]
+        return mlir.indent(mlir.render(
+            "common.expand", result="%grad_out_groups_cf", source="%grad_out",
+            reassociation=[[0], [1, 2]] + [[i + 1] for i in range(2, rank + 2)], shape=mlir.index_list(grouped),
+            source_type="!grad_out", result_type=mlir.tensor(grouped, element),
+        ), 2)
     if problem.channels_last:
         text = "  // grad_out is channels-last already"
     else:
@@ -240,7 +263,8 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
     element = dtypes.mlir_element_type(problem.dtype)
     phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
                                                copy=lowering.copy, grouped=weight_groups(problem, form))
-    window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
+    window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups,
+                                                               channels_first_window(form))
     conv_text, acc_shape, acc_read = convolution(index, phase, problem, element, window_value, window_shape,
                                                  filter_shape, lowering.configs.get(index), form.contraction)
     store_values = store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form.d_read, slots)
