@@ -164,3 +164,44 @@ ${gather}
     linalg.yield %new_sum : f32
   } -> ${acc_groups_type}
   %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
+
+// fragment tap_sums: on llvm-cpu, channels-first grouped problems of few channels a group: a sum per tap and image
+  // With a few channels a group the matmul forms' matrices are a few rows wide. Here one generic reads each row of
+  // grad_out once and x's rows at every tap (a strided slice per tap: s*o + d*f), and keeps one float32 sum per tap,
+  // reducing the output positions, the last one contiguous in every operand (IREE's CPU backend vectorizes along it):
+  //     per_tap[f][n, g, k, c] = sum_o grad_out[n, g, k, o] * x_padded[n, g, c, s*o + d*f]      (${taps} taps)
+  // then one generic sums the images and puts each tap's sums in place:
+  //     grad_w[g, k, c, f] = sum_n per_tap[f][n, g, k, c]
+${x_rows}
+  %per_tap_empty = tensor.empty() : ${per_tap_type}
+  %per_tap_zero = linalg.fill ins(%zero : f32) outs(%per_tap_empty : ${per_tap_type}) -> ${per_tap_type}
+  %per_tap:${taps} = linalg.generic {indexing_maps = [${per_tap_maps}], iterator_types = ${per_tap_iterators}}
+      ins(%grad_out_groups, ${x_row_values} : !grad_out_groups, ${x_row_types}) outs(${per_tap_zeros} : ${per_tap_types}) {
+  ^bb0(%gv: ${element}, ${x_row_args}, ${sum_args}):
+${products}
+    linalg.yield ${sums} : ${sum_types}
+  } -> (${per_tap_types})
+  %acc_groups_empty = tensor.empty() : ${acc_groups_type}
+  %acc_groups_zero = linalg.fill ins(%zero : f32) outs(%acc_groups_empty : ${acc_groups_type}) -> ${acc_groups_type}
+  %acc_groups = linalg.generic {indexing_maps = [${images_maps}], iterator_types = ${images_iterators}}
+      ins(${per_tap_results} : ${per_tap_types}) outs(%acc_groups_zero : ${acc_groups_type}) {
+  ^bb0(${tap_args}, %sum: f32):
+${tap_index_lines}
+    %tap = affine.apply ${tap_number}(${tap_indices})
+${pick}
+    %new_sum = arith.addf %sum, ${picked} : f32
+    linalg.yield %new_sum : f32
+  } -> ${acc_groups_type}
+  %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
+
+// fragment tap_sums_row: x's rows at one tap f: s*o + d*f along each axis
+  %x_tap_${tap} = tensor.extract_slice %x_groups[${offsets}] [${sizes}] [${strides}] : !x_groups to ${row_type}
+
+// fragment tap_sums_product: one tap's product, added to its sum
+    %product${tap} = arith.mulf ${g}, ${x} : f32
+    %sum${tap}_next = arith.addf %sum${tap}, %product${tap} : f32
+
+// fragment tap_sums_pick: the sum of tap ${tap} where the position's tap is ${tap}
+    %c${tap} = arith.constant ${tap} : index
+    %tap_is_${tap} = arith.cmpi eq, %tap, %c${tap} : index
+    %picked${tap} = arith.select %tap_is_${tap}, %p${tap}, ${previous} : f32

@@ -231,15 +231,24 @@ def _phase_forms(problem, target: Target) -> list:
 def _weight_forms(problem, target: Target) -> list:
     """The backward-weight forms for ``target``: the batch-split generic; on llvm-cpu also im2col (and per_image in
     channels-first layouts) or, for depthwise problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D,
-    the batch axis taking one), depthwise."""
+    the batch axis taking one), depthwise; and taps where ``_has_weight_taps_form``."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
         return [generic]
+    taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
-        return [generic, Form(contraction="depthwise")] if problem.rank <= 2 else [generic]
+        return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]
     per_image = [] if problem.channels_last else [Form(contraction="per_image")]
-    return [generic, Form(contraction="im2col"), *per_image]
+    return [generic, Form(contraction="im2col"), *per_image, *taps]
+
+
+def _has_weight_taps_form(problem) -> bool:
+    """Whether the weight gradient's taps form can take ``problem`` on llvm-cpu: channels-first, grouped, within the
+    term limit (one sum per tap), and stride 1 along the last axis: its per-tap rows of x are strided slices, which
+    along the contiguous axis are gathers (resnext2d's strided g8 layer: 1.08 -> 3.80 ms, docs/PERFORMANCE.md)."""
+    return (not problem.channels_last and problem.kind in ("grouped", "depthwise") and problem.stride[-1] == 1
+            and math.prod(problem.filter_spatial) <= CPU_TAPS_MAX_TERMS)
 
 
 def _pool_forms(problem, target: Target) -> list:

@@ -73,11 +73,17 @@ EXAMPLES = [
                     input_spatial=(6, 8), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
     catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(4, 5, 6), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
+    # strided along the last axis: no taps form for the weight gradient, the per_image rule decides
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
+                    input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
+                    input_spatial=(8, 9), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
 ]
 # each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
 # taps form has none: its generic is elementwise)
 CONTRACTS_WITH = {"im2col": ("linalg.batch_matmul", "matmul"), "per_image": ("linalg.batch_matmul", "matmul"),
-                  "depthwise": ("linalg.depthwise_conv_", "conv"), "taps": ("// taps: acc[", None)}
+                  "depthwise": ("linalg.depthwise_conv_", "conv"),
+                  "taps": ({"grouped_conv_bwd_data": "// taps: acc[", "grouped_conv_bwd_weight": "%per_tap:"}, None)}
 
 
 def _offers(problem, form: dict) -> bool:
@@ -100,14 +106,15 @@ def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_pat
         offered = [{key: getattr(form, key) for key in rule["form"]} for form in policy.target_forms(problem, CPU)]
         assert rule["form"] in offered, f"the rule names a form the operator does not offer for {kind} problems"
         spec, lowered = shipped(problem, "llvm-cpu", tmp_path / kind)
-        op, expected = CONTRACTS_WITH[rule["form"]["contraction"]]
-        assert op in spec.mlir, "the form did not compile: the runtime fell back to another"
+        marker, expected = CONTRACTS_WITH[rule["form"]["contraction"]]
+        marker = marker[rule["operator"]] if isinstance(marker, dict) else marker
+        assert marker in spec.mlir, "the form did not compile: the runtime fell back to another"
         first = policy.forms_for(problem, CPU)[0]
         assert {key: getattr(first, key) for key in rule["form"]} == rule["form"]
         assert spec.mlir == policy.module_spec(problem, CPU).mlir, "the runtime shipped another form than the rule's"
         contractions = [d.name for d in lowered.dispatches if d.is_contraction]
         if expected is None:
-            assert not contractions and any("elementwise" in d.name for d in lowered.dispatches), contractions
+            assert not contractions, contractions
         else:
             assert contractions and all(expected in name for name in contractions), [d.name for d in lowered.dispatches]
 
@@ -193,9 +200,9 @@ def test_both_one_group_contractions_match_the_definition(rng, contraction):
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} ({contraction}): {error:.2e}"
 
 
-def _channels_first_weight_problems(rng, count: int) -> list:
+def _channels_first_weight_problems(rng, count: int, taps: bool = False) -> list:
     """Random channels-first weight-gradient problems (1-3 spatial axes, groups, strides, dilations, padding, each
-    dtype), not depthwise."""
+    dtype), not depthwise; with ``taps``, those the taps form takes, depthwise ones among them."""
     from ops.operators import grouped_conv_bwd_weight
 
     problems, dtypes_ = [], ["float32", "float16", "bfloat16"]
@@ -203,13 +210,37 @@ def _channels_first_weight_problems(rng, count: int) -> list:
         params = grouped_conv_bwd_weight.random_params(rng, int(rng.integers(1, 4)))
         params.update(layout=("NCW", "NCHW", "NCDHW")[len(params["input_spatial"]) - 1],
                       dtype=dtypes_[len(problems) % len(dtypes_)])
+        if taps and len(problems) % 3 == 2:
+            params.update(in_channels=1, out_channels=1)
         try:
             problem = grouped_conv_bwd_weight.problem_from_params(**params)
         except ValueError:
             continue
-        if problem.kind != "depthwise":
+        offered = {form.contraction for form in policy.target_forms(problem, CPU)}
+        if ("taps" in offered) if taps else problem.kind != "depthwise":
             problems.append(problem)
     return problems
+
+
+def test_the_weight_taps_form_matches_the_definition(rng):
+    for problem in _channels_first_weight_problems(rng, 6, taps=True):
+        error = _form_error(problem, rng, "taps")
+        assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def test_the_weight_taps_form_is_offered_for_unit_strides_along_the_last_axis():
+    def offered(**params):
+        base = dict(batch=2, groups=4, in_channels=2, out_channels=3, input_spatial=(8, 8), filter_spatial=(3, 3),
+                    padding=1, layout="NCHW", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return "taps" in {form.contraction for form in policy.target_forms(problem, CPU)}, problem
+    assert offered()[0] and offered(stride=(2, 1))[0]
+    assert not offered(stride=(1, 2))[0]
+    assert not offered(groups=1)[0]
+    taken, channels_last = offered(layout="NHWC")
+    assert not taken
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the taps form reads channels-first layouts"):
+        registry.module(channels_last).render(channels_last, registry.module(channels_last).Form(contraction="taps"))
 
 
 def test_the_per_image_form_matches_the_definition(rng):
