@@ -1,6 +1,7 @@
 """The contraction writers of the stride-phase form: each phase's stride-1 convolution into a float32 accumulator,
-as a named convolution (one group), a grouped ``linalg.generic``, the named depthwise convolution, or the grouped
-im2col form (taps gathered, contracted by ``linalg.batch_matmul``); and, for a tuned phase with single-tap axes, the
+as a named convolution (one group), a grouped ``linalg.generic``, the named depthwise convolution, the grouped
+im2col form (taps gathered, contracted by ``linalg.batch_matmul``), or the taps form (channels-first, the sum
+written out term by term in one elementwise generic); and, for a tuned phase with single-tap axes, the
 generic IREE would rebuild (``dense_tuned``). Fragments: ``mlir/conv_bwd_data.mlir``.
 """
 
