@@ -46,7 +46,6 @@ ${phases}
 
 // fragment phase: one stride phase, from its taps to its positions of grad_in
   // Phase ${index}: taps f = ${tap_description}; writes grad_in positions ${rows_description}.
-  %w_${index}_empty = tensor.empty() : ${phase_filter_type}
 ${phase_filter}
 ${grad_out_window}
   %acc_${index}_empty = tensor.empty() : ${acc_type}
@@ -68,6 +67,7 @@ ${store_body}
   %grad_out_cl = linalg.transpose ins(%grad_out : !grad_out) outs(%grad_out_cl_empty : !grad_out_cl) permutation = [${permutation}]
 
 // fragment filter_flip: the phase's filter through an indexing map (GPU targets)
+  %w_${index}_empty = tensor.empty() : ${phase_filter_type}
   // the phase's taps, flipped (u = T-1-t): a copy through an indexing map (f = first + step*(T-1) - step*u);
   // the GPU targets take the negative coefficient, and it spares them a gather (whose vectorized index
   // arithmetic IREE 3.13's NVPTX backend cannot select)
@@ -78,6 +78,7 @@ ${store_body}
   } -> ${phase_filter_type}
 
 // fragment filter_gather: the phase's filter by index arithmetic (every target)
+  %w_${index}_empty = tensor.empty() : ${phase_filter_type}
   // the phase's taps, flipped (u = T-1-t), gathered with index arithmetic: llvm-cpu cannot tile an indexing map
   // with a negative coefficient
   %w_${index} = linalg.generic {indexing_maps = [${phase_filter_map}], iterator_types = ${phase_filter_iterators}}
@@ -105,6 +106,9 @@ ${zero_tap_select}
 
 // fragment gather_select: a zero for the zero taps
     %tap_or_zero = arith.select ${real}, %tap, %zero_element : ${element}
+
+// fragment no_phase_filter: the taps form reads the weight's planes at their taps itself
+  // no phase filter: the taps form reads each (g, c) plane of the weight at its flipped tap
 
 // fragment named: the phase's convolution, one group: a named op
   %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}${dispatch_config}}
@@ -141,8 +145,8 @@ ${multiply_add}
 
 // fragment taps: the phase's convolution, channels-first, few multiply-adds per element: one elementwise generic
   // taps: acc[n, g, c, m] = sum_{k, u} window[n, g, k, m + dilation*u] * w[g, u, k, c], the sum written out term by
-  // term (${terms} here): one operand per (k, u), a row of the window (a slice: m itself indexes it) and the filter's
-  // (g, c) plane. Every indexing map is a projected permutation and the last spatial axis is contiguous in all of
+  // term (${terms} here): one operand per (k, u), a row of the window (a slice: m itself indexes it) and the weight's
+  // (g, c) plane at the tap u reads (a constant: no gathered phase filter). Every indexing map is a projected permutation and the last spatial axis is contiguous in all of
   // them, so IREE's CPU backend vectorizes along it. The im2col form, whose matmuls have C columns, ran 2.4-2.7x
   // slower on train.py's grouped layers, and the grouped convolution-form generic slower still (docs/PERFORMANCE.md).
 ${slices}
@@ -153,9 +157,9 @@ ${body}
     linalg.yield ${result} : f32
   } -> ${acc_type}
 
-// fragment taps_operands: the taps form's operands of one (k, u): the window's rows, the filter's (g, c) plane
+// fragment taps_operands: the taps form's operands of one (k, u): the window's rows, the weight's (g, c) plane at its tap
   %x_${index}_${term} = tensor.extract_slice ${window}[${row_offsets}] [${row_sizes}] [${unit_strides}] : ${window_type} to ${row_type}
-  %w_${index}_${term} = tensor.extract_slice %w_${index}[${plane_offsets}] [${plane_sizes}] [${unit_strides}] : ${filter_type} to ${plane_type}
+  %w_${index}_${term} = tensor.extract_slice %weight_groups[${plane_offsets}] [${plane_sizes}] [${unit_strides}] : !weight_groups to ${plane_type}
 
 // fragment taps_first_term: the taps form's first product
 %sum0 = arith.mulf ${x}, ${w} : f32

@@ -284,6 +284,25 @@ def test_the_taps_form_matches_the_definition(rng):
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
+def test_the_taps_form_skips_zero_taps(rng):
+    """Asked for with the other forms' zero taps (a one-tap axis beside a 3-tap one), the taps form writes no term
+    for them: its planes are the weight's real taps (a zero tap's would lie outside the weight)."""
+    problem = catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=3, in_channels=2, out_channels=2,
+                              input_spatial=(5, 7), filter_spatial=(3, 1), stride=(1, 2), dilation=(1, 2),
+                              padding=((1, 1), (1, 2)), layout="NCHW", dtype="float32")
+    form = registry.module(problem).Form(contraction="taps", single_taps="zero_tap", d_read="slice", store="strided")
+    (phase,) = phase_plan.phase_list(problem, form)
+    assert [axis.filter_taps for axis in phase] == [3, 2] and [axis.taps for axis in phase] == [3, 1]
+    assert registry.module(problem).render(problem, form).count("arith.mulf") == 3 * problem.out_channels
+    module = registry.module(problem)
+    inputs = module.random_inputs(problem, rng)
+    (shape, dtype), = module.results(problem)
+    got = run(problem, inputs, "local-task", poisoned(shape, dtype, "local-task"),
+              form={"contraction": "taps", "single_taps": "zero_tap"}).to_host()
+    error = verify.relative_error(got, module.reference(problem, inputs))
+    assert error <= verify.tolerance(problem.op, problem.dtype), error
+
+
 def test_the_taps_form_takes_channels_first_problems_within_its_term_limit():
     def offered(**params):
         base = dict(batch=2, groups=4, in_channels=2, input_spatial=(6, 6), filter_spatial=(3, 3), padding=1,

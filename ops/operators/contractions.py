@@ -64,7 +64,7 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
         "grouped_window_type": mlir.tensor(grouped_window, element), "filter_type": mlir.tensor(filter_shape, element),
     }
     if contraction == "taps":
-        return _taps(index, phase, problem, element, window_value, window_shape, filter_shape), \
+        return _taps(index, phase, problem, element, window_value, window_shape), \
             [problem.batch, groups, c, *rows], ["n", "g", "c", *m]
     if contraction == "im2col":
         return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape), \
@@ -202,14 +202,14 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
 
 
 def taps_terms(problem: ConvBwdDataProblem, phase) -> int:
-    """The multiply-adds per grad_in element of the taps form's phase: one per (output channel, tap)."""
-    return problem.out_channels * math.prod(p.filter_taps for p in phase)
+    """The multiply-adds per grad_in element of the taps form's phase: one per (output channel, real tap)."""
+    return problem.out_channels * math.prod(p.taps for p in phase)
 
 
-def _taps(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int],
-          filter_shape: list[int]) -> str:
+def _taps(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str, window_shape: list[int]) -> str:
     """The taps form (``mlir/conv_bwd_data.mlir``'s ``taps``): one elementwise ``linalg.generic`` over (n, g, c, m..)
-    whose operands are the window's rows at each (k, u) and the filter's (g, c) plane at that (k, u)."""
+    whose operands are the window's rows at each (k, u) and the weight's (g, c) plane at that (k, u)'s tap, read
+    from the weight's (G, K, C, F..) view (each plane's flipped tap is a constant: no gathered phase filter)."""
     check(not problem.channels_last, f"{problem.op}: the taps form reads a channels-first grad_out, but got {problem.name}")
     rank, groups, c, n = problem.rank, problem.groups, problem.in_channels, problem.batch
     rows = [p.rows for p in phase]
@@ -218,15 +218,18 @@ def _taps(index: int, phase, problem: ConvBwdDataProblem, element: str, window_v
     row_type = mlir.tensor([n, groups, *rows], element)
     plane_type = mlir.tensor([groups, c], element)
     slices, operands, types, maps, block_args, body = [], [], [], [], [], []
-    terms = list(itertools.product(range(problem.out_channels), *(range(p.filter_taps) for p in phase)))
+    # real taps only: a zero tap (u >= taps: the zero_tap form's, PhaseAxis.with_zero_taps) adds nothing
+    terms = list(itertools.product(range(problem.out_channels), *(range(p.taps) for p in phase)))
+    acc_type = mlir.tensor([n, groups, c, *rows], dtypes.ACCUMULATOR)
     for number, (k, *u) in enumerate(terms):
         slices.append(mlir.render(
             "conv_bwd_data.taps_operands", index=index, term=number, window=window_value,
             window_type=mlir.tensor(window_shape, element), row_type=row_type,
             row_offsets=mlir.index_list([0, 0, k, *(t * p.sub_dilation for t, p in zip(u, phase))]),
-            row_sizes=mlir.index_list([n, groups, 1, *rows]), filter_type=mlir.tensor(filter_shape, element),
-            plane_type=plane_type, plane_offsets=mlir.index_list([0, *u, k, 0]),
-            plane_sizes=mlir.index_list([groups, *([1] * rank), 1, c]), unit_strides=mlir.index_list([1] * (rank + 3)),
+            row_sizes=mlir.index_list([n, groups, 1, *rows]), plane_type=plane_type,
+            # u = T-1-t reads tap f = first_tap + tap_step*t = flipped_first_tap - tap_step*u of (G, K, C, F..)
+            plane_offsets=mlir.index_list([0, k, 0, *(p.flipped_first_tap - p.tap_step * t for t, p in zip(u, phase))]),
+            plane_sizes=mlir.index_list([groups, 1, c, *([1] * rank)]), unit_strides=mlir.index_list([1] * (rank + 3)),
         ))
         operands += [f"%x_{index}_{number}", f"%w_{index}_{number}"]
         types += [row_type, plane_type]
@@ -237,7 +240,6 @@ def _taps(index: int, phase, problem: ConvBwdDataProblem, element: str, window_v
         body += [line for line in (widen_x, widen_w) if line]
         body.append(mlir.render("conv_bwd_data.taps_term", term=number, x=x, w=w, previous=f"%sum{number - 1}")
                     if number else mlir.render("conv_bwd_data.taps_first_term", x=x, w=w))
-    acc_type = mlir.tensor([n, groups, c, *rows], dtypes.ACCUMULATOR)
     return mlir.render(
         "conv_bwd_data.taps", index=index, terms=len(terms), slices="\n".join(slices), operands=", ".join(operands),
         operand_types=", ".join(types), maps=", ".join([*maps, mlir.affine_map(domain, domain)]),

@@ -261,8 +261,11 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
     """(text, the value it inserts into) of phase ``index``: its flipped sub-filter, its window of grad_out, its
     convolution (``contractions``) and its store (``phase_stores``) into ``current``."""
     element = dtypes.mlir_element_type(problem.dtype)
-    phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
-                                               copy=lowering.copy, grouped=weight_groups(problem, form))
+    if form.contraction == "taps":
+        phase_filter, filter_shape = mlir.render("conv_bwd_data.no_phase_filter"), []
+    else:
+        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
+                                                   copy=lowering.copy, grouped=weight_groups(problem, form))
     window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups,
                                                                channels_first_window(form))
     conv_text, acc_shape, acc_read = convolution(index, phase, problem, element, window_value, window_shape,
@@ -275,7 +278,7 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
             for p in phase
         ),
         rows_description=", ".join(f"{p.grad_in_offset} + {s}*m (m < {p.rows})" for p, s in zip(phase, problem.stride)),
-        phase_filter_type=mlir.tensor(filter_shape, element), phase_filter=phase_filter,
+        phase_filter=phase_filter,
         grad_out_window=window_text, convolution=conv_text, **store_values,
     )
     return text, store_values["inserted"]
