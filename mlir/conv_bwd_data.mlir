@@ -197,6 +197,18 @@ ${store_body}
     linalg.yield ${stored} : ${element}
   } -> !grad_in
 
+// fragment phase_major: the channels-first phase-major tensor: a slot per residue of each strided axis
+  // The transposed store (channels-first, stride > 1): each phase writes its rows whole into its own slot, in place;
+  // one linalg.transpose at the end turns the slots into grad_in (a strided insert per phase is a slow copy dispatch)
+  %slots_0 = tensor.empty() : !slots
+
+// fragment transpose_slots: grad_in from the channels-first phase-major tensor: one transpose
+  // grad_in position i = s*m + r of a strided axis is row m of slot r: grad_in viewed as (.., m, r, ..) is the slots
+  // transposed, each position written once
+  %grad_in_split = tensor.expand_shape %dst ${reassociation} output_shape [${split_shape}] : !grad_in into ${split_type}
+  %grad_in_transposed = linalg.transpose ins(${slots} : !slots) outs(%grad_in_split : ${split_type}) permutation = [${permutation}]
+  %grad_in_interleaved = tensor.collapse_shape %grad_in_transposed ${reassociation} : ${split_type} into !grad_in
+
 // fragment slots: the interleaved store's phase-major tensor (a slot per residue i mod s of each strided axis)
   // The interleaved store (${slots_description}): each phase writes its rows whole into its own slot, a contiguous
   // insert IREE writes in place; one linalg.generic at the end reads every slot once and writes every grad_in

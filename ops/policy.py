@@ -218,7 +218,8 @@ def _phase_forms(problem, target: Target) -> list:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
         unit = problem.groups == 1 and problem.in_channels == problem.out_channels == 1  # see WORKAROUNDS
-        return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c in ("im2col", "taps") else "zero_tap")
+        return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c in ("im2col", "taps") else "zero_tap",
+                                    store="transpose" if c == "taps" else "strided")
                 for c in CPU_CONTRACTIONS[problem.kind]
                 if not (unit and c == "im2col") and (c != "taps" or _has_taps_form(problem))]
     flips = ("gather", "map") if target.negative_map_coefficients else ("gather",)

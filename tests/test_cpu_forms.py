@@ -6,6 +6,7 @@ every CPU test's (tests/test_grouped_conv_*)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -158,12 +159,12 @@ def test_the_depthwise_forms_match_the_definition(rng, op, case):
 
 
 def _form_error(problem, rng, contraction: str) -> float:
-    """The normwise relative error of ``problem`` run in the CPU form of ``contraction`` (a poisoned destination)."""
+    """The normwise relative error of ``problem`` run in the CPU's form of ``contraction`` (a poisoned destination)."""
     module = registry.module(problem)
     inputs = module.random_inputs(problem, rng)
     (shape, result_dtype), = module.results(problem)
-    got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"),
-              form={"contraction": contraction}).to_host()
+    form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == contraction)
+    got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"), form=form).to_host()
     return verify.relative_error(got, module.reference(problem, inputs))
 
 
@@ -282,6 +283,50 @@ def test_the_taps_form_matches_the_definition(rng):
     for problem in _channels_first_data_problems(rng, 6):
         error = _form_error(problem, rng, "taps")
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+# strided channels-first problems whose phases tile grad_in exactly: the taps form's phase-major store and transpose
+TRANSPOSED = {
+    "2d_nchw_s2_relu_f32": dict(groups=4, in_channels=2, out_channels=3, input_spatial=(8, 6), filter_spatial=(3, 3),
+                                stride=2, padding=1, layout="NCHW", dtype="float32", epilogue="relu_mask"),
+    "3d_ncdhw_s1x2x3_bf16": dict(groups=2, in_channels=3, out_channels=2, input_spatial=(3, 4, 6),
+                                 filter_spatial=(2, 3, 3), stride=(1, 2, 3), padding=((1, 0), 1, 1), layout="NCDHW",
+                                 dtype="bfloat16"),
+    "1d_ncw_s3_d2_f16": dict(groups=3, in_channels=1, out_channels=1, input_spatial=(12,), filter_spatial=(4,),
+                             stride=3, dilation=2, padding=((3, 2),), layout="NCW", dtype="float16"),
+}
+
+
+@pytest.mark.parametrize("case", list(TRANSPOSED))
+def test_the_taps_forms_phase_major_store_matches_the_definition(rng, case):
+    params = dict(TRANSPOSED[case])
+    relu = params.pop("epilogue", None)
+    problem = catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, **params)
+    if relu:
+        problem = dataclasses.replace(problem, **_relu_mask(problem))
+    form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == "taps")
+    assert form.store == "transpose" and phase_plan.transposes(problem, form), [
+        [(p.grad_in_offset, p.rows) for p in phase] for phase in phase_plan.phases(problem)]
+    text = registry.module(problem).render(problem, form)
+    assert "linalg.transpose ins(%slots_" in text and "[1, 1, 2, 2]" not in text
+    error = _form_error(problem, rng, "taps")
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def _relu_mask(problem) -> dict:
+    """The ReLU-mask epilogue ops.torch fuses (``where(d0 <= 0, 0, acc)``, d0 grad_in-shaped)."""
+    from ops import epilogue as epilogues
+    parsed, _ = epilogues.parse(problem.op, "where(d0 <= 0.0, 0.0, acc)", 1, {})
+    return dict(epilogue=parsed, d_shapes=(problem.input_shape,), d_dtypes=(problem.dtype,))
+
+
+def test_the_taps_form_keeps_the_strided_store_where_phases_do_not_tile_grad_in():
+    problem = catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
+                              input_spatial=(7, 6), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW",
+                              dtype="float32")
+    form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == "taps")
+    assert not phase_plan.transposes(problem, form)  # 7 rows: not a multiple of the stride
+    assert "[1, 1, 2, 2]" in registry.module(problem).render(problem, form)
 
 
 def test_the_taps_form_skips_zero_taps(rng):

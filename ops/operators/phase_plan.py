@@ -8,6 +8,7 @@ writers (``contractions``), the stores (``phase_stores``) and the tuner (``build
 from __future__ import annotations
 
 import itertools
+import math
 
 from .. import geometry
 from ..problem import ConvBwdDataProblem
@@ -39,6 +40,20 @@ def interleaves(problem: ConvBwdDataProblem, form) -> bool:
     channels-first grad_in (a transposing gather; sweep seed 17017, problem 51, on the H100), and the
     channels-first problems keep the strided store."""
     return form.store == "interleave" and any(s > 1 for s in problem.stride) and problem.channels_last
+
+
+def transposes(problem: ConvBwdDataProblem, form) -> bool:
+    """Whether a channels-first module stores through a phase-major tensor that one ``linalg.transpose`` turns into
+    grad_in (``form.store == "transpose"``, stride > 1): only where that tensor is exactly grad_in's positions, each
+    residue of the strided axes one phase's, and each phase ``size / s`` rows from its residue."""
+    if form.store != "transpose" or problem.channels_last or all(s == 1 for s in problem.stride):
+        return False
+    every = phases(problem)
+    residues = {tuple(p.grad_in_offset for p in phase) for phase in every}
+    return (len(every) == len(residues) == math.prod(problem.stride)
+            and all(size % s == 0 for size, s in zip(problem.input_spatial, problem.stride))
+            and all(p.grad_in_offset < s and p.rows == size // s
+                    for phase in every for p, size, s in zip(phase, problem.input_spatial, problem.stride)))
 
 
 def interleaved_rows(problem: ConvBwdDataProblem) -> list[int]:

@@ -76,6 +76,44 @@ class Slots:
         return [phase[a].grad_in_offset for a in self.strided_axes]
 
 
+@dataclass(frozen=True)
+class PhaseMajor:
+    """The channels-first phase-major tensor (``phase_plan.transposes``): a slot per residue of each strided axis, each
+    slot (N, G*C, size/s..) in grad_in's own order, written whole by its phase; one transpose interleaves them."""
+
+    problem: ConvBwdDataProblem
+
+    @property
+    def strided_axes(self) -> list[int]:
+        return [a for a, s in enumerate(self.problem.stride) if s > 1]
+
+    @property
+    def slot_shape(self) -> list[int]:
+        p = self.problem
+        return [p.batch, p.groups * p.in_channels, *(size // s for size, s in zip(p.input_spatial, p.stride))]
+
+    @property
+    def type(self) -> str:
+        return mlir.tensor([*(self.problem.stride[a] for a in self.strided_axes), *self.slot_shape],
+                           dtypes.mlir_element_type(self.problem.dtype))
+
+    def slot_of(self, phase) -> list[int]:
+        return [phase[a].grad_in_offset for a in self.strided_axes]
+
+    def finish(self, value: str) -> str:
+        """grad_in from the slots: viewed as (N, G*C, .., rows, s, ..), it is the slots transposed."""
+        p, strided = self.problem, self.strided_axes
+        split, groups, permutation = [p.batch, p.groups * p.in_channels], [[0], [1]], [len(strided), len(strided) + 1]
+        for a, s in enumerate(p.stride):
+            groups.append(list(range(len(split), len(split) + (2 if s > 1 else 1))))
+            split += [p.input_spatial[a] // s, s] if s > 1 else [p.input_spatial[a]]
+            permutation += [len(strided) + 2 + a] + ([strided.index(a)] if s > 1 else [])
+        split_type = mlir.tensor(split, dtypes.mlir_element_type(p.dtype))
+        return mlir.render("conv_bwd_data.transpose_slots", slots=value, reassociation=str(groups),
+                           split_shape=mlir.index_list(split), split_type=split_type,
+                           permutation=mlir.index_list(permutation))
+
+
 def empty_slots(problem: ConvBwdDataProblem, slots: Slots, phase_list) -> tuple[str, str]:
     """(lines, value): the phase-major tensor, zeros in the slots no phase writes (residues no tap reaches)."""
     written = {tuple(slots.slot_of(phase)) for phase in phase_list}
@@ -152,13 +190,14 @@ def store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
 
 
 def store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shape: list[int], acc_read: list[str],
-           fusion: Fusion, into: str, d_read: str, slots: "Slots | None" = None) -> dict:
+           fusion: Fusion, into: str, d_read: str, slots: "Slots | PhaseMajor | None" = None) -> dict:
     """Epilogue and cast of one phase's accumulator (dims ``acc_read``), inserted with the phase's stride into grad_in;
-    or, with ``slots`` (the interleaved store), cast to the slots' element and inserted into the phase's slot."""
+    or, with ``slots`` (the interleaved store), cast to the slots' element and inserted into the phase's slot; or,
+    channels-first with a ``PhaseMajor``, through the epilogue and the cast into the phase's slot, whole."""
     rank, groups, c = problem.rank, problem.groups, problem.in_channels
     rows = [p.rows for p in phase]
     m = mlir.dims("m", rank)
-    if slots is not None:
+    if isinstance(slots, Slots):
         domain = ["n", *m, "g", "c"]
         store_shape = [problem.batch, *rows, groups, c]
         body, stored = store_body(Fusion(), slots.element, "%acc")
@@ -193,8 +232,15 @@ def store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shap
     maps = [mlir.affine_map(domain, acc_read), *(mlir.affine_map(domain, i) for i in fused.indices),
             mlir.affine_map(domain, domain)]
     body, stored = store_body(fusion, element, "%acc")
+    inserted, into_type = f"%grad_in_{index + 1}", "!grad_in"
+    if isinstance(slots, PhaseMajor):
+        inserted, into_type, offsets = f"%slots_{index + 1}", "!slots", [*slots.slot_of(phase), *([0] * len(stored_shape))]
+        stored_at = [1] * len(slots.strided_axes)
+        strides = [1] * len(offsets)
+    else:
+        stored_at = []
     return {
-        "d_views": fused.lines, "inserted": f"%grad_in_{index + 1}", "into_type": "!grad_in", "store_element": element,
+        "d_views": fused.lines, "inserted": inserted, "into_type": into_type, "store_element": element,
         "into": into, "acc_type": mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
         "store_type": mlir.tensor(store_shape, element), "stored_type": mlir.tensor(stored_shape, element),
         "reassociation": str(reassociation), "store_maps": ", ".join(maps),
@@ -202,7 +248,7 @@ def store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shap
         "d_operands": "".join(f", {v}" for v in fused.values), "d_types": "".join(f", {t}" for t in fused.types),
         "d_block_args": "".join(f", {b}" for b in fused.block_args),
         "store_body": body, "stored": stored,
-        "insert_offsets": mlir.index_list(offsets), "insert_sizes": mlir.index_list(stored_shape),
+        "insert_offsets": mlir.index_list(offsets), "insert_sizes": mlir.index_list(stored_at + stored_shape),
         "insert_strides": mlir.index_list(strides),
     }
 

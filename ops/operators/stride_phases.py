@@ -16,8 +16,8 @@ from .. import render as mlir
 from ..operator import Lowering, one_of
 from ..problem import ConvBwdDataProblem
 from .contractions import DEPTHWISE_OPS, convolution
-from .phase_plan import interleaves, phase_list
-from .phase_stores import Fusion, Operands, Slots, empty_slots, initial_grad_in, interleave, store
+from .phase_plan import interleaves, phase_list, transposes
+from .phase_stores import Fusion, Operands, PhaseMajor, Slots, empty_slots, initial_grad_in, interleave, store
 
 __all__ = ["DEPTHWISE_OPS", "Form", "Fusion", "Operands", "render_module"]
 
@@ -30,9 +30,10 @@ class Form:
     an indexing map with a negative coefficient (``"map"``).
     ``d_read``: a phase's store reads its rows of a D tensor by a strided slice or through its indexing map
     (``s*m + offset``).
-    ``store`` (stride > 1, channels-last): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
+    ``store`` (stride > 1): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
     (``"strided"``), or into its slot of a phase-major tensor that one ``linalg.generic`` interleaves into grad_in
-    (``"interleave"``, see ``interleave``).
+    (``"interleave"``, channels-last, see ``interleave``), or, channels-first, into its slot of a phase-major tensor
+    that one ``linalg.transpose`` turns into grad_in (``"transpose"``, see ``phase_plan.transposes``).
     ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), the
     taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), for depthwise
     problems the named depthwise convolution (``"depthwise"``), or, for channels-first layouts, an elementwise
@@ -50,7 +51,7 @@ class Form:
 
     def __post_init__(self):
         for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
-                             ("store", ("interleave", "strided")), ("contraction", ("generic", "im2col", "depthwise", "taps")),
+                             ("store", ("interleave", "strided", "transpose")), ("contraction", ("generic", "im2col", "depthwise", "taps")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
 
@@ -72,13 +73,11 @@ def channels_first_window(form: Form) -> bool:
     return form.contraction == "taps"
 
 
-def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str, grouped: bool,
-                     channels_first: bool = False) -> tuple[str, str, list[int]]:
+def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: str, grouped: bool) -> tuple[str, str, list[int]]:
     """Crop and zero-pad grad_out (channels-last) to the window phase ``index`` convolves: (lines, value, shape).
 
     ``grouped``: the window as (N, .., G, K), for a convolution over groups: cropped and padded after the split, so
-    that the pad meets the convolution with no reshape between (IREE fuses a pad into its consumer only then).
-    ``channels_first``: the window as (N, G, K, ..), grad_out's own order (a channels-first problem's)."""
+    that the pad meets the convolution with no reshape between (IREE fuses a pad into its consumer only then)."""
     n = problem.batch
     channels = [problem.groups, problem.out_channels] if grouped else [problem.groups * problem.out_channels]
     crop_lo, crop_hi = ([p.grad_out_crop[side] for p in phase] for side in (0, 1))
@@ -86,33 +85,57 @@ def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: st
     cropped = [o - lo - hi for o, lo, hi in zip(problem.output_spatial, crop_lo, crop_hi)]
     padded = [c + lo + hi for c, lo, hi in zip(cropped, pad_lo, pad_hi)]
     untouched = [0] * len(channels)
-
-    def ordered(spatial: list, channel_values: list) -> list:
-        return [*channel_values, *spatial] if channels_first else [*spatial, *channel_values]
-
     lines = []
     value, value_type = ("%grad_out" if problem.channels_last else "%grad_out_cl"), "!grad_out_cl"
     if grouped:
-        value = "%grad_out_groups_cf" if channels_first else "%grad_out_groups"
-        value_type = mlir.tensor([n, *ordered(problem.output_spatial, channels)], element)
+        value, value_type = "%grad_out_groups", mlir.tensor([n, *problem.output_spatial, *channels], element)
     if any(crop_lo) or any(crop_hi):
-        cropped_type = mlir.tensor([n, *ordered(cropped, channels)], element)
+        cropped_type = mlir.tensor([n, *cropped, *channels], element)
         lines.append(mlir.render(
-            "common.slice", result=f"%go_{index}_cropped", source=value,
-            offsets=mlir.index_list([0, *ordered(crop_lo, untouched)]), sizes=mlir.index_list([n, *ordered(cropped, channels)]),
-            strides=mlir.index_list([1] * (problem.rank + 1 + len(channels))), source_type=value_type, result_type=cropped_type,
+            "common.slice", result=f"%go_{index}_cropped", source=value, offsets=mlir.index_list([0, *crop_lo, *untouched]),
+            sizes=mlir.index_list([n, *cropped, *channels]), strides=mlir.index_list([1] * (problem.rank + 1 + len(channels))),
+            source_type=value_type, result_type=cropped_type,
         ))
         value, value_type = f"%go_{index}_cropped", cropped_type
     if any(pad_lo) or any(pad_hi):
         lines.append(mlir.render(
-            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *ordered(pad_lo, untouched)]),
-            high=mlir.index_list([0, *ordered(pad_hi, untouched)]),
+            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *pad_lo, *untouched]),
+            high=mlir.index_list([0, *pad_hi, *untouched]),
             index_args=", ".join(f"%i{a}: index" for a in range(problem.rank + 1 + len(channels))),
             zero="%zero_element", element=element, source_type=value_type,
-            result_type=mlir.tensor([n, *ordered(padded, channels)], element),
+            result_type=mlir.tensor([n, *padded, *channels], element),
         ))
         value = f"%go_{index}"
-    return mlir.indent("\n".join(lines), 2), value, [n, *ordered(padded, channels)]
+    return mlir.indent("\n".join(lines), 2), value, [n, *padded, *channels]
+
+
+def _window_span(problem: ConvBwdDataProblem, phase) -> list[tuple[int, int]]:
+    """Per axis, the phase's window in grad_out's coordinates: [crop_lo - pad_lo, size - crop_hi + pad_hi)."""
+    return [(p.grad_out_crop[0] - p.window_pad[0], size - p.grad_out_crop[1] + p.window_pad[1])
+            for p, size in zip(phase, problem.output_spatial)]
+
+
+def shared_pad(problem: ConvBwdDataProblem, phases) -> tuple[list[int], list[int]]:
+    """(low, high) zeros per axis around grad_out that hold every phase's window (``_window_span``): the channels-first
+    phases read slices of one padded grad_out (one pad, where a pad per phase is a copy dispatch each)."""
+    spans = [_window_span(problem, phase) for phase in phases]
+    low = [max(0, -min(span[a][0] for span in spans)) for a in range(problem.rank)]
+    high = [max(0, max(span[a][1] for span in spans) - size) for a, size in enumerate(problem.output_spatial)]
+    return low, high
+
+
+def _channels_first_window(index: int, phase, problem: ConvBwdDataProblem, element: str, low: list[int]) -> tuple[str, str, list[int]]:
+    """The phase's window as a slice of the shared padded grad_out (N, G, K, ..) (``shared_pad``'s ``low``): a view."""
+    n, g, k = problem.batch, problem.groups, problem.out_channels
+    spans = _window_span(problem, phase)
+    sizes = [end - start for start, end in spans]
+    shape = [n, g, k, *sizes]
+    text = mlir.render(
+        "common.slice", result=f"%go_{index}", source="%grad_out_padded", source_type="!grad_out_padded",
+        offsets=mlir.index_list([0, 0, 0, *(start + lo for (start, _), lo in zip(spans, low))]),
+        sizes=mlir.index_list(shape), strides=mlir.index_list([1] * len(shape)), result_type=mlir.tensor(shape, element),
+    )
+    return mlir.indent(text, 2), f"%go_{index}", shape
 
 
 def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, copy: dict,
@@ -200,21 +223,33 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     element = dtypes.mlir_element_type(problem.dtype)
     over_groups = reads_groups(problem, form)
     computed = phase_list(problem, form)
-    slots = Slots.of(problem, fusion) if interleaves(problem, form) else None
-    if slots:
+    pads = shared_pad(problem, computed) if channels_first_window(form) else None
+    slots = Slots.of(problem, fusion) if interleaves(problem, form) else PhaseMajor(problem) if transposes(problem, form) else None
+    if isinstance(slots, PhaseMajor):
+        init, current = mlir.render("conv_bwd_data.phase_major"), "%slots_0"
+    elif slots:
         init, current = empty_slots(problem, slots, computed)
     else:
         init, current = initial_grad_in(problem, element, fusion)
     phase_texts = []
     for index, phase in enumerate(computed):
-        text, current = _phase(index, phase, problem, form, lowering, fusion, over_groups, current, slots)
+        text, current = _phase(index, phase, problem, form, lowering, fusion, over_groups, current, slots, pads)
         phase_texts.append(text)
-    if slots:
+    if isinstance(slots, PhaseMajor):
+        phase_texts.append(slots.finish(current))
+        current = "%grad_in_interleaved"
+    elif slots:
         phase_texts.append(interleave(problem, element, slots, current, fusion, form.interleave_read == "map",
                                       lowering.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
     weight_alias, weight_view = _weight_groups(problem, weight_groups(problem, form))
+    if isinstance(slots, PhaseMajor):
+        weight_alias += f"!slots = {slots.type}\n"
+    if pads:
+        padded = [size + lo + hi for size, lo, hi in zip(problem.output_spatial, *pads)]
+        weight_alias += (f"!grad_out_padded = "
+                         f"{mlir.tensor([problem.batch, problem.groups, problem.out_channels, *padded], element)}\n")
     return mlir.render(
         "conv_bwd_data",
         rank=problem.rank, layout=problem.layout, element=element, problem_name=problem.name, function=problem.name,
@@ -224,24 +259,33 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
         grad_in_type=mlir.tensor(problem.input_shape, element),
         grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
-        grad_out_to_channels_last=_grad_out_to_channels_last(problem, element, over_groups, channels_first_window(form)),
+        grad_out_to_channels_last=_grad_out_to_channels_last(problem, element, over_groups, pads),
         weight_view=weight_view,
         d_views=views, initial=init, phases="\n".join(phase_texts), result=current,
         transients=mlir.transients(lowering.transients),
     )
 
 
-def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool, channels_first: bool) -> str:
+def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool, channels_first) -> str:
     """grad_out channels-last (a transpose where it is not), and, for a convolution over groups, as (N, .., G, K);
-    or, for a form that reads it ``channels_first``, as (N, G, K, ..), a free reshape."""
+    or, for a form that reads it channels-first (``channels_first``: ``shared_pad``'s (low, high), else None), as
+    (N, G, K, ..), a free reshape, padded once for every phase."""
     rank = problem.rank
     if channels_first:
         grouped = [problem.batch, problem.groups, problem.out_channels, *problem.output_spatial]
-        return mlir.indent(mlir.render(
+        low, high = channels_first
+        expand = mlir.render(
             "common.expand", result="%grad_out_groups_cf", source="%grad_out",
             reassociation=[[0], [1, 2]] + [[i + 1] for i in range(2, rank + 2)], shape=mlir.index_list(grouped),
             source_type="!grad_out", result_type=mlir.tensor(grouped, element),
-        ), 2)
+        )
+        pad = mlir.render(
+            "common.zero_pad", result="%grad_out_padded", source="%grad_out_groups_cf", low=mlir.index_list([0, 0, 0, *low]),
+            high=mlir.index_list([0, 0, 0, *high]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 3)),
+            zero="%zero_element", element=element, source_type=mlir.tensor(grouped, element),
+            result_type="!grad_out_padded",
+        )
+        return mlir.indent(f"{expand}\n{pad}", 2)
     if problem.channels_last:
         text = "  // grad_out is channels-last already"
     else:
@@ -257,17 +301,20 @@ def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_g
 
 
 def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering: Lowering, fusion: Fusion,
-           over_groups: bool, current: str, slots: Slots | None) -> tuple[str, str]:
-    """(text, the value it inserts into) of phase ``index``: its flipped sub-filter, its window of grad_out, its
-    convolution (``contractions``) and its store (``phase_stores``) into ``current``."""
+           over_groups: bool, current: str, slots: Slots | None, pads) -> tuple[str, str]:
+    """(text, the value it inserts into) of phase ``index``: its flipped sub-filter, its window of grad_out (a slice
+    of the padded grad_out, with ``pads``, ``shared_pad``'s), its convolution (``contractions``) and its store
+    (``phase_stores``) into ``current``."""
     element = dtypes.mlir_element_type(problem.dtype)
     if form.contraction == "taps":
         phase_filter, filter_shape = mlir.render("conv_bwd_data.no_phase_filter"), []
     else:
         phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
                                                    copy=lowering.copy, grouped=weight_groups(problem, form))
-    window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups,
-                                                               channels_first_window(form))
+    if pads:
+        window_text, window_value, window_shape = _channels_first_window(index, phase, problem, element, pads[0])
+    else:
+        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
     conv_text, acc_shape, acc_read = convolution(index, phase, problem, element, window_value, window_shape,
                                                  filter_shape, lowering.configs.get(index), form.contraction)
     store_values = store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form.d_read, slots)
