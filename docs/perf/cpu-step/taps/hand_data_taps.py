@@ -1,18 +1,19 @@
-"""Tap-unrolled grouped bwd-data for g8c4k4 3x3 s1 p1 NCHW, relu mask epilogue.
+"""Tap-unrolled grouped bwd-data for g8c4k4 3x3 s1 p1 NCHW, relu mask epilogue: python hand_data_taps.py VARIANT > f.mlir
 variant A: iterators (n,g,c,h,w,k) k reduction, 9 shifted inputs.
-variant B: iterators (n,g,c,h,w) all parallel, 36 shifted inputs (k unrolled)."""
+variant B: iterators (n,g,c,h,w) all parallel, 36 shifted inputs (k unrolled).
+variant Z: B for the strided g8c8k8 3x3 s2 p1 layer, grad_out zero-inserted (one stride-1 phase, 72 terms)."""
 import sys
-N,G,C,K,H,W,F=16,8,4,4,16,16,3
 variant=sys.argv[1]
+N,G,C,K,H,W,F=(16,8,8,8,16,16,3) if variant=="Z" else (16,8,4,4,16,16,3)
+S=2 if variant=="Z" else 1;O=H//S
 L=[]
 a=L.append
-a(f"""func.func @f(%grad_out: tensor<{N}x{G*K}x{H}x{W}xf32>, %weight: tensor<{G*K}x{C}x{F}x{F}xf32>, %d0: tensor<{N}x{G*C}x{H}x{W}xf32>, %dst: tensor<{N}x{G*C}x{H}x{W}xf32> {{iree.abi.output = 0 : index}}, %transients: !hal.buffer {{iree.abi.transients}}) -> tensor<{N}x{G*C}x{H}x{W}xf32> {{
+a(f"""func.func @f(%grad_out: tensor<{N}x{G*K}x{O}x{O}xf32>, %weight: tensor<{G*K}x{C}x{F}x{F}xf32>, %d0: tensor<{N}x{G*C}x{H}x{W}xf32>, %dst: tensor<{N}x{G*C}x{H}x{W}xf32> {{iree.abi.output = 0 : index}}, %transients: !hal.buffer {{iree.abi.transients}}) -> tensor<{N}x{G*C}x{H}x{W}xf32> {{
   %zero = arith.constant 0.0 : f32
-  %go = tensor.expand_shape %grad_out [[0], [1, 2], [3], [4]] output_shape [{N}, {G}, {K}, {H}, {W}] : tensor<{N}x{G*K}x{H}x{W}xf32> into tensor<{N}x{G}x{K}x{H}x{W}xf32>
-  %gop = tensor.pad %go low[0, 0, 0, 1, 1] high[0, 0, 0, 1, 1] {{
-  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %i4: index):
-    tensor.yield %zero : f32
-  }} : tensor<{N}x{G}x{K}x{H}x{W}xf32> to tensor<{N}x{G}x{K}x{H+2}x{W+2}xf32>
+  %go = tensor.expand_shape %grad_out [[0], [1, 2], [3], [4]] output_shape [{N}, {G}, {K}, {O}, {O}] : tensor<{N}x{G*K}x{O}x{O}xf32> into tensor<{N}x{G}x{K}x{O}x{O}xf32>
+  %ze = tensor.empty() : tensor<{N}x{G}x{K}x{H+2}x{W+2}xf32>
+  %zf = linalg.fill ins(%zero : f32) outs(%ze : tensor<{N}x{G}x{K}x{H+2}x{W+2}xf32>) -> tensor<{N}x{G}x{K}x{H+2}x{W+2}xf32>
+  %gop = tensor.insert_slice %go into %zf[0, 0, 0, 1, 1] [{N}, {G}, {K}, {O}, {O}] [1, 1, 1, {S}, {S}] : tensor<{N}x{G}x{K}x{O}x{O}xf32> into tensor<{N}x{G}x{K}x{H+2}x{W+2}xf32>
   %wg = tensor.expand_shape %weight [[0, 1], [2], [3], [4]] output_shape [{G}, {K}, {C}, {F}, {F}] : tensor<{G*K}x{C}x{F}x{F}xf32> into tensor<{G}x{K}x{C}x{F}x{F}xf32>
   %d0s = tensor.expand_shape %d0 [[0], [1, 2], [3], [4]] output_shape [{N}, {G}, {C}, {H}, {W}] : tensor<{N}x{G*C}x{H}x{W}xf32> into tensor<{N}x{G}x{C}x{H}x{W}xf32>
   %dsts = tensor.expand_shape %dst [[0], [1, 2], [3], [4]] output_shape [{N}, {G}, {C}, {H}, {W}] : tensor<{N}x{G*C}x{H}x{W}xf32> into tensor<{N}x{G}x{C}x{H}x{W}xf32>""")
@@ -45,7 +46,7 @@ if variant=="A":
     %r = arith.select %le, %zero, %v : f32
     linalg.yield %r : f32
   }} -> tensor<{N}x{G}x{C}x{H}x{W}xf32>""")
-else:
+else:  # B, Z
     it=", ".join(['"parallel"']*5)
     terms=[(k,u0,u1) for k in range(K) for (u0,u1) in taps]
     for t,(k,u0,u1) in enumerate(terms):
