@@ -214,7 +214,7 @@ def test_a_bad_form_key_or_value_names_the_operator_and_the_key():
     from ops.operators import grouped_conv_bwd_weight, stride_phases
 
     with pytest.raises(ValueError, match=r"conv_bwd_data: form key store must be one of 'interleave', 'strided', "
-                                         r"but got 'scattered'"):
+                                         r"'transpose', but got 'scattered'"):
         stride_phases.Form(store="scattered")
     with pytest.raises(ValueError, match=r"grouped_conv_bwd_weight: form key contraction must be one of"):
         grouped_conv_bwd_weight.Form(contraction="winograd")

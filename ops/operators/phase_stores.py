@@ -100,6 +100,13 @@ class PhaseMajor:
     def slot_of(self, phase) -> list[int]:
         return [phase[a].grad_in_offset for a in self.strided_axes]
 
+    def insert(self, phase) -> dict:
+        """Where a phase's result goes: its slot, whole."""
+        count = len(self.strided_axes) + len(self.slot_shape)
+        return {"insert_offsets": mlir.index_list([*self.slot_of(phase), *([0] * len(self.slot_shape))]),
+                "insert_sizes": mlir.index_list([1] * len(self.strided_axes) + self.slot_shape),
+                "insert_strides": mlir.index_list([1] * count)}
+
     def finish(self, value: str) -> str:
         """grad_in from the slots: viewed as (N, G*C, .., rows, s, ..), it is the slots transposed."""
         p, strided = self.problem, self.strided_axes
@@ -213,32 +220,15 @@ def store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shap
             "insert_sizes": mlir.index_list([1] * slots.strided + list(slots.shape[slots.strided:])),
             "insert_strides": mlir.index_list([1] * len(slots.shape)),
         }
-    if problem.channels_last:
-        domain = ["n", *m, "g", "c"]
-        store_shape = [problem.batch, *rows, groups, c]
-        reassociation = [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]]
-        stored_shape = [problem.batch, *rows, groups * c]
-        offsets = [0, *(p.grad_in_offset for p in phase), 0]
-        strides = [1, *problem.stride, 1]
-    else:
-        domain = ["n", "g", "c", *m]
-        store_shape = [problem.batch, groups, c, *rows]
-        reassociation = [[0], [1, 2]] + [[i] for i in range(3, rank + 3)]
-        stored_shape = [problem.batch, groups * c, *rows]
-        offsets = [0, 0, *(p.grad_in_offset for p in phase)]
-        strides = [1, 1, *problem.stride]
+    domain, store_shape, reassociation, stored_shape = _store_shapes(problem, rows)
+    inserted, into_type, insert = f"%grad_in_{index + 1}", "!grad_in", _strided_insert(problem, phase, stored_shape)
+    if isinstance(slots, PhaseMajor):
+        inserted, into_type, insert = f"%slots_{index + 1}", "!slots", slots.insert(phase)
     rows_of_d = {a: mlir.term(m[a], problem.stride[a], phase[a].grad_in_offset) if d_read == "map" else m[a] for a in range(rank)}
     fused = fusion.operands({"n": "n", "g": "g", "c": "c", **rows_of_d}, phase, index, d_read)
     maps = [mlir.affine_map(domain, acc_read), *(mlir.affine_map(domain, i) for i in fused.indices),
             mlir.affine_map(domain, domain)]
     body, stored = store_body(fusion, element, "%acc")
-    inserted, into_type = f"%grad_in_{index + 1}", "!grad_in"
-    if isinstance(slots, PhaseMajor):
-        inserted, into_type, offsets = f"%slots_{index + 1}", "!slots", [*slots.slot_of(phase), *([0] * len(stored_shape))]
-        stored_at = [1] * len(slots.strided_axes)
-        strides = [1] * len(offsets)
-    else:
-        stored_at = []
     return {
         "d_views": fused.lines, "inserted": inserted, "into_type": into_type, "store_element": element,
         "into": into, "acc_type": mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
@@ -247,10 +237,27 @@ def store(index: int, phase, problem: ConvBwdDataProblem, element: str, acc_shap
         "store_iterators": mlir.iterators(["parallel"] * len(domain)),
         "d_operands": "".join(f", {v}" for v in fused.values), "d_types": "".join(f", {t}" for t in fused.types),
         "d_block_args": "".join(f", {b}" for b in fused.block_args),
-        "store_body": body, "stored": stored,
-        "insert_offsets": mlir.index_list(offsets), "insert_sizes": mlir.index_list(stored_at + stored_shape),
-        "insert_strides": mlir.index_list(strides),
+        "store_body": body, "stored": stored, **insert,
     }
+
+
+def _store_shapes(problem: ConvBwdDataProblem, rows: list[int]) -> tuple[list, list, list, list]:
+    """A phase store's (domain, its result's shape, the reassociation merging (G, C), the merged shape)."""
+    rank, groups, c, m = problem.rank, problem.groups, problem.in_channels, mlir.dims("m", problem.rank)
+    if problem.channels_last:
+        return (["n", *m, "g", "c"], [problem.batch, *rows, groups, c],
+                [[i] for i in range(rank + 1)] + [[rank + 1, rank + 2]], [problem.batch, *rows, groups * c])
+    return (["n", "g", "c", *m], [problem.batch, groups, c, *rows], [[0], [1, 2]] + [[i] for i in range(3, rank + 3)],
+            [problem.batch, groups * c, *rows])
+
+
+def _strided_insert(problem: ConvBwdDataProblem, phase, stored_shape: list[int]) -> dict:
+    """Where a phase's result goes in grad_in: from its first position, with the stride."""
+    spatial = [p.grad_in_offset for p in phase]
+    offsets = [0, *spatial, 0] if problem.channels_last else [0, 0, *spatial]
+    strides = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
+    return {"insert_offsets": mlir.index_list(offsets), "insert_sizes": mlir.index_list(stored_shape),
+            "insert_strides": mlir.index_list(strides)}
 
 
 def initial_grad_in(problem: ConvBwdDataProblem, element: str, fusion: Fusion) -> tuple[str, str]:

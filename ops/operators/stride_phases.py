@@ -51,7 +51,8 @@ class Form:
 
     def __post_init__(self):
         for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
-                             ("store", ("interleave", "strided", "transpose")), ("contraction", ("generic", "im2col", "depthwise", "taps")),
+                             ("store", ("interleave", "strided", "transpose")),
+                             ("contraction", ("generic", "im2col", "depthwise", "taps")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
 
@@ -224,13 +225,7 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     over_groups = reads_groups(problem, form)
     computed = phase_list(problem, form)
     pads = shared_pad(problem, computed) if channels_first_window(form) else None
-    slots = Slots.of(problem, fusion) if interleaves(problem, form) else PhaseMajor(problem) if transposes(problem, form) else None
-    if isinstance(slots, PhaseMajor):
-        init, current = mlir.render("conv_bwd_data.phase_major"), "%slots_0"
-    elif slots:
-        init, current = empty_slots(problem, slots, computed)
-    else:
-        init, current = initial_grad_in(problem, element, fusion)
+    slots, init, current = _store_start(problem, form, fusion, computed)
     phase_texts = []
     for index, phase in enumerate(computed):
         text, current = _phase(index, phase, problem, form, lowering, fusion, over_groups, current, slots, pads)
@@ -264,6 +259,17 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
         d_views=views, initial=init, phases="\n".join(phase_texts), result=current,
         transients=mlir.transients(lowering.transients),
     )
+
+
+def _store_start(problem: ConvBwdDataProblem, form: Form, fusion: Fusion, computed) -> tuple:
+    """(the phase-major tensor or None, its lines, the value the first phase inserts into): the interleaved store's
+    slots (channels-last), the transposed store's (channels-first), or grad_in's initial value."""
+    if interleaves(problem, form):
+        slots = Slots.of(problem, fusion)
+        return (slots, *empty_slots(problem, slots, computed))
+    if transposes(problem, form):
+        return PhaseMajor(problem), mlir.render("conv_bwd_data.phase_major"), "%slots_0"
+    return (None, *initial_grad_in(problem, dtypes.mlir_element_type(problem.dtype), fusion))
 
 
 def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool, channels_first) -> str:
