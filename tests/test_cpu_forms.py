@@ -1,8 +1,8 @@
-"""The llvm-cpu forms of the grouped convolutions: the module the runtime ships for the CPU is the im2col form
-(taps gathered, a batch_matmul per group), IREE compiles its contractions as matmuls, and the gathered taps stay
-within the stated budget; each rule of mlir/tuning/llvm-cpu.json names a form its kind of problem has, and that
-form is what ships; the depthwise forms match the definition on every layout. Numerics of the shipped forms are
-every CPU test's (tests/test_grouped_conv_*)."""
+"""The llvm-cpu forms of the grouped convolutions: the module the runtime ships for a channels-last grouped problem
+is the im2col form (taps gathered, a batch_matmul per group), IREE compiles its contractions as matmuls, and the
+gathered taps stay within the stated budget; each rule of mlir/tuning/llvm-cpu.json names a form its kind of problem
+has, and that form is what ships; the depthwise, per_image and taps forms (the taps forms' phase-major store and
+zero taps too) match the definition. Numerics of the shipped forms are every CPU test's (tests/test_grouped_conv_*)."""
 
 from __future__ import annotations
 
