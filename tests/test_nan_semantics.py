@@ -95,6 +95,9 @@ CONV_CASES = {
     "3d_1x3x3_s122": ((3, 7, 6), (1, 3, 3), (1, 2, 2), (0, 1, 1), 1, 1),
     "2d_3x2_s21_dilated": ((9, 7), (3, 2), (2, 1), ((1, 0), (2, 1)), (1, 2), 1),
     "2d_3x3_s2_g2": ((8, 9), (3, 3), 2, 1, 1, 2),
+    # the CPU's taps forms: one phase (and the weight gradient's), and phases that tile grad_in (the transposed store)
+    "2d_3x3_s1_g2": ((8, 9), (3, 3), 1, 1, 1, 2),
+    "2d_3x3_s2_g2_tiled": ((8, 8), (3, 3), 2, 1, 1, 2),
 }
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
@@ -135,7 +138,7 @@ def test_conv_bwd_data(name, form, seeded):
 
 
 @pytest.mark.parametrize("form", _forms("grouped_conv_bwd_data"), indirect=True)
-@pytest.mark.parametrize("name", ["2d_3x3_s2_g2", "3d_1x3x3_s122"])
+@pytest.mark.parametrize("name", ["2d_3x3_s2_g2", "3d_1x3x3_s122", "2d_3x3_s1_g2", "2d_3x3_s2_g2_tiled"])
 def test_grouped_conv_bwd_data_with_nan_in_a_d_tensor(name, form, seeded):
     """grad_in = acc * alpha + d0: NaN and infinities in grad_out and in d0, positions no phase reaches too."""
     x, w, kwargs, groups = _conv_case(name)
@@ -150,7 +153,7 @@ def test_grouped_conv_bwd_data_with_nan_in_a_d_tensor(name, form, seeded):
 
 
 @pytest.mark.parametrize("form", _forms("grouped_conv_bwd_weight"), indirect=True)
-@pytest.mark.parametrize("name", ["2d_3x3_s2_g2", "1d_s3", "3d_1x3x3_s122"])
+@pytest.mark.parametrize("name", ["2d_3x3_s2_g2", "1d_s3", "3d_1x3x3_s122", "2d_3x3_s1_g2"])
 @pytest.mark.parametrize("poisoned", ["grad_out", "x"])
 def test_grouped_conv_bwd_weight(name, poisoned, form, seeded):
     x, w, kwargs, groups = _conv_case(name)
