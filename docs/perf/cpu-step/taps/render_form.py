@@ -5,7 +5,7 @@ import pickle, sys, dataclasses
 from ops import policy, targets, registry
 p = pickle.load(open(sys.argv[1], "rb"))
 t = targets.target_for_device("local-task")
-keys = dict(a.split("=") for a in sys.argv[3:])
+keys = {k: int(v) if v.isdigit() else v for k, v in (a.split("=") for a in sys.argv[3:])}
 specs = policy.module_specs(p, t, options=keys)
 open(sys.argv[2], "w").write(specs[0].mlir)
 print(specs[0].name)
