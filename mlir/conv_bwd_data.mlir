@@ -146,9 +146,10 @@ ${multiply_add}
 // fragment taps: the phase's convolution, channels-first, few multiply-adds per element: one elementwise generic
   // taps: acc[n, g, c, m] = sum_{k, u} window[n, g, k, m + dilation*u] * w[g, u, k, c], the sum written out term by
   // term (${terms} here): one operand per (k, u), a row of the window (a slice: m itself indexes it) and the weight's
-  // (g, c) plane at the tap u reads (a constant: no gathered phase filter). Every indexing map is a projected permutation and the last spatial axis is contiguous in all of
-  // them, so IREE's CPU backend vectorizes along it. The im2col form, whose matmuls have C columns, ran 2.4-2.7x
-  // slower on train.py's grouped layers, and the grouped convolution-form generic slower still (docs/PERFORMANCE.md).
+  // (g, c) plane at the tap u reads (a constant: no gathered phase filter). Every indexing map is a projected
+  // permutation and the last spatial axis is contiguous in all of them, so IREE's CPU backend vectorizes along it.
+  // The im2col form, whose matmuls have C columns, ran 2.4-2.7x slower on train.py's grouped layers, and the grouped
+  // convolution-form generic slower still (docs/PERFORMANCE.md).
 ${slices}
   %acc_${index} = linalg.generic {indexing_maps = [${maps}], iterator_types = ${iterators}}
       ins(${operands} : ${operand_types}) outs(%acc_${index}_empty : ${acc_type}) {

@@ -497,7 +497,8 @@ def _tap_sums(problem: ConvBwdWeightProblem, element: str) -> str:
             sizes=mlir.index_list([n, groups, c, *outputs]), strides=mlir.index_list([1, 1, 1, *problem.stride]),
         ))
         widen, x = dtypes.widen(f"%x{number}", element, f"%x{number}_f32")
-        products += [line for line in (widen,) if line]
+        if widen:
+            products.append(widen)
         products.append(mlir.render("grouped_conv_bwd_weight.tap_sums_product", tap=number, g=g, x=x))
         sums.append(f"%sum{number}_next")
         if number:

@@ -125,7 +125,7 @@ def shared_pad(problem: ConvBwdDataProblem, phases) -> tuple[list[int], list[int
     return low, high
 
 
-def _channels_first_window(index: int, phase, problem: ConvBwdDataProblem, element: str, low: list[int]) -> tuple[str, str, list[int]]:
+def _padded_window(index: int, phase, problem: ConvBwdDataProblem, element: str, low: list[int]) -> tuple[str, str, list[int]]:
     """The phase's window as a slice of the shared padded grad_out (N, G, K, ..) (``shared_pad``'s ``low``): a view."""
     n, g, k = problem.batch, problem.groups, problem.out_channels
     spans = _window_span(problem, phase)
@@ -242,9 +242,10 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     if isinstance(slots, PhaseMajor):
         weight_alias += f"!slots = {slots.type}\n"
     if pads:
-        padded = [size + lo + hi for size, lo, hi in zip(problem.output_spatial, *pads)]
-        weight_alias += (f"!grad_out_padded = "
-                         f"{mlir.tensor([problem.batch, problem.groups, problem.out_channels, *padded], element)}\n")
+        padded_alias, grad_out_view = _grad_out_padded(problem, element, pads)
+        weight_alias += padded_alias
+    else:
+        grad_out_view = _grad_out_to_channels_last(problem, element, over_groups)
     return mlir.render(
         "conv_bwd_data",
         rank=problem.rank, layout=problem.layout, element=element, problem_name=problem.name, function=problem.name,
@@ -254,8 +255,7 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
         grad_in_type=mlir.tensor(problem.input_shape, element),
         grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
-        grad_out_to_channels_last=_grad_out_to_channels_last(problem, element, over_groups, pads),
-        weight_view=weight_view,
+        grad_out_to_channels_last=grad_out_view, weight_view=weight_view,
         d_views=views, initial=init, phases="\n".join(phase_texts), result=current,
         transients=mlir.transients(lowering.transients),
     )
@@ -272,26 +272,28 @@ def _store_start(problem: ConvBwdDataProblem, form: Form, fusion: Fusion, comput
     return (None, *initial_grad_in(problem, dtypes.mlir_element_type(problem.dtype), fusion))
 
 
-def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool, channels_first) -> str:
-    """grad_out channels-last (a transpose where it is not), and, for a convolution over groups, as (N, .., G, K);
-    or, for a form that reads it channels-first (``channels_first``: ``shared_pad``'s (low, high), else None), as
-    (N, G, K, ..), a free reshape, padded once for every phase."""
+def _grad_out_padded(problem: ConvBwdDataProblem, element: str, pads) -> tuple[str, str]:
+    """(alias, lines): grad_out as it is, channels-first, viewed as (N, G, K, ..) (a free reshape) and zero-padded once
+    by ``pads`` (``shared_pad``'s (low, high)) into !grad_out_padded, whose slices are every phase's window."""
+    rank, (low, high) = problem.rank, pads
+    grouped = [problem.batch, problem.groups, problem.out_channels, *problem.output_spatial]
+    padded = [*grouped[:3], *(size + lo + hi for size, lo, hi in zip(problem.output_spatial, low, high))]
+    expand = mlir.render(
+        "common.expand", result="%grad_out_groups_cf", source="%grad_out",
+        reassociation=[[0], [1, 2]] + [[i + 1] for i in range(2, rank + 2)], shape=mlir.index_list(grouped),
+        source_type="!grad_out", result_type=mlir.tensor(grouped, element),
+    )
+    pad = mlir.render(
+        "common.zero_pad", result="%grad_out_padded", source="%grad_out_groups_cf", low=mlir.index_list([0, 0, 0, *low]),
+        high=mlir.index_list([0, 0, 0, *high]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 3)),
+        zero="%zero_element", element=element, source_type=mlir.tensor(grouped, element), result_type="!grad_out_padded",
+    )
+    return f"!grad_out_padded = {mlir.tensor(padded, element)}\n", mlir.indent(f"{expand}\n{pad}", 2)
+
+
+def _grad_out_to_channels_last(problem: ConvBwdDataProblem, element: str, over_groups: bool) -> str:
+    """grad_out channels-last (a transpose where it is not), and, for a convolution over groups, as (N, .., G, K)."""
     rank = problem.rank
-    if channels_first:
-        grouped = [problem.batch, problem.groups, problem.out_channels, *problem.output_spatial]
-        low, high = channels_first
-        expand = mlir.render(
-            "common.expand", result="%grad_out_groups_cf", source="%grad_out",
-            reassociation=[[0], [1, 2]] + [[i + 1] for i in range(2, rank + 2)], shape=mlir.index_list(grouped),
-            source_type="!grad_out", result_type=mlir.tensor(grouped, element),
-        )
-        pad = mlir.render(
-            "common.zero_pad", result="%grad_out_padded", source="%grad_out_groups_cf", low=mlir.index_list([0, 0, 0, *low]),
-            high=mlir.index_list([0, 0, 0, *high]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 3)),
-            zero="%zero_element", element=element, source_type=mlir.tensor(grouped, element),
-            result_type="!grad_out_padded",
-        )
-        return mlir.indent(f"{expand}\n{pad}", 2)
     if problem.channels_last:
         text = "  // grad_out is channels-last already"
     else:
@@ -318,7 +320,7 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
         phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
                                                    copy=lowering.copy, grouped=weight_groups(problem, form))
     if pads:
-        window_text, window_value, window_shape = _channels_first_window(index, phase, problem, element, pads[0])
+        window_text, window_value, window_shape = _padded_window(index, phase, problem, element, pads[0])
     else:
         window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
     conv_text, acc_shape, acc_read = convolution(index, phase, problem, element, window_value, window_shape,
