@@ -38,23 +38,34 @@ for t in range(T):
     a(f"    %m{t} = arith.mulf %y, %a{t} : f32"); a(f"    %s{t} = arith.addf %o{t}, %m{t} : f32")
 a("    linalg.yield " + ", ".join(f"%s{t}" for t in range(T)) + " : " + ", ".join(["f32"]*T))
 a(f"  }} -> (" + ", ".join([ot]*T) + ")")
+def stack_then_sum(dims, reduced):
+    """The per-tap results (dims without f0, f1) inserted at their taps into one tensor of ``dims``, then summed over
+    ``reduced`` into grad_w's (g, k, c, f0, f1): variants B and C."""
+    size = {"n": N, "g": G, "k": K, "c": C, "f0": F, "f1": F, "w": W}
+    shape = "x".join(str(size[d]) for d in dims)
+    a(f"  %pe = tensor.empty() : tensor<{shape}xf32>")
+    cur="%pe"
+    for t,(u0,u1) in enumerate(taps):
+        offsets = ", ".join({"f0": str(u0), "f1": str(u1)}.get(d, "0") for d in dims)
+        sizes = ", ".join("1" if d in ("f0", "f1") else str(size[d]) for d in dims)
+        a(f"  %i{t} = tensor.insert_slice %r#{t} into {cur}[{offsets}] [{sizes}] [{', '.join(['1'] * len(dims))}] : {ot} into tensor<{shape}xf32>"); cur=f"%i{t}"
+    a(f"  %dz = linalg.fill ins(%zero : f32) outs(%dstg : tensor<{G}x{K}x{C}x{F}x{F}xf32>) -> tensor<{G}x{K}x{C}x{F}x{F}xf32>")
+    domain = ", ".join(["g", "k", "c", "f0", "f1", reduced])
+    a(f"""  %fin = linalg.generic {{indexing_maps = [affine_map<({domain}) -> ({', '.join(dims)})>, affine_map<({domain}) -> (g, k, c, f0, f1)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}} ins({cur} : tensor<{shape}xf32>) outs(%dz : tensor<{G}x{K}x{C}x{F}x{F}xf32>) {{
+  ^bb0(%p: f32, %q: f32):
+    %s = arith.addf %p, %q : f32
+    linalg.yield %s : f32
+  }} -> tensor<{G}x{K}x{C}x{F}x{F}xf32>""")
+    return "%fin"
+
+
 if variant=="A":
     cur="%dstg"
     for t,(u0,u1) in enumerate(taps):
         a(f"  %i{t} = tensor.insert_slice %r#{t} into {cur}[0, 0, 0, {u0}, {u1}] [{G}, {K}, {C}, 1, 1] [1, 1, 1, 1, 1] : {ot} into tensor<{G}x{K}x{C}x{F}x{F}xf32>"); cur=f"%i{t}"
     fin=cur
 elif variant=="C":
-    a(f"  %pe = tensor.empty() : tensor<{G}x{K}x{C}x{F}x{F}x{W}xf32>")
-    cur="%pe"
-    for t,(u0,u1) in enumerate(taps):
-        a(f"  %i{t} = tensor.insert_slice %r#{t} into {cur}[0, 0, 0, {u0}, {u1}, 0] [{G}, {K}, {C}, 1, 1, {W}] [1, 1, 1, 1, 1, 1] : {ot} into tensor<{G}x{K}x{C}x{F}x{F}x{W}xf32>"); cur=f"%i{t}"
-    a(f"  %dz = linalg.fill ins(%zero : f32) outs(%dstg : tensor<{G}x{K}x{C}x{F}x{F}xf32>) -> tensor<{G}x{K}x{C}x{F}x{F}xf32>")
-    a(f"""  %fin = linalg.generic {{indexing_maps = [affine_map<(g, k, c, f0, f1, w) -> (g, k, c, f0, f1, w)>, affine_map<(g, k, c, f0, f1, w) -> (g, k, c, f0, f1)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}} ins({cur} : tensor<{G}x{K}x{C}x{F}x{F}x{W}xf32>) outs(%dz : tensor<{G}x{K}x{C}x{F}x{F}xf32>) {{
-  ^bb0(%p: f32, %q: f32):
-    %s = arith.addf %p, %q : f32
-    linalg.yield %s : f32
-  }} -> tensor<{G}x{K}x{C}x{F}x{F}xf32>""")
-    fin="%fin"
+    fin=stack_then_sum(["g", "k", "c", "f0", "f1", "w"], "w")
 elif variant=="D":
     a(f"  %dz = linalg.fill ins(%zero : f32) outs(%dstg : tensor<{G}x{K}x{C}x{F}x{F}xf32>) -> tensor<{G}x{K}x{C}x{F}x{F}xf32>")
     m="affine_map<(g, k, c, f0, f1, n) -> (n, g, k, c)>"
@@ -69,17 +80,7 @@ elif variant=="D":
     a(f"  }} -> tensor<{G}x{K}x{C}x{F}x{F}xf32>")
     fin="%fin"
 else:
-    a(f"  %pe = tensor.empty() : tensor<{N}x{G}x{K}x{C}x{F}x{F}xf32>")
-    cur="%pe"
-    for t,(u0,u1) in enumerate(taps):
-        a(f"  %i{t} = tensor.insert_slice %r#{t} into {cur}[0, 0, 0, 0, {u0}, {u1}] [{N}, {G}, {K}, {C}, 1, 1] [1, 1, 1, 1, 1, 1] : {ot} into tensor<{N}x{G}x{K}x{C}x{F}x{F}xf32>"); cur=f"%i{t}"
-    a(f"  %dz = linalg.fill ins(%zero : f32) outs(%dstg : tensor<{G}x{K}x{C}x{F}x{F}xf32>) -> tensor<{G}x{K}x{C}x{F}x{F}xf32>")
-    a(f"""  %fin = linalg.generic {{indexing_maps = [affine_map<(g, k, c, f0, f1, n) -> (n, g, k, c, f0, f1)>, affine_map<(g, k, c, f0, f1, n) -> (g, k, c, f0, f1)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}} ins({cur} : tensor<{N}x{G}x{K}x{C}x{F}x{F}xf32>) outs(%dz : tensor<{G}x{K}x{C}x{F}x{F}xf32>) {{
-  ^bb0(%p: f32, %q: f32):
-    %s = arith.addf %p, %q : f32
-    linalg.yield %s : f32
-  }} -> tensor<{G}x{K}x{C}x{F}x{F}xf32>""")
-    fin="%fin"
+    fin=stack_then_sum(["n", "g", "k", "c", "f0", "f1"], "n")
 a(f"  %res = tensor.collapse_shape {fin} [[0, 1], [2], [3], [4]] : tensor<{G}x{K}x{C}x{F}x{F}xf32> into tensor<{G*K}x{C}x{F}x{F}xf32>")
 a(f"  return %res : tensor<{G*K}x{C}x{F}x{F}xf32>\n}}")
 print("\n".join(L))
