@@ -2,7 +2,8 @@
 is the im2col form (taps gathered, a batch_matmul per group), IREE compiles its contractions as matmuls, and the
 gathered taps stay within the stated budget; each rule of mlir/tuning/llvm-cpu.json names a form its kind of problem
 has, and that form is what ships; the depthwise, per_image and taps forms (the taps forms' phase-major store and
-zero taps too) match the definition. Numerics of the shipped forms are every CPU test's (tests/test_grouped_conv_*)."""
+zero taps too) match the definition; the pointwise flag rule takes what was measured, and its module matches the
+definition. Numerics of the shipped forms are every CPU test's (tests/test_grouped_conv_*)."""
 
 from __future__ import annotations
 
@@ -360,3 +361,32 @@ def test_the_taps_form_takes_channels_first_problems_within_its_term_limit():
     assert not taken
     with pytest.raises(ValueError, match="grouped_conv_bwd_data: the taps form reads a channels-first grad_out"):
         registry.module(channels_last).render(channels_last, registry.module(channels_last).Form(contraction="taps"))
+
+
+POINTWISE_FLAG = "--iree-global-opt-propagate-transposes=false"
+
+
+def _pointwise(**params):
+    base = dict(batch=2, in_channels=32, out_channels=24, input_spatial=(6, 5), filter_spatial=(1, 1), stride=1,
+                padding=0, layout="NCHW", dtype="float32")
+    return catalog.problem("conv_bwd_data", "ck_default", **{**base, **params})
+
+
+def test_the_pointwise_flag_rule_narrows_to_what_was_measured():
+    """The rule that turns IREE's transpose propagation off takes float32 NCHW 1 x 1 backward-data problems at unit
+    stride with 24 or more input channels (measured faster); the others keep IREE's default."""
+    assert POINTWISE_FLAG in policy.module_spec(_pointwise(), CPU).extra_flags
+    assert POINTWISE_FLAG in policy.flags_for(_pointwise(in_channels=24), CPU)
+    for other in (_pointwise(in_channels=16), _pointwise(filter_spatial=(3, 3), padding=1), _pointwise(stride=2),
+                  _pointwise(layout="NHWC"), _pointwise(dtype="float16")):
+        assert POINTWISE_FLAG not in policy.flags_for(other, CPU), other.name
+
+
+def test_the_pointwise_module_without_transpose_propagation_matches_the_definition(rng):
+    problem = _pointwise(batch=3, in_channels=40, out_channels=19, input_spatial=(7, 9))
+    assert POINTWISE_FLAG in policy.module_spec(problem, CPU).extra_flags
+    module = registry.module(problem)
+    inputs = module.random_inputs(problem, rng)
+    got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
+    error = verify.relative_error(got, module.reference(problem, inputs))
+    assert error <= verify.tolerance(problem.op, problem.dtype), error
