@@ -25,15 +25,26 @@ ACTIVATIONS = (None, "relu")  # a convolution's input_activation
 float64_warned: set[str] = set()  # the functions that said, once, that PyTorch's own operator runs float64
 
 
-def _falls_back(name: str, *tensors: Optional[Tensor]) -> bool:
-    """Whether a call runs PyTorch's own operator: float64 (the kernels have none; warned once per function)."""
-    if any(t is not None and t.dtype == torch.float64 for t in tensors):
+def _falls_back(name: str, input: Tensor) -> bool:
+    """Whether a call runs PyTorch's own operator: a float64 ``input`` (the kernels have none; warned once per
+    function)."""
+    if input.dtype == torch.float64:
         if name not in float64_warned:
             float64_warned.add(name)
             warnings.warn(f"ops.torch.{name}: float64 has no kernel here; PyTorch's own {name} (and its backward) "
                           "runs instead", stacklevel=3)
         return True
     return False
+
+
+_TAKEN_DTYPES = frozenset((*KERNEL_DTYPES, torch.float64))
+# torch.is_autocast_enabled for any device in one call (private; where missing, each call asks per device)
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)
+
+
+def _taken(value, optional: bool = False) -> bool:
+    """Whether ``check_tensor`` passes ``value``: the calls' fast path, which formats no message."""
+    return (optional and value is None) or (isinstance(value, Tensor) and value.dtype in _TAKEN_DTYPES)
 
 
 def check_tensor(name: str, parameter: str, value, optional: bool = False) -> None:
@@ -49,6 +60,8 @@ def check_tensor(name: str, parameter: str, value, optional: bool = False) -> No
 
 def _autocast(*tensors: Optional[Tensor]) -> list:
     """The tensors in autocast's dtype where autocast is on for their device (as PyTorch's convolution does)."""
+    if not _any_autocast():
+        return list(tensors)
     device_type = tensors[0].device.type
     if device_type not in ("cpu", "cuda") or not torch.is_autocast_enabled(device_type):
         return list(tensors)
@@ -57,6 +70,8 @@ def _autocast(*tensors: Optional[Tensor]) -> list:
 
 
 # --- Convolution -------------------------------------------------------------------------------------------
+
+_CONV_NAMES = {1: "conv1d", 2: "conv2d", 3: "conv3d"}
 
 
 def _conv_padding(name: str, padding, kernel: tuple, stride: tuple, dilation: tuple) -> tuple:
@@ -121,25 +136,28 @@ def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tupl
 
 def convolution(rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation) -> Tensor:
     """``conv1d``, ``conv2d`` or ``conv3d`` (``rank`` spatial dimensions), arguments as theirs."""
-    name = f"conv{rank}d"
-    check_tensor(name, "input", input)
-    check_tensor(name, "weight", weight)
-    check_tensor(name, "bias", bias, optional=True)
+    name = _CONV_NAMES[rank]
+    if not (_taken(input) and _taken(weight) and _taken(bias, optional=True)):  # messages are formatted on failure
+        check_tensor(name, "input", input)
+        check_tensor(name, "weight", weight)
+        check_tensor(name, "bias", bias, optional=True)
     key = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
            *map(_hashable, (stride, padding, dilation, groups, input_activation)))
     checked = _conv_arguments.__wrapped__ if torch.compiler.is_compiling() or not _is_hashable(key) else _conv_arguments
     unbatched, stride, padding, dilation = checked(*key)
-    for parameter, t in (("weight", weight), ("bias", bias)):
-        if t is not None:
-            check(t.device == input.device, f"{name}: {parameter} is on {t.device}, but input is on {input.device}")
+    device = input.device
+    if weight.device != device or (bias is not None and bias.device != device):
+        for parameter, t in (("weight", weight), ("bias", bias)):
+            check(t is None or t.device == device, f"{name}: {parameter} is on {t.device}, but input is on {device}")
     input, weight, bias = _autocast(input, weight, bias)
-    for parameter, t in (("weight", weight), ("bias", bias)):
-        check_type(t is None or t.dtype == input.dtype,
-                   f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
+    if weight.dtype != input.dtype or (bias is not None and bias.dtype != input.dtype):
+        for parameter, t in (("weight", weight), ("bias", bias)):
+            check_type(t is None or t.dtype == input.dtype,
+                       f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
     x = input.unsqueeze(0) if unbatched else input
     arguments = (x, weight, bias, list(stride), list(padding), list(dilation), groups)
     relu = input_activation == "relu"
-    if _falls_back(name, input, weight, bias):
+    if _falls_back(name, input):  # weight and bias have its dtype (above)
         y = kernels.torch_conv(torch.relu(x) if relu else x, *arguments[1:])
     else:
         y = kernels.conv(*arguments, relu)

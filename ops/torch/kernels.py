@@ -133,12 +133,15 @@ class KernelOp:
         return self.run(*args) if direct else self.op(*args)
 
 
+_PLAIN_TYPES = (Tensor, nn.Parameter)
+
+
 def _direct(*tensors: Optional[Tensor]) -> bool:
     """Whether a call takes the eager path (a ``torch.autograd.Function`` whose backward runs the kernels' ready
     calls, no dispatcher): plain tensors, nothing compiling, tracing or recording. Otherwise it is the registered
     operators, which ``torch.compile``, ``opcheck``, fake tensors and ``precompile`` see."""
     return (_recording is None and not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
-            and all(t is None or type(t) in (Tensor, nn.Parameter) for t in tensors))
+            and all(t is None or type(t) in _PLAIN_TYPES for t in tensors))
 
 
 # --- PyTorch's own kernels: where no compiled form computes a problem's known answer (ops.known_answer) ------
@@ -186,10 +189,10 @@ def _torch_avg_pool3d_backward(grad_output, input_size, kernel_size, stride, pad
 def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
     """(input, per-dim padding) for PyTorch's kernels, which pad both sides alike: asymmetric (low, high) pairs
     pad the input first (F.pad, last dim first) and then need none."""
-    padding_pairs = plans.pairs(padding)
-    if all(lo == hi for lo, hi in padding_pairs):
-        return input, [lo for lo, _ in padding_pairs]
-    return F.pad(input, [v for lo, hi in reversed(padding_pairs) for v in (lo, hi)]), [0] * len(padding_pairs)
+    low, high = padding[0::2], padding[1::2]
+    if low == high:
+        return input, low
+    return F.pad(input, [v for lo, hi in reversed(plans.pairs(padding)) for v in (lo, hi)]), [0] * len(low)
 
 
 def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
@@ -197,7 +200,7 @@ def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, pa
     conv_function = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
     padded, symmetric = _symmetric_padding(input, padding)
     output = conv_function(padded, weight, bias, stride, symmetric, dilation, groups)
-    if is_channels_last(input) or is_channels_last(weight):
+    if not (input.is_contiguous() and weight.is_contiguous()) and (is_channels_last(input) or is_channels_last(weight)):
         # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
         output = output.contiguous(memory_format=plans.memory_format(output.dim() - 2))
     return output

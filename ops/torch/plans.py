@@ -50,9 +50,12 @@ class Array(NamedTuple):
     dtype: np.dtype
 
 
+_CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
+
+
 def memory_format(rank: int):
     """The channels-last memory format of ``rank`` spatial dimensions (None for 1)."""
-    return {2: torch.channels_last, 3: torch.channels_last_3d}.get(rank)
+    return _CHANNELS_LAST.get(rank)
 
 
 def is_channels_last(t: Tensor) -> bool:
