@@ -104,7 +104,7 @@ WORKAROUNDS = (
 
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "pointwise",
-                       "min_in_channels", "except", "except_why", "form", "flags", "source", "why"})
+                       "except", "except_why", "form", "flags", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -139,22 +139,20 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 def rule_applies(rule: dict, problem) -> bool:
     """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``), to ``ranks``
     (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image, to pointwise
-    convolutions (``pointwise``: a 1 x 1 filter at unit stride) with at least ``min_in_channels`` input channels per
-    group, and leave out problems by function name (``except``: measured slower with it)."""
+    convolutions (``pointwise``: a 1 x 1 filter at unit stride), and leave out problems by function name
+    (``except``: measured slower with it)."""
     kind = getattr(problem, "kind", None)
     positions = math.prod(getattr(problem, "output_spatial", ()))
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
             and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
             and problem.layout in rule.get("layouts", [problem.layout])
-            and positions >= rule.get("min_output_positions", 0) and _convolution_fits(rule, problem)
+            and positions >= rule.get("min_output_positions", 0) and (not rule.get("pointwise") or _pointwise(problem))
             and problem.name not in rule.get("except", ()))
 
 
-def _convolution_fits(rule: dict, problem) -> bool:
-    """Whether ``problem`` meets the rule's convolution narrowings (``pointwise``, ``min_in_channels``)."""
-    if rule.get("pointwise") and not (set(getattr(problem, "filter_spatial", (0,))) == {1} == set(problem.stride)):
-        return False
-    return getattr(problem, "in_channels", 0) >= rule.get("min_in_channels", 0)
+def _pointwise(problem) -> bool:
+    """Whether ``problem`` is a pointwise convolution: a 1 x 1 filter at unit stride."""
+    return set(getattr(problem, "filter_spatial", (0,))) == {1} == set(problem.stride)
 
 
 def copy_config(target: Target) -> dict:

@@ -373,12 +373,13 @@ def _pointwise(**params):
 
 
 def test_the_pointwise_flag_rule_narrows_to_what_was_measured():
-    """The rule that turns IREE's transpose propagation off takes float32 NCHW 1 x 1 backward-data problems at unit
-    stride with 24 or more input channels (measured faster); the others keep IREE's default."""
+    """The rule that turns IREE's transpose propagation off takes float32 NCW and NCHW 1 x 1 backward-data problems
+    at unit stride (measured faster); the others keep IREE's default."""
     assert POINTWISE_FLAG in policy.module_spec(_pointwise(), CPU).extra_flags
-    assert POINTWISE_FLAG in policy.flags_for(_pointwise(in_channels=24), CPU)
-    for other in (_pointwise(in_channels=16), _pointwise(filter_spatial=(3, 3), padding=1), _pointwise(stride=2),
-                  _pointwise(layout="NHWC"), _pointwise(dtype="float16")):
+    for taken in (_pointwise(in_channels=4), _pointwise(input_spatial=(11,), filter_spatial=(1,), layout="NCW")):
+        assert POINTWISE_FLAG in policy.flags_for(taken, CPU), taken.name
+    for other in (_pointwise(filter_spatial=(3, 3), padding=1), _pointwise(stride=2), _pointwise(layout="NHWC"),
+                  _pointwise(dtype="float16"), _pointwise(input_spatial=(3, 4, 5), filter_spatial=(1, 1, 1), layout="NCDHW")):
         assert POINTWISE_FLAG not in policy.flags_for(other, CPU), other.name
 
 
