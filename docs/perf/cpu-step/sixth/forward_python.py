@@ -2,24 +2,27 @@
 itself a few microseconds), against PyTorch's module (best of 5 loops):
     PYTHONPATH=. python docs/perf/cpu-step/sixth/forward_python.py
 """
-import time, torch
-from torch import nn
+import timeit
+
+import torch
 import torch.nn.functional as F
+from torch import nn
+
 import ops.torch as otorch
-from ops.torch import kernels, functional
+from ops.torch import functional, kernels
+
 torch.set_num_threads(2)
 ref = nn.Conv2d(1, 1, 1, bias=False)
 ours = otorch.convert(nn.Sequential(nn.Conv2d(1, 1, 1, bias=False)))[0]
 x = torch.randn(1, 1, 4, 4, requires_grad=True)
 w = ours.weight
+
+
 def t(name, f, n=20000):
-    for _ in range(500): f()
-    best = 1e9
-    for _ in range(5):
-        s = time.perf_counter()
-        for _ in range(n): f()
-        best = min(best, (time.perf_counter() - s) / n * 1e6)
-    print(f"{name:40s} {best:7.1f} us")
+    f()
+    print(f"{name:40s} {min(timeit.repeat(f, number=n, repeat=5)) / n * 1e6:7.1f} us")
+
+
 t("pytorch module", lambda: ref(x))
 t("F.conv2d", lambda: F.conv2d(x, w, None, 1, 0, 1, 1))
 t("F.conv2d no grad x", lambda: F.conv2d(x.detach(), w.detach(), None, 1, 0, 1, 1))
