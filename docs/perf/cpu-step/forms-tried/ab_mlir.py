@@ -1,6 +1,7 @@
 """Hand-written modules timed against the module of the current form: PYTHONPATH=. python ab_mlir.py PROBLEM.pkl CURRENT.mlir CANDIDATE.mlir ...
-(problem_mlir.py MODEL SUBSTRING NAME writes NAME.mlir, the current form, and NAME.pkl, the problem). Each module is checked
-against the float64 reference first, then all are timed interleaved, 40 rounds."""
+(problem_mlir.py MODEL SUBSTRING NAME writes NAME.mlir, the current form, and NAME.pkl, the problem). A module given as
+"PATH|FLAG|FLAG..." compiles with those extra flags. Each module is checked against the float64 reference first, then all
+are timed interleaved, 40 rounds (ROUNDS)."""
 
 import pickle
 import re
@@ -20,11 +21,12 @@ mod = registry.module(problem)
 inputs = mod.random_inputs(problem, rng)
 ref = mod.reference(problem, inputs)
 fns = []
-for path in sys.argv[2:]:
+for item in sys.argv[2:]:
+    path, *flags = item.split("|")
     text = open(path).read()
     name = re.search(r"func.func @(\w+)", text).group(1)
-    fn = runtime.load_specs([ModuleSpec(name, text, target)], "local-task")
-    fns.append((path.split("/")[-1], fn))
+    fn = runtime.load_specs([ModuleSpec(name, text, target, tuple(flags))], "local-task")
+    fns.append((item.split("/")[-1], fn))
 dev_in = [runtime.to_device(a, "local-task") for a in inputs]
 (shape, dt), = mod.results(problem)
 for label, fn in fns:
