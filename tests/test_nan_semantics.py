@@ -98,6 +98,8 @@ CONV_CASES = {
     # the CPU's taps forms: one phase (and the weight gradient's), and phases that tile grad_in (the transposed store)
     "2d_3x3_s1_g2": ((8, 9), (3, 3), 1, 1, 1, 2),
     "2d_3x3_s2_g2_tiled": ((8, 8), (3, 3), 2, 1, 1, 2),
+    # pointwise: the CPU compiles it without IREE's transpose propagation (llvm-cpu.json's pointwise rule)
+    "2d_1x1_pointwise": ((8, 9), (1, 1), 1, 0, 1, 1),
 }
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
