@@ -1,3 +1,5 @@
+// Hand-written (docs/perf/cpu-step/sixth/hand_variants.txt): resnext2d's max pooling backward in one pass, each grad_in
+// element checking the four candidate windows at offsets {0,1}^2 of the padded grad_out and indices.
 !grad_out = tensor<16x32x16x16xf32>
 !grad_in = tensor<16x32x32x32xf32>
 !padded_g = tensor<16x32x17x17xf32>

@@ -1,3 +1,5 @@
+// Hand-edited from the taps form (docs/perf/cpu-step/sixth/hand_variants.txt): x padded to 18 x 18 and deinterleaved into
+// its 2 x 2 stride planes (%x_planes), each tap a contiguous slice of one plane; the comments below are the taps form's.
 // Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight), 2-D, layout NCHW.
 //
 // The forward convolution, per spatial axis (s stride, d dilation, p_lo low padding), group g:
