@@ -103,6 +103,11 @@ def kernel_calls(model: nn.Module, x: torch.Tensor) -> list:
     return seen
 
 
+def problem_of(op, args):
+    """The problem of kernel op ``op``'s call with ``args``, once that call has run (its ready call's)."""
+    return op.ready[calls_module.signature(args)].problem
+
+
 def _median_ms(times: list) -> float:
     return 1e3 * statistics.median(times)
 
@@ -116,7 +121,7 @@ class Layer:
 
     @property
     def problems(self) -> list:
-        return [op.ready[calls_module.signature(args)].problem for op, args in self.calls]
+        return [problem_of(op, args) for op, args in self.calls]
 
     def ours(self) -> None:
         for op, args in self.calls:

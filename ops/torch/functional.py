@@ -42,20 +42,15 @@ _TAKEN_DTYPES = frozenset((*KERNEL_DTYPES, torch.float64))
 _any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)
 
 
-def _taken(value, optional: bool = False) -> bool:
-    """Whether ``check_tensor`` passes ``value``: the calls' fast path, which formats no message."""
-    return (optional and value is None) or (isinstance(value, Tensor) and value.dtype in _TAKEN_DTYPES)
-
-
 def check_tensor(name: str, parameter: str, value, optional: bool = False) -> None:
     """``value`` is a tensor (or None, where ``optional``) of a dtype the functions take: a TypeError naming the
-    function ``name`` and its ``parameter`` otherwise."""
-    check_type(isinstance(value, Tensor) or (optional and value is None),
+    function ``name`` and its ``parameter`` otherwise (its message formatted only then: calls check every time)."""
+    if (optional and value is None) or (isinstance(value, Tensor) and value.dtype in _TAKEN_DTYPES):
+        return
+    check_type(isinstance(value, Tensor),
                f"{name}: {parameter} must be a torch.Tensor{' or None' if optional else ''}, but got {type(value).__name__}")
-    if isinstance(value, Tensor):
-        check_type(value.dtype in (*KERNEL_DTYPES, torch.float64),
-                   f"{name}: {parameter} has dtype {value.dtype}, but only float32, float16, bfloat16 (and float64, "
-                   "through PyTorch's own operator) are supported")
+    check_type(False, f"{name}: {parameter} has dtype {value.dtype}, but only float32, float16, bfloat16 (and float64, "
+                      "through PyTorch's own operator) are supported")
 
 
 def _autocast(*tensors: Optional[Tensor]) -> list:
@@ -137,10 +132,9 @@ def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tupl
 def convolution(rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation) -> Tensor:
     """``conv1d``, ``conv2d`` or ``conv3d`` (``rank`` spatial dimensions), arguments as theirs."""
     name = _CONV_NAMES[rank]
-    if not (_taken(input) and _taken(weight) and _taken(bias, optional=True)):  # messages are formatted on failure
-        check_tensor(name, "input", input)
-        check_tensor(name, "weight", weight)
-        check_tensor(name, "bias", bias, optional=True)
+    check_tensor(name, "input", input)
+    check_tensor(name, "weight", weight)
+    check_tensor(name, "bias", bias, optional=True)
     key = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
            *map(_hashable, (stride, padding, dilation, groups, input_activation)))
     checked = _conv_arguments.__wrapped__ if torch.compiler.is_compiling() or not _is_hashable(key) else _conv_arguments

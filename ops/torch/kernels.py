@@ -200,7 +200,7 @@ def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, pa
     conv_function = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
     padded, symmetric = _symmetric_padding(input, padding)
     output = conv_function(padded, weight, bias, stride, symmetric, dilation, groups)
-    if not (input.is_contiguous() and weight.is_contiguous()) and (is_channels_last(input) or is_channels_last(weight)):
+    if is_channels_last(input) or is_channels_last(weight):
         # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
         output = output.contiguous(memory_format=plans.memory_format(output.dim() - 2))
     return output

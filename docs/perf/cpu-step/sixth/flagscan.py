@@ -13,24 +13,12 @@ import time
 
 import numpy as np
 import torch
-from torch import nn
 
 from build_tools import layer_bench
 from ops import policy, registry, runtime, targets
 from ops.compiler import ModuleSpec
-from ops.torch import calls
 
 torch.set_num_threads(2)
-problems = {}  # the step's problems, by name, as its kernel calls meet them
-_kernel_for = calls.kernel_for
-
-
-def _noting(problem, device, views):
-    problems[problem.name] = problem
-    return _kernel_for(problem, device, views)
-
-
-calls.kernel_for = _noting
 TARGET = targets.target_for_device("local-task")
 
 
@@ -67,7 +55,8 @@ def scan(problem, flag_sets: list, rounds: int) -> tuple[list, float]:
 
 def main() -> None:
     model, x = layer_bench.model_and_input(sys.argv[1], 0)
-    nn.CrossEntropyLoss()(model(x), torch.randint(0, 10, (x.shape[0],))).backward()
+    problems = {p.name: p for p in (layer_bench.problem_of(op, args)
+                                    for op, args in layer_bench.kernel_calls(model, x))}
     flag_sets = [tuple(f.split()) for f in sys.argv[2].split(",")]
     prefixes = sys.argv[3].split(",") if len(sys.argv) > 3 else [""]
     for name, problem in problems.items():

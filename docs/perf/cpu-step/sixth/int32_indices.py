@@ -8,28 +8,17 @@ import statistics
 import time
 
 import torch
-from torch import nn
 
 import ops.torch as otorch
-from build_tools import train
+from build_tools import layer_bench, train
 from ops import known_answer, runtime
 from ops.operators import maxpool2d_fwd
-from ops.torch import calls
 
 torch.set_num_threads(2)
-problems = {}
-_kernel_for = calls.kernel_for
-
-
-def _noting(problem, device, views):
-    problems[problem.name] = problem
-    return _kernel_for(problem, device, views)
-
-
-calls.kernel_for = _noting
 build, shape = train.MODELS["resnext2d"]
 model, x = otorch.convert(build()), torch.randn(16, *shape)
-nn.CrossEntropyLoss()(model(x), torch.randint(0, 10, (16,))).backward()
+problems = {p.name: p for p in (layer_bench.problem_of(op, args)
+                                for op, args in layer_bench.kernel_calls(model, x))}
 maxpool2d_fwd.results = lambda problem: [(problem.output_shape, problem.dtype), (problem.output_shape, problem.index_dtype)]
 runs = []
 for problem in (p for name, p in problems.items() if name.startswith("maxpool2d")):
