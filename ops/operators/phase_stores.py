@@ -46,6 +46,11 @@ class Fusion:
         return [], acc
 
 
+def _strided_axes(problem: ConvBwdDataProblem) -> tuple[int, ...]:
+    """The axes of stride > 1: those a phase-major tensor has a slot per residue of."""
+    return tuple(a for a, s in enumerate(problem.stride) if s > 1)
+
+
 @dataclass(frozen=True)
 class Slots:
     """The phase-major tensor of the interleaved store: a slot per residue (i mod s) of each strided axis, each slot
@@ -58,7 +63,7 @@ class Slots:
 
     @classmethod
     def of(cls, problem: ConvBwdDataProblem, fusion: Fusion) -> "Slots":
-        strided = tuple(a for a, s in enumerate(problem.stride) if s > 1)
+        strided = _strided_axes(problem)
         shape = (*(problem.stride[a] for a in strided), problem.batch, *interleaved_rows(problem),
                  problem.groups * problem.in_channels)
         return cls(strided, shape, dtypes.ACCUMULATOR if fusion.epilogue else dtypes.mlir_element_type(problem.dtype))
@@ -84,8 +89,8 @@ class PhaseMajor:
     problem: ConvBwdDataProblem
 
     @property
-    def strided_axes(self) -> list[int]:
-        return [a for a, s in enumerate(self.problem.stride) if s > 1]
+    def strided_axes(self) -> tuple[int, ...]:
+        return _strided_axes(self.problem)
 
     @property
     def slot_shape(self) -> list[int]:
@@ -97,8 +102,7 @@ class PhaseMajor:
         return mlir.tensor([*(self.problem.stride[a] for a in self.strided_axes), *self.slot_shape],
                            dtypes.mlir_element_type(self.problem.dtype))
 
-    def slot_of(self, phase) -> list[int]:
-        return [phase[a].grad_in_offset for a in self.strided_axes]
+    slot_of = Slots.slot_of  # the same residues
 
     def insert(self, phase) -> dict:
         """Where a phase's result goes: its slot, whole."""
