@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="key=value overrides a parameter of the problem: ints (batch=8), per-dim tuples (input_spatial=35x35),\n"
                "(low, high) padding pairs (padding=1:0,0:1) or words (dtype=float32, layout=NCHW).\n"
                "python -m ops list shows the problems; an unknown key is named with the operator's valid ones.")
-    run.add_argument("operator", choices=[*catalog.OPERATORS, "all"], help="an operator, or all: each one's CK default problem")
+    run.add_argument("operator", choices=[*catalog.OPERATORS, "all"], help="an operator, or all: each one's CK default problem, with the overrides")
     run.add_argument("--problem", default=None, help="problem name (default: the CK example's default)")
     run.add_argument("--device", default=targets.DEFAULT_DEVICE, help="IREE driver: local-task, hip, cuda")
     run.add_argument("--verify", action="store_true", help="check against the float64 NumPy reference")
@@ -171,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         return _list()
     if args.command == "cache":
         return _cache(args.clear)
-    if args.operator == "all" and (args.problem or extra):
-        parser.error("run all takes no --problem or overrides: it runs each operator's CK default problem")
+    if args.operator == "all" and args.problem:
+        parser.error("run all takes no --problem: it runs each operator's CK default problem (key=value overrides "
+                     "apply to each)")
     return _run(args, extra)
 
 

@@ -25,6 +25,7 @@ if "OPS_TEST_DEVICE" not in os.environ:
     os.environ["OPS_ARTIFACTS_DIR"] = os.path.join(_SESSION_DIR, "no-artifacts")
 
 SEED = int(os.environ.get("OPS_TEST_SEED") or secrets.randbits(31))
+os.environ["OPS_TEST_SEED"] = str(SEED)  # pytest-xdist's workers start from this environment: one seed, the printed one
 
 
 def pytest_sessionfinish(session, exitstatus):
