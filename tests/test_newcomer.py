@@ -46,6 +46,14 @@ def test_an_unknown_key_names_the_operators_keys_and_help_says_key_value(capsys)
     assert "--repeat 3" in cli.__doc__ and "--repeat 5" not in cli.__doc__
 
 
+def test_run_all_applies_overrides_to_each_operator_and_takes_no_problem(capsys, nothing_compiles):
+    assert cli.main(["run", "all", "bogus=1"]) == 2
+    assert "conv_bwd_data: unknown parameter 'bogus'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["run", "all", "--problem", "stride1_36"])
+    assert "run all takes no --problem" in capsys.readouterr().err
+
+
 def test_ops_torch_without_pytorch_names_the_extra():
     done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; import ops.torch"],
                           capture_output=True, text=True, cwd=REPO)
