@@ -383,6 +383,14 @@ CPU_CALLS_RELEASE_OPENMP = True
 # training step, fourth session).
 CPU_CALLS_SCHED_BATCH = True
 
+# ``ops.torch`` queues a convolution layer's two gradient calls on the CPU back to back (the weight gradient's module
+# waits on the input gradient's fence in IREE's queue) and waits once, for the second (``calls.queued_calls``):
+# IREE's workers go from one module to the next without a round trip through the calling thread. Measured with
+# docs/perf/cpu-step/seventh/async_pair.py (docs/PERFORMANCE.md, the CPU training step, seventh session): resnext2d's
+# ten layers 14.88 -> 14.10 ms, every layer 1.02-1.13x, results bitwise equal; a single call of the same module,
+# fenced or not, takes the same time.
+CPU_LAYER_CALLS_QUEUED = True
+
 
 # --- Launching on a framework's GPU stream --------------------------------------------------------------------
 

@@ -98,11 +98,13 @@ _workspaces = threading.local()
 
 def workspace(driver: str, size: int) -> rt.HalBuffer:
     """This thread's transient workspace on ``driver``, at least ``size`` bytes: allocated once, grown when a module
-    needs more, and reused by every later call (see ``mlir/common.mlir``'s ``transients``). Calls are synchronous,
-    so one call's intermediates are dead when the next call on this thread starts."""
+    needs more, and reused by every later call (see ``mlir/common.mlir``'s ``transients``). A call on this thread
+    starts after the one before it has finished (calls wait, or queue behind the last one: ``queued``), so one
+    call's intermediates are dead when the next call starts."""
     buffers = _workspaces.__dict__.setdefault("buffers", {})
     buffer = buffers.get(driver)
     if buffer is None or buffer.byte_length() < size:
+        finish()  # a queued call may still use the old one
         buffers.pop(driver, None)  # the old one is freed before the larger one is allocated
         buffer = get_device(driver).allocator.allocate_buffer(
             memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING,
@@ -113,7 +115,33 @@ def workspace(driver: str, size: int) -> rt.HalBuffer:
 
 def release_workspaces() -> None:
     """Free this thread's transient workspaces (the next call allocates its own again)."""
+    finish()
     _workspaces.__dict__.pop("buffers", None)
+
+
+# The fence of this thread's last call queued without a wait (``Function.invoke(queue=True)``), until it is waited for.
+_queued = threading.local()
+
+
+def _queued_on(device: rt.HalDevice) -> rt.HalFence:
+    """The fence a call on ``device`` waits for: this thread's last queued call's (waited for here first if it is on
+    another device), or an empty one."""
+    fence = getattr(_queued, "fence", None)
+    if fence is None:
+        return rt.HalFence(0)
+    if _queued.device is not device:
+        finish()
+        return rt.HalFence(0)
+    return fence
+
+
+def finish(wait=None) -> None:
+    """Wait until this thread's queued calls are done (``wait(fence)`` waits, where given: the caller's way of
+    waiting, e.g. under another scheduling policy); a failure in one of them is raised here."""
+    fence = getattr(_queued, "fence", None)
+    if fence is not None:
+        _queued.fence = None
+        (wait or rt.HalFence.wait)(fence)
 
 
 class Function:
@@ -121,11 +149,12 @@ class Function:
     returns the destinations, which the module has written. A function that takes a transient workspace
     (``iree.abi.transients`` in its reflection) gets this thread's, sized from the reflection.
 
-    A module compiled with ``--iree-execution-model=async-external`` (``iree.abi.model = coarse-fences``: ROCm's,
-    see ``targets``) takes a wait and a signal fence after its arrays. Called plainly, it waits for nothing and
-    the call returns once the signal fence is reached, as a synchronous module's would. Called with
-    ``fences=(wait, signal)`` (empty ``HalFence(0)``s on a device created on a framework's stream, where stream
-    order does the rest: ``ops/torch/calls.py``), it returns without waiting."""
+    A module compiled with ``--iree-execution-model=async-external`` (``iree.abi.model = coarse-fences``: ROCm's
+    and the CPU's, see ``targets``) takes a wait and a signal fence after its arrays. Called plainly, it waits for
+    this thread's queued calls (``finish``) and returns once its signal fence is reached, as a synchronous
+    module's would; ``invoke(queue=True)`` returns at once instead (``ops/torch/calls.py``: a layer's two gradient
+    calls on the CPU, one wait). Called with ``fences=(wait, signal)`` (empty ``HalFence(0)``s on a device created
+    on a framework's stream, where stream order does the rest), it returns without waiting."""
 
     def __init__(self, context: rt.SystemContext, vm_function: rt.VmFunction, driver: str, device: rt.HalDevice):
         self._system_context = context  # keeps the module and its context alive
@@ -147,22 +176,30 @@ class Function:
         self.invoke([array._buffer_view for array in arrays], fences)
         return arrays
 
-    def invoke(self, buffer_views: list, fences: tuple | None = None) -> None:
+    def invoke(self, buffer_views: list, fences: tuple | None = None, queue: bool = False) -> None:
         """The call on HalBufferViews (the inputs, then the destinations): what ``__call__`` does after wrapping
-        its arrays, for callers that hold buffer views already (``ops/torch/calls.py``: a tensor's memory)."""
+        its arrays, for callers that hold buffer views already (``ops/torch/calls.py``: a tensor's memory).
+
+        Without ``fences``, a call starts after this thread's queued calls (its wait fence is the last one's
+        signal) and returns once it is done; with ``queue`` (a fenced module), it returns at once, and the next
+        call or ``finish()`` waits for it. The caller keeps its arrays' memory alive until then."""
         arguments = rt.VmVariantList(len(buffer_views) + 3)
         for view in buffer_views:
             arguments.push_ref(view)
         if self.transient_bytes is not None:
             arguments.push_ref(workspace(self._driver, self.transient_bytes))
-        signal = None
-        if self.fenced:
-            wait, signal = fences or (rt.HalFence(0), self._next_fence())
-            arguments.push_ref(wait)
-            arguments.push_ref(signal)
+        if not self.fenced:
+            finish()
+            self._context.invoke(self._function, arguments, rt.VmVariantList(2))
+            return
+        wait, signal = fences or (_queued_on(self._device), self._next_fence())
+        arguments.push_ref(wait)
+        arguments.push_ref(signal)
         self._context.invoke(self._function, arguments, rt.VmVariantList(2))
-        if signal is not None and fences is None:
-            signal.wait()
+        if fences is None:
+            _queued.fence, _queued.device = signal, self._device
+            if not queue:
+                finish()
 
     def _next_fence(self) -> rt.HalFence:
         """A fence at the next value of this function's own timeline semaphore."""

@@ -78,15 +78,17 @@ class Target:
         return str(self).replace(":", "-")
 
     def compile_flags(self) -> list[str]:
+        # async-external: the entry point takes a wait and a signal fence (ops/runtime.Function), so that PyTorch's
+        # HIP stream can run it without a host wait (iree-turbine's path), and so that a CPU call can queue behind
+        # the one before it (ops.torch: a layer's two gradients, one wait; policy.CPU_LAYER_CALLS_QUEUED)
         if self.backend == "llvm-cpu":
             return [
                 "--iree-hal-target-device=local",
                 "--iree-hal-local-target-device-backends=llvm-cpu",
                 "--iree-llvmcpu-target-cpu=host",
+                "--iree-execution-model=async-external",
             ]
         if self.backend == "rocm":
-            # async-external: the entry point takes a wait and a signal fence, so that PyTorch's HIP stream can
-            # run it without a host wait (iree-turbine's path; ops/torch/calls.py, ops/runtime.Function)
             return ["--iree-hal-target-device=hip", f"--iree-rocm-target={self.arch}", "--iree-execution-model=async-external"]
         return ["--iree-hal-target-device=cuda", f"--iree-cuda-target={self.arch}"]
 

@@ -1,7 +1,9 @@
 """ops.torch's CPU calls and the threads beside them:
 - they release PyTorch's OpenMP pool first (``policy.CPU_CALLS_RELEASE_OPENMP``): the pool's threads go, PyTorch's
   next parallel region makes them again, and the gradients do not change;
-- they run with the calling thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``), and leave it as it was.
+- they run with the calling thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``), and leave it as it was;
+- a convolution layer's two gradient calls are queued back to back and waited for once
+  (``policy.CPU_LAYER_CALLS_QUEUED``).
 """
 
 import os
@@ -13,8 +15,10 @@ torch = pytest.importorskip("torch")
 
 import torch.nn.functional as F  # noqa: E402
 
-from ops import policy  # noqa: E402
-from ops.torch import calls, functional  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ops import policy, runtime  # noqa: E402
+from ops.torch import calls, functional, kernels  # noqa: E402
 
 
 def iree_threads() -> dict[int, bool]:
@@ -127,3 +131,103 @@ def test_a_cpu_kernel_call_runs_under_sched_batch(two_threads, sched_other, rng,
     theirs = torch.autograd.grad(F.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
     for a, b in zip(ours, theirs):
         assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def recorded_invokes(monkeypatch) -> list:
+    """The ``queue`` argument of each module call from now on, in order (``None``: a call with its own fences)."""
+    seen = []
+    invoke = runtime.Function.invoke
+
+    def recording(self, views, fences=None, queue=False):
+        seen.append(None if fences is not None else queue)
+        return invoke(self, views, fences, queue)
+
+    monkeypatch.setattr(runtime.Function, "invoke", recording)
+    return seen
+
+
+def test_a_layers_two_gradient_calls_are_queued_and_waited_for_once(two_threads, rng, monkeypatch):
+    assert policy.CPU_LAYER_CALLS_QUEUED
+    x, w, grad = conv_case(rng)
+    torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
+    seen = recorded_invokes(monkeypatch)
+    waits = []
+    finish = runtime.finish
+    monkeypatch.setattr(runtime, "finish", lambda wait=None: (waits.append(wait), finish(wait))[1])
+    ours = torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)
+    assert seen == [True, True] and len(waits) == 1  # one wait, the block's, for both
+    assert getattr(runtime._queued, "fence", None) is None
+    theirs = torch.autograd.grad(F.conv2d(x, w, padding=1, groups=2), (x, w), grad)
+    for a, b in zip(ours, theirs):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+    seen.clear()
+    torch.autograd.grad(functional.conv2d(x.detach(), w, padding=1, groups=2), (w,), grad)  # one: a plain call
+    assert seen == [False]
+
+
+def layer_calls(rng) -> tuple:
+    """A strided grouped layer's two gradient calls (thunks) on seeded tensors, and PyTorch's gradients."""
+    x, w, grad = conv_case(rng)
+    grad = grad[..., :6, :6].contiguous()
+    params = ([2, 2], [1, 1, 1, 1], [1, 1], 2)
+    expected = torch.autograd.grad(F.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad)
+    x, w = x.detach(), w.detach()
+    return ((lambda: kernels.conv_backward_input.run(grad, w, None, list(x.shape), *params)),
+            (lambda: kernels.conv_backward_weight.run(x, grad, list(w.shape), *params))), expected
+
+
+def test_queued_calls_grow_the_workspace_only_after_the_queued_call_is_done(rng, monkeypatch):
+    (data, weight), expected = layer_calls(rng)
+    data(), weight()  # the kernels made and checked
+    sizes = [kernels.conv_backward_input, kernels.conv_backward_weight]
+    sizes = [next(iter(op.ready.values())).kernel.function.transient_bytes for op in sizes]
+    assert sizes[0] and sizes[1] and sizes[0] != sizes[1]
+    finished = []  # the waits for a queued call
+    finish = runtime.finish
+
+    def recording(wait=None):
+        if getattr(runtime._queued, "fence", None) is not None:
+            finished.append(wait)
+        return finish(wait)
+
+    monkeypatch.setattr(runtime, "finish", recording)
+    for first, second in ((data, weight), (weight, data)):  # the smaller workspace first, then the larger
+        runtime.release_workspaces()
+        finished.clear()
+        with calls.queued_calls():
+            results = [first(), second()]
+        grown = sizes[0] < sizes[1] if first is data else sizes[1] < sizes[0]
+        assert len(finished) == 1 + grown  # a growth waited for the queued call first; then the block's end
+        if first is weight:
+            results.reverse()
+        for got, want in zip(results, expected):
+            assert float((got - want).norm() / want.norm()) < 1e-5
+
+
+def test_a_block_that_raises_still_waits_for_its_queued_calls(rng):
+    (data, weight), expected = layer_calls(rng)
+    data()
+    with pytest.raises(ZeroDivisionError):
+        with calls.queued_calls():
+            result = data()
+            1 / 0
+    assert getattr(runtime._queued, "fence", None) is None
+    assert float((result - expected[0]).norm() / expected[0].norm()) < 1e-5
+
+
+def test_a_numpy_call_inside_a_block_starts_after_the_queued_call_and_waits_for_both(rng):
+    """An ``ops.api`` call (its module waits on its own fence) inside a block queues behind the block's call:
+    both results are right, and nothing is left queued."""
+    from ops import api
+    (data, _), expected = layer_calls(rng)
+    data()
+    grad_out, weight = rng.standard_normal((2, 4, 5, 5)), rng.standard_normal((4, 3, 3, 3))
+    x = torch.zeros(2, 3, 7, 7, dtype=torch.float64, requires_grad=True)
+    (want,) = torch.autograd.grad(F.conv2d(x, torch.from_numpy(weight)), x, torch.from_numpy(grad_out))
+    with calls.queued_calls():
+        result = data()
+        got = api.conv_bwd_data(grad_out.astype(np.float32), weight.astype(np.float32), input_shape=(2, 3, 7, 7),
+                                layout="NCHW")
+        assert getattr(runtime._queued, "fence", None) is None  # the plain call waited for the queued one too
+    assert float((result - expected[0]).norm() / expected[0].norm()) < 1e-5
+    assert np.linalg.norm(got - want.numpy()) / np.linalg.norm(want.numpy()) < 1e-5

@@ -209,14 +209,15 @@ def test_a_misaligned_input_is_launched_from_an_aligned_copy(monkeypatch):
 
 
 def test_an_async_external_module_runs_with_fences_as_a_synchronous_one(rng):
-    """ROCm's modules take a wait and a signal fence (``--iree-execution-model=async-external``, the entry point
-    ops.torch calls on PyTorch's HIP stream with empty fences). The CPU stands in for the GPU: the same problem
-    compiled both ways gives the same bits, called plainly (the function waits on its own fence) or with the
-    caller's fences (it returns at once; the caller waits), and the float64 reference's values."""
+    """ROCm's and the CPU's modules take a wait and a signal fence (``--iree-execution-model=async-external``, the
+    entry point ops.torch calls on PyTorch's HIP stream with empty fences, or queues on the CPU). On the CPU, the
+    same problem compiled both ways (IREE's default, async-internal, is synchronous at the call) gives the same
+    bits, called plainly (the function waits on its own fence) or with the caller's fences (it returns at once;
+    the caller waits), and the float64 reference's values."""
     problem = PROBLEMS["conv_bwd_data_s2"]()
     inputs = conv_bwd_data.random_inputs(problem, rng)
-    plain = runtime.function_for(problem, "local-task")
-    fenced = runtime.function_for(problem, "local-task", extra_flags=("--iree-execution-model=async-external",))
+    plain = runtime.function_for(problem, "local-task", extra_flags=("--iree-execution-model=async-internal",))
+    fenced = runtime.function_for(problem, "local-task")
     assert fenced.fenced and not plain.fenced
 
     def destination():

@@ -25,11 +25,14 @@ Kernels, by device:
   PyTorch's OpenMP pool is released where the policy says so (``policy.CPU_CALLS_RELEASE_OPENMP``): its spinning
   workers would hold the cores IREE's workers need (``openmp_release``). The call itself runs with the calling
   thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``): woken when the module's work is done, it must not
-  preempt the IREE worker that is still finishing the wake-up (``batch_scheduled``).
+  preempt the IREE worker that is still finishing the wake-up (``batch_scheduled``). Inside ``queued_calls()``
+  (a convolution layer's two gradients, ``policy.CPU_LAYER_CALLS_QUEUED``), each call is queued behind the one
+  before it in IREE's queue and returns at once; the block's end waits, once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib
@@ -176,10 +179,43 @@ class RuntimeKernel:
             torch.cuda.current_stream().synchronize()
         elif self.release is not None:
             self.release()
-        if self.batch:
+        if _queueing.depth and not self.gpu:
+            self.function.invoke(views, queue=True)
+            _queueing.kept.append(views)  # their tensors (an aligned copy among them) live until the block's wait
+        elif self.batch:
             batch_scheduled(self.function.invoke, views)
         else:
             self.function.invoke(views)
+
+
+class _Queueing(threading.local):
+    def __init__(self):
+        self.depth = 0  # open queued_calls() blocks on this thread
+        self.kept = []  # the queued calls' buffer views
+
+
+_queueing = _Queueing()
+
+
+@contextlib.contextmanager
+def queued_calls():
+    """CPU kernel calls in the block are queued, each behind the one before, and return at once; the block's end
+    waits for them (under ``SCHED_BATCH`` where the policy says so). The block must not read their destinations,
+    and keeps their tensors alive."""
+    _queueing.depth += 1
+    try:
+        yield
+    finally:
+        _queueing.depth -= 1
+        if not _queueing.depth:
+            try:
+                runtime.finish(_batch_wait if policy.CPU_CALLS_SCHED_BATCH and hasattr(os, "SCHED_BATCH") else None)
+            finally:
+                _queueing.kept.clear()
+
+
+def _batch_wait(fence) -> None:
+    batch_scheduled(fence.wait)
 
 
 def _record_streams(tensors: list, device: torch.device, stream: int) -> None:
@@ -269,6 +305,8 @@ def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple =
     kernel(tensors, outputs)
     if device.type == "cuda":
         torch.cuda.current_stream(device).synchronize()
+    else:
+        runtime.finish()  # inside queued_calls(), the kernel's call was queued
     return [_to_numpy(_gathered(t, channels_last, axes)) for t in outputs]
 
 

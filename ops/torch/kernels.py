@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import known_answer, registry
+from .. import known_answer, policy, registry
 from ..validation import check
 from . import calls, plans
 from .plans import conform, empty, is_channels_last, kernel_view
@@ -254,12 +254,15 @@ def _conv_backward(ctx, grad_output, *unused):
     conv_input, weight = ctx.saved_tensors
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = grad_bias = None
-    if ctx.needs_input_grad[0]:
-        grad_input = conv_backward_input.call(ctx.direct, grad_output, weight, conv_input if ctx.fused_relu else None,
-                                              list(conv_input.shape), stride, padding, dilation, groups)
-    if ctx.needs_input_grad[1]:
-        grad_weight = conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride, padding,
-                                                dilation, groups)
+    queued = ctx.direct and policy.CPU_LAYER_CALLS_QUEUED and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]
+    with calls.queued_calls() if queued else contextlib.nullcontext():  # one wait for both, on the CPU
+        if ctx.needs_input_grad[0]:
+            grad_input = conv_backward_input.call(ctx.direct, grad_output, weight,
+                                                  conv_input if ctx.fused_relu else None, list(conv_input.shape),
+                                                  stride, padding, dilation, groups)
+        if ctx.needs_input_grad[1]:
+            grad_weight = conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride,
+                                                    padding, dilation, groups)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
     return grad_input, grad_weight, grad_bias, None, None, None, None
