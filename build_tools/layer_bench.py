@@ -192,13 +192,21 @@ def _format_of(t: torch.Tensor):
 
 
 _BETWEEN = torch.empty(1 << 19)
+_SETTLED_S = 1e-3  # a 2 MB relu on a pool whose threads run where they should takes about 0.1 ms here
 
 
 def between_ops() -> None:
     """What runs between two kernels of a step (a batch norm's or a ReLU's parallel region): PyTorch's OpenMP pool
     made and just used, as each side finds it in its own step. (Our calls release the pool; without this, PyTorch's
-    next op would pay for making it again.)"""
-    torch.relu_(_BETWEEN)
+    next op would pay for making it again.) The region is run again until it is fast, at most 50 times: on some
+    virtual machines a pool made right after the calling thread slept (our call's wait) puts its new thread on the
+    calling thread's core, and every region stalls for a scheduler tick until the thread migrates
+    (docs/perf/cpu-step/seventh/pool_remake.py); PyTorch's own step never makes its pool again."""
+    for _ in range(50):
+        started = time.perf_counter()
+        torch.relu_(_BETWEEN)
+        if time.perf_counter() - started < _SETTLED_S:
+            return
 
 
 def time_layer(layer: Layer, repeat: int) -> tuple[float, float]:
@@ -258,7 +266,7 @@ def _line(r: dict) -> str:
 
 def tiny_call(repeat: int = 1000) -> tuple[float, float]:
     """(PyTorch's, ours) microseconds of a tiny convolution's forward and backward (1x4x8x8 input, 3x3, 4 channels):
-    what a call costs beside its arithmetic. Medians of ``repeat``, interleaved."""
+    what a call costs beside its arithmetic. Medians of ``repeat``, interleaved, each after ``between_ops``."""
     torch.manual_seed(0)
     theirs = nn.Conv2d(4, 4, 3, padding=1, bias=False)
     ours = otorch.convert(nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False)))
@@ -266,6 +274,7 @@ def tiny_call(repeat: int = 1000) -> tuple[float, float]:
     times = {"pytorch": [], "ours": []}
     for step in range(repeat + 50):
         for label, model in (("pytorch", theirs), ("ours", ours)):
+            between_ops()
             started = time.perf_counter()
             model(x).sum().backward()
             if step >= 50:  # after a warm-up (and the modules' first use)
