@@ -35,7 +35,7 @@ from torch import nn
 import ops.torch as otorch
 from build_tools import bench
 from build_tools.train import BATCH, MODELS
-from ops import registry
+from ops import policy, registry
 from ops.torch import calls as calls_module, kernels
 
 
@@ -124,8 +124,12 @@ class Layer:
         return [problem_of(op, args) for op, args in self.calls]
 
     def ours(self) -> None:
-        for op, args in self.calls:
-            op.run(*args)
+        """The layer's calls as its backward makes them: a convolution's two queued behind each other, one wait
+        (``policy.CPU_LAYER_CALLS_QUEUED``)."""
+        queued = len(self.calls) == 2 and policy.CPU_LAYER_CALLS_QUEUED
+        with calls_module.queued_calls() if queued else contextlib.nullcontext():
+            for op, args in self.calls:
+                op.run(*args)
 
     def pytorch(self) -> Callable:
         """``aten.convolution_backward`` computing the gradients the layer's calls compute, in one call (and ReLU's

@@ -387,8 +387,9 @@ CPU_CALLS_SCHED_BATCH = True
 # waits on the input gradient's fence in IREE's queue) and waits once, for the second (``calls.queued_calls``):
 # IREE's workers go from one module to the next without a round trip through the calling thread. Measured with
 # docs/perf/cpu-step/seventh/async_pair.py (docs/PERFORMANCE.md, the CPU training step, seventh session): resnext2d's
-# ten layers 14.88 -> 14.10 ms, every layer 1.02-1.13x, results bitwise equal; a single call of the same module,
-# fenced or not, takes the same time.
+# ten layers 12.80 -> 12.47 ms (1.01-1.05x a layer; an earlier run 14.88 -> 14.10), cnn3d's two 5.51 -> 5.39 ms,
+# results bitwise equal; a single call takes the same time whichever execution model its module has. In whole
+# steps the gain is within the noise.
 CPU_LAYER_CALLS_QUEUED = True
 
 

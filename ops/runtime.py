@@ -99,8 +99,8 @@ _workspaces = threading.local()
 def workspace(driver: str, size: int) -> rt.HalBuffer:
     """This thread's transient workspace on ``driver``, at least ``size`` bytes: allocated once, grown when a module
     needs more, and reused by every later call (see ``mlir/common.mlir``'s ``transients``). A call on this thread
-    starts after the one before it has finished (calls wait, or queue behind the last one: ``queued``), so one
-    call's intermediates are dead when the next call starts."""
+    starts after the one before it has finished (calls wait, or queue behind the last one:
+    ``Function.invoke(queue=True)``), so one call's intermediates are dead when the next call starts."""
     buffers = _workspaces.__dict__.setdefault("buffers", {})
     buffer = buffers.get(driver)
     if buffer is None or buffer.byte_length() < size:
