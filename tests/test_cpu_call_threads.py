@@ -146,14 +146,25 @@ def recorded_invokes(monkeypatch) -> list:
     return seen
 
 
+def recorded_waits(monkeypatch) -> list:
+    """The ``wait`` argument of each ``runtime.finish`` from now on that found a queued call to wait for."""
+    waits = []
+    finish = runtime.finish
+
+    def recording(wait=None):
+        if getattr(runtime._queued, "fence", None) is not None:
+            waits.append(wait)
+        return finish(wait)
+
+    monkeypatch.setattr(runtime, "finish", recording)
+    return waits
+
+
 def test_a_layers_two_gradient_calls_are_queued_and_waited_for_once(two_threads, rng, monkeypatch):
     assert policy.CPU_LAYER_CALLS_QUEUED
     x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
-    seen = recorded_invokes(monkeypatch)
-    waits = []
-    finish = runtime.finish
-    monkeypatch.setattr(runtime, "finish", lambda wait=None: (waits.append(wait), finish(wait))[1])
+    seen, waits = recorded_invokes(monkeypatch), recorded_waits(monkeypatch)
     ours = torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)
     assert seen == [True, True] and len(waits) == 1  # one wait, the block's, for both
     assert getattr(runtime._queued, "fence", None) is None
@@ -166,32 +177,27 @@ def test_a_layers_two_gradient_calls_are_queued_and_waited_for_once(two_threads,
 
 
 def layer_calls(rng) -> tuple:
-    """A strided grouped layer's two gradient calls (thunks) on seeded tensors, and PyTorch's gradients."""
+    """A strided grouped layer's two gradient calls (thunks) on seeded tensors, their modules' transient sizes,
+    and PyTorch's gradients."""
     x, w, grad = conv_case(rng)
     grad = grad[..., :6, :6].contiguous()
     params = ([2, 2], [1, 1, 1, 1], [1, 1], 2)
     expected = torch.autograd.grad(F.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad)
     x, w = x.detach(), w.detach()
-    return ((lambda: kernels.conv_backward_input.run(grad, w, None, list(x.shape), *params)),
-            (lambda: kernels.conv_backward_weight.run(x, grad, list(w.shape), *params))), expected
+    calls_made = [(kernels.conv_backward_input, (grad, w, None, list(x.shape), *params)),
+                  (kernels.conv_backward_weight, (x, grad, list(w.shape), *params))]
+    thunks = [lambda op=op, args=args: op.run(*args) for op, args in calls_made]
+    for thunk in thunks:
+        thunk()  # the kernels made and checked
+    sizes = [op.ready[calls.signature(args)].kernel.function.transient_bytes for op, args in calls_made]
+    return thunks, sizes, expected
 
 
 def test_queued_calls_grow_the_workspace_only_after_the_queued_call_is_done(rng, monkeypatch):
-    (data, weight), expected = layer_calls(rng)
-    data(), weight()  # the kernels made and checked
-    sizes = [kernels.conv_backward_input, kernels.conv_backward_weight]
-    sizes = [next(iter(op.ready.values())).kernel.function.transient_bytes for op in sizes]
+    (data, weight), sizes, expected = layer_calls(rng)
     assert sizes[0] and sizes[1] and sizes[0] != sizes[1]
-    finished = []  # the waits for a queued call
-    finish = runtime.finish
-
-    def recording(wait=None):
-        if getattr(runtime._queued, "fence", None) is not None:
-            finished.append(wait)
-        return finish(wait)
-
-    monkeypatch.setattr(runtime, "finish", recording)
-    for first, second in ((data, weight), (weight, data)):  # the smaller workspace first, then the larger
+    finished = recorded_waits(monkeypatch)
+    for first, second in ((data, weight), (weight, data)):  # in one of the two orders, the second call grows it
         runtime.release_workspaces()
         finished.clear()
         with calls.queued_calls():
@@ -205,8 +211,7 @@ def test_queued_calls_grow_the_workspace_only_after_the_queued_call_is_done(rng,
 
 
 def test_a_block_that_raises_still_waits_for_its_queued_calls(rng):
-    (data, weight), expected = layer_calls(rng)
-    data()
+    (data, _), _, expected = layer_calls(rng)
     with pytest.raises(ZeroDivisionError):
         with calls.queued_calls():
             result = data()
@@ -219,8 +224,7 @@ def test_a_numpy_call_inside_a_block_starts_after_the_queued_call_and_waits_for_
     """An ``ops.api`` call (its module waits on its own fence) inside a block queues behind the block's call:
     both results are right, and nothing is left queued."""
     from ops import api
-    (data, _), expected = layer_calls(rng)
-    data()
+    (data, _), _, expected = layer_calls(rng)
     grad_out, weight = rng.standard_normal((2, 4, 5, 5)), rng.standard_normal((4, 3, 3, 3))
     x = torch.zeros(2, 3, 7, 7, dtype=torch.float64, requires_grad=True)
     (want,) = torch.autograd.grad(F.conv2d(x, torch.from_numpy(weight)), x, torch.from_numpy(grad_out))
