@@ -7,7 +7,6 @@ straight to the loaded function. NumPy inputs give a NumPy result; when any inpu
 
 from __future__ import annotations
 
-import itertools
 import threading
 
 import numpy as np
@@ -135,6 +134,19 @@ def _queued_on(device: rt.HalDevice) -> rt.HalFence:
     return fence
 
 
+def _next_fence(device: rt.HalDevice) -> rt.HalFence:
+    """A fence at the next value of this thread's timeline semaphore on ``device``. A thread's calls finish in the
+    order it makes them (each waits for, or queues behind, the one before), so its timeline's values are reached in
+    order; one timeline shared by threads calling at once would be signalled out of order, which IREE refuses."""
+    timelines = _queued.__dict__.setdefault("timelines", [])  # [device, semaphore, last value], per device
+    entry = next((t for t in timelines if t[0] is device), None)
+    if entry is None:
+        entry = [device, device.create_semaphore(0), 0]
+        timelines.append(entry)
+    entry[2] += 1
+    return rt.HalFence.create_at(entry[1], entry[2])
+
+
 def finish(wait=None) -> None:
     """Wait until this thread's queued calls are done (``wait(fence)`` waits, where given: the caller's way of
     waiting, e.g. under another scheduling policy); a failure in one of them is raised here."""
@@ -168,7 +180,6 @@ class Function:
                 raise RuntimeError(f"{vm_function.name}: the module does not state a constant transient size")
             self.transient_bytes = int(size)
         self.fenced = reflection.get("iree.abi.model") == "coarse-fences"
-        self._timeline, self._reached = None, itertools.count(1)
 
     def __call__(self, *arrays, fences: tuple | None = None):
         arrays = [a if isinstance(a, rt.DeviceArray) else rt.asdevicearray(self._device, np.ascontiguousarray(a))
@@ -192,7 +203,7 @@ class Function:
             finish()
             self._context.invoke(self._function, arguments, rt.VmVariantList(2))
             return
-        wait, signal = fences or (_queued_on(self._device), self._next_fence())
+        wait, signal = fences or (_queued_on(self._device), _next_fence(self._device))
         arguments.push_ref(wait)
         arguments.push_ref(signal)
         self._context.invoke(self._function, arguments, rt.VmVariantList(2))
@@ -201,11 +212,6 @@ class Function:
             if not queue:
                 finish()
 
-    def _next_fence(self) -> rt.HalFence:
-        """A fence at the next value of this function's own timeline semaphore."""
-        if self._timeline is None:
-            self._timeline = self._device.create_semaphore(0)
-        return rt.HalFence.create_at(self._timeline, next(self._reached))
 
 
 def load_specs(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None,

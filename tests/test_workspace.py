@@ -2,7 +2,7 @@
 thread, grown when a module needs more, reused by every later call. What must hold: a module never depends on
 what the workspace held before (it is poisoned between calls here), modules of other sizes called in turn compute
 their results, the workspace is not reallocated for a call that fits, and threads calling at once each get their
-own. These run on local-task whatever OPS_TEST_DEVICE says: the GPUs' modules take no workspace."""
+own (and their own timeline of fences). These run on local-task whatever OPS_TEST_DEVICE says: the GPUs' modules take no workspace."""
 
 from __future__ import annotations
 
@@ -75,3 +75,31 @@ def test_threads_calling_at_once_each_use_their_own_workspace(rng):
         thread.join()
     assert not failures, failures
     assert buffers[0] is not buffers[1]
+
+
+def test_threads_calling_one_module_at_once_each_reach_their_own_fences(rng):
+    """A module's call waits on a fence of its thread's own timeline (``runtime._next_fence``): calls of one module
+    from two threads at once finish in any order, which one shared timeline could not record (IREE refuses a
+    value below one already signalled)."""
+    function = runtime.function_for(SMALL, CPU)
+    module = registry.module(SMALL)
+    inputs = [runtime.to_device(a, CPU) for a in module.random_inputs(SMALL, rng)]
+    expected = module.reference(SMALL, [a.to_host() for a in inputs])
+    (shape, dtype), = module.results(SMALL)
+    failures = []
+
+    def work() -> None:
+        try:
+            for _ in range(40):
+                got = function(*inputs, poisoned(shape, dtype, CPU))[-1].to_host()
+                error = verify.relative_error(got, expected)
+                assert error <= verify.tolerance(SMALL.op, SMALL.dtype), error
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
