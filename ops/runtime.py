@@ -7,6 +7,7 @@ straight to the loaded function. NumPy inputs give a NumPy result; when any inpu
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -153,7 +154,11 @@ def finish(wait=None) -> None:
     fence = getattr(_queued, "fence", None)
     if fence is not None:
         _queued.fence = None
-        (wait or rt.HalFence.wait)(fence)
+        try:
+            (wait or rt.HalFence.wait)(fence)
+        except Exception:
+            _queued.__dict__.pop("timelines", None)  # a failed semaphore stays failed: later calls take new ones
+            raise
 
 
 class Function:
@@ -206,7 +211,13 @@ class Function:
         wait, signal = fences or (_queued_on(self._device), _next_fence(self._device))
         arguments.push_ref(wait)
         arguments.push_ref(signal)
-        self._context.invoke(self._function, arguments, rt.VmVariantList(2))
+        try:
+            self._context.invoke(self._function, arguments, rt.VmVariantList(2))
+        except Exception:
+            if fences is None:  # the queued call it waits on (perhaps why it failed): waited for, and forgotten
+                with contextlib.suppress(Exception):
+                    finish()
+            raise
         if fences is None:
             _queued.fence, _queued.device = signal, self._device
             if not queue:

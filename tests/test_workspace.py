@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from ops import catalog, registry, runtime, verify
 from ops.api import run
@@ -103,3 +104,20 @@ def test_threads_calling_one_module_at_once_each_reach_their_own_fences(rng):
     for thread in threads:
         thread.join()
     assert not failures, failures
+
+
+def test_a_failed_queued_call_does_not_fail_the_threads_later_calls(rng):
+    """A call that waits on a failed fence fails, and so does its signal (the thread's timeline semaphore, which
+    stays failed): the failure is raised once, and the thread's next calls take a new timeline and compute."""
+    function = runtime.function_for(SMALL, CPU)
+    _check(SMALL, rng)
+    broken = function.device.create_semaphore(0)
+    broken.fail("a call before this one failed")
+    runtime._queued.fence, runtime._queued.device = runtime.rt.HalFence.create_at(broken, 1), function.device
+    module = registry.module(SMALL)
+    (shape, dtype), = module.results(SMALL)
+    with pytest.raises(Exception, match="a call before this one failed"):
+        function(*module.random_inputs(SMALL, rng), poisoned(shape, dtype, CPU))
+    assert getattr(runtime._queued, "fence", None) is None
+    for _ in range(2):
+        _check(SMALL, rng)
