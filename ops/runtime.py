@@ -224,7 +224,6 @@ class Function:
                 finish()
 
 
-
 def load_specs(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None,
           problem=None) -> Function:
     """The entry point of the first of ``specs`` that loads (``compiler.load_first``) on ``hal_device`` (by default

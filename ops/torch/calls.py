@@ -145,6 +145,11 @@ def openmp_release() -> Callable[[], int] | None:
 _SCHED_PARAM = os.sched_param(0) if hasattr(os, "sched_param") else None
 
 
+def _batch_waits() -> bool:
+    """Whether CPU calls wait under ``SCHED_BATCH``: the policy's choice, where the platform has it."""
+    return policy.CPU_CALLS_SCHED_BATCH and hasattr(os, "SCHED_BATCH")
+
+
 def batch_scheduled(call: Callable, *args):
     """``call(*args)`` with the calling thread under ``SCHED_BATCH`` where it was under ``SCHED_OTHER`` (Linux; an
     unprivileged thread may switch between the two, its nice value kept), then back: a batch thread woken from a
@@ -171,7 +176,7 @@ class RuntimeKernel:
         self.function, self.views, self.gpu = function, views, gpu
         self.device = runtime.get_device(driver)
         self.release = None if gpu or not policy.CPU_CALLS_RELEASE_OPENMP else openmp_release()
-        self.batch = not gpu and policy.CPU_CALLS_SCHED_BATCH and hasattr(os, "SCHED_BATCH")
+        self.batch = not gpu and _batch_waits()
 
     def __call__(self, inputs: list, outputs: list) -> None:
         views = [buffer_view(self.device, v) for v in self.views(aligned(inputs, CPU_ALIGNMENT) + outputs)]
@@ -209,7 +214,7 @@ def queued_calls():
         _queueing.depth -= 1
         if not _queueing.depth:
             try:
-                runtime.finish(_batch_wait if policy.CPU_CALLS_SCHED_BATCH and hasattr(os, "SCHED_BATCH") else None)
+                runtime.finish(_batch_wait if _batch_waits() else None)
             finally:
                 _queueing.kept.clear()
 
