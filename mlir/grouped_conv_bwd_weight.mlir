@@ -165,6 +165,45 @@ ${gather}
   } -> ${acc_groups_type}
   %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
 
+// fragment per_image_nn: on llvm-cpu, the per_image form with each matmul's rows contiguous (no reduction along a row)
+  // per_image's matmuls reduce along the contiguous axis of both operands (the output positions o). Here one
+  // operand is laid out (o, channels) first, so that each matmul streams rows of its other output axis: the
+  // operand with fewer columns per image (${moved}) is the one moved, and the matmul's rows are the larger side
+  // (${rows}). IREE must keep that transpose (--iree-global-opt-propagate-transposes=false, the tuning table's rule).
+  //     cols[n, g, c, f, o] = x_padded[n, g, c, s*o + d*f]
+  //     per_image[(n, g), (c, f), k] = sum_o cols[(n, g), (c, f), o] * grad_out_t[(n, g), o, k]        (grad_out moved)
+  //     per_image[(n, g), k, (c, f)] = sum_o grad_out[(n, g), k, o] * cols_t[(n, g), o, (c, f)]        (cols moved)
+  //     grad_w[g, k, c, f] = sum_n per_image[n, g, .., ..]
+  %cols_empty = tensor.empty() : ${cols_type}
+  %cols = linalg.generic {indexing_maps = [${cols_read}, ${cols_map}], iterator_types = ${cols_iterators}}
+      ins(%x_groups : !x_groups) outs(%cols_empty : ${cols_type}) {
+  ^bb0(%xv: ${element}, %unused: ${element}):
+    linalg.yield %xv : ${element}
+  } -> ${cols_type}
+  %cols_matrix = tensor.collapse_shape %cols ${cols_reassociation} : ${cols_type} into ${cols_matrix_type}
+${grad_out_operand}
+  %per_image_empty = tensor.empty() : ${per_image_type}
+  %per_image_zero = linalg.fill ins(%zero : f32) outs(%per_image_empty : ${per_image_type}) -> ${per_image_type}
+  %per_image = linalg.batch_matmul ins(${lhs}, ${rhs} : ${lhs_type}, ${rhs_type}) outs(%per_image_zero : ${per_image_type}) -> ${per_image_type}
+  %per_image_taps = tensor.expand_shape %per_image ${per_image_reassociation} output_shape [${per_image_taps_shape}] : ${per_image_type} into ${per_image_taps_type}
+  %acc_groups_empty = tensor.empty() : ${acc_groups_type}
+  %acc_groups_zero = linalg.fill ins(%zero : f32) outs(%acc_groups_empty : ${acc_groups_type}) -> ${acc_groups_type}
+  %acc_groups = linalg.generic {indexing_maps = [${images_read}, ${images_map}], iterator_types = ${images_iterators}}
+      ins(%per_image_taps : ${per_image_taps_type}) outs(%acc_groups_zero : ${acc_groups_type}) {
+  ^bb0(%p: f32, %sum: f32):
+    %new_sum = arith.addf %sum, %p : f32
+    linalg.yield %new_sum : f32
+  } -> ${acc_groups_type}
+  %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
+
+// fragment grad_out_moved: grad_out's per-image matrices laid out (o, k)
+  %grad_out_t_empty = tensor.empty() : ${grad_out_t_type}
+  %grad_out_t = linalg.transpose ins(%grad_out_groups : !grad_out_groups) outs(%grad_out_t_empty : ${grad_out_t_type}) permutation = [${grad_out_permutation}]
+  %grad_out_matrix = tensor.collapse_shape %grad_out_t ${grad_out_reassociation} : ${grad_out_t_type} into ${grad_out_matrix_type}
+
+// fragment grad_out_kept: grad_out's per-image matrices as they lie, (k, o)
+  %grad_out_matrix = tensor.collapse_shape %grad_out_groups ${grad_out_reassociation} : !grad_out_groups into ${grad_out_matrix_type}
+
 // fragment tap_sums: on llvm-cpu, channels-first grouped problems of few channels a group: a sum per tap and image
   // With a few channels a group the matmul forms' matrices are a few rows wide. Here one generic reads each row of
   // grad_out once and x's rows at every tap (a strided slice per tap: s*o + d*f), and keeps one float32 sum per tap,

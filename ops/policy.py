@@ -247,7 +247,7 @@ def _weight_forms(problem, target: Target) -> list:
     taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]
-    per_image = [] if problem.channels_last else [Form(contraction="per_image")]
+    per_image = [] if problem.channels_last else [Form(contraction="per_image"), Form(contraction="per_image_nn")]
     return [generic, Form(contraction="im2col"), *per_image, *taps]
 
 

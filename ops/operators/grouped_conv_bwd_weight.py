@@ -117,7 +117,7 @@ class Form:
     contraction: str = "generic"
 
     def __post_init__(self):
-        one_of(OP, "contraction", self.contraction, ("generic", "im2col", "per_image", "depthwise", "taps"))
+        one_of(OP, "contraction", self.contraction, ("generic", "im2col", "per_image", "per_image_nn", "depthwise", "taps"))
 
 
 def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
@@ -216,7 +216,7 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     if form.contraction != "generic":
         check(chunks == 1, f"{OP}: the {form.contraction} form reduces the whole batch at once (batch_split 1), "
                            f"but got {chunks}")
-    check(form.contraction not in ("per_image", "taps") or not problem.channels_last,
+    check(form.contraction not in ("per_image", "per_image_nn", "taps") or not problem.channels_last,
           f"{OP}: the {form.contraction} form reads channels-first layouts (NCW, NCHW, NCDHW), but the layout is "
           f"{problem.layout}")
     shape = _Geometry(problem, chunks)
@@ -335,6 +335,8 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         return _depthwise(problem, element, x_value, shape.padded_spatial), "%acc"
     if contraction == "per_image":
         return _per_image(problem, element), "%acc"
+    if contraction == "per_image_nn":
+        return _per_image_nn(problem, element), "%acc"
     if contraction == "taps":
         return _tap_sums(problem, element), "%acc"
     return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
@@ -445,23 +447,38 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
     )
 
 
+def _per_image_common(problem: ConvBwdWeightProblem) -> dict:
+    """What the per_image forms share: x's windows gathered per (image, group), read s*o + d*f, the float32 sum of
+    the images (g, k, c, f..)."""
+    rank = problem.rank
+    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
+    windows = [f"{mlir.term(o[a], problem.stride[a])} + {mlir.term(f[a], problem.dilation[a])}" for a in range(rank)]
+    images_domain = ["n", "g", "k", "c", *f]
+    return dict(
+        o=o, f=f, images_domain=images_domain, x_read=["n", "g", "c", *windows],
+        images_map=mlir.affine_map(images_domain, images_domain[1:]),
+        images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(images_domain) - 1)),
+        acc_groups_type=mlir.tensor([problem.groups, problem.out_channels, problem.in_channels,
+                                     *problem.filter_spatial], dtypes.ACCUMULATOR),
+        acc_groups_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
+    )
+
+
 def _per_image(problem: ConvBwdWeightProblem, element: str) -> str:
     """The llvm-cpu form for channels-first layouts (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image``): x's
     windows gathered per (image, group) with the output positions last, a batch_matmul per (image, group) over the
     output positions, then the sum over the images into the float32 result (g, k, c, f..)."""
     rank, n, groups, c, k = problem.rank, problem.batch, problem.groups, problem.in_channels, problem.out_channels
+    common = _per_image_common(problem)
+    o, f = common["o"], common["f"]
     outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
-    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
-    windows = [f"{mlir.term(o[a], problem.stride[a])} + {mlir.term(f[a], problem.dilation[a])}" for a in range(rank)]
     cols_domain = ["n", "g", "c", *f, *o]
     cols_shape = [n, groups, c, *filters, *outputs]
     columns, positions = c * math.prod(filters), math.prod(outputs)
     taps_shape = [n, groups, c, *filters, k]
-    images_domain = ["n", "g", "k", "c", *f]
-    acc_groups_shape = [groups, k, c, *filters]
     return mlir.render(
         "grouped_conv_bwd_weight.per_image", element=element, cols_type=mlir.tensor(cols_shape, element),
-        cols_read=mlir.affine_map(cols_domain, ["n", "g", "c", *windows]),
+        cols_read=mlir.affine_map(cols_domain, common["x_read"]),
         cols_map=mlir.affine_map(cols_domain, cols_domain), cols_iterators=mlir.iterators(["parallel"] * len(cols_domain)),
         cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]),
         cols_matrix_type=mlir.tensor([n * groups, columns, positions], element),
@@ -470,12 +487,67 @@ def _per_image(problem: ConvBwdWeightProblem, element: str) -> str:
         per_image_type=mlir.tensor([n * groups, columns, k], dtypes.ACCUMULATOR),
         per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
         per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-        images_read=mlir.affine_map(images_domain, ["n", "g", "c", *f, "k"]),
-        images_map=mlir.affine_map(images_domain, images_domain[1:]),
-        images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(images_domain) - 1)),
-        acc_groups_type=mlir.tensor(acc_groups_shape, dtypes.ACCUMULATOR),
-        acc_groups_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
+        images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *f, "k"]),
+        **{key: common[key] for key in ("images_map", "images_iterators", "acc_groups_type", "acc_groups_reassociation")},
     )
+
+
+def grad_out_moved(problem: ConvBwdWeightProblem) -> bool:
+    """Which operand the per_image_nn form lays out (o, channels): grad_out where the matmul's other side, the
+    (c, f) columns, is at least as large as K (the matmul's rows are then (c, f)); else the gathered columns."""
+    return problem.in_channels * math.prod(problem.filter_spatial) >= problem.out_channels
+
+
+def _per_image_nn(problem: ConvBwdWeightProblem, element: str) -> str:
+    """The per_image form with no reduction along a row (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image_nn``):
+    grad_out laid out (o, k) (``grad_out_moved``), or the windows gathered (o, (c, f)), then a plain batch_matmul per
+    (image, group) and the sum over the images."""
+    rank, n, groups, c, k = problem.rank, problem.batch, problem.groups, problem.in_channels, problem.out_channels
+    common = _per_image_common(problem)
+    o, f = common["o"], common["f"]
+    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
+    columns, positions = c * math.prod(filters), math.prod(outputs)
+    gathered = ["n", "g", "c", *f, *o] if grad_out_moved(problem) else ["n", "g", *o, "c", *f]
+    cols_shape = [dict(n=n, g=groups, c=c, **dict(zip(f, filters)), **dict(zip(o, outputs)))[d] for d in gathered]
+    by_position = [[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))]
+    by_column = [[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]
+    values = dict(
+        element=element, cols_type=mlir.tensor(cols_shape, element), cols_read=mlir.affine_map(gathered, common["x_read"]),
+        cols_map=mlir.affine_map(gathered, gathered), cols_iterators=mlir.iterators(["parallel"] * len(gathered)),
+        **{key: common[key] for key in ("images_map", "images_iterators", "acc_groups_type", "acc_groups_reassociation")},
+    )
+    if grad_out_moved(problem):
+        matrix = mlir.tensor([n * groups, positions, k], element)
+        taps_shape = [n, groups, c, *filters, k]
+        values.update(
+            moved="grad_out", rows="(c, f)", cols_reassociation=_reassociation(by_column),
+            cols_matrix_type=mlir.tensor([n * groups, columns, positions], element),
+            grad_out_operand=mlir.render(
+                "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor([n, groups, *outputs, k], element),
+                grad_out_permutation=mlir.index_list([0, 1, *range(3, rank + 3), 2]), grad_out_matrix_type=matrix,
+                grad_out_reassociation=_reassociation([[0, 1], list(range(2, rank + 2)), [rank + 2]])),
+            lhs="%cols_matrix", rhs="%grad_out_matrix", lhs_type=mlir.tensor([n * groups, columns, positions], element),
+            rhs_type=matrix, per_image_type=mlir.tensor([n * groups, columns, k], dtypes.ACCUMULATOR),
+            per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
+            images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *f, "k"]),
+        )
+    else:
+        matrix = mlir.tensor([n * groups, k, positions], element)
+        taps_shape = [n, groups, k, c, *filters]
+        values.update(
+            moved="the gathered columns", rows="k", cols_reassociation=_reassociation(by_position),
+            cols_matrix_type=mlir.tensor([n * groups, positions, columns], element),
+            grad_out_operand=mlir.render(
+                "grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
+                grad_out_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 3))])),
+            lhs="%grad_out_matrix", rhs="%cols_matrix", lhs_type=matrix,
+            rhs_type=mlir.tensor([n * groups, positions, columns], element),
+            per_image_type=mlir.tensor([n * groups, k, columns], dtypes.ACCUMULATOR),
+            per_image_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 4))]),
+            images_read=mlir.affine_map(common["images_domain"], common["images_domain"]),
+        )
+    return mlir.render("grouped_conv_bwd_weight.per_image_nn", per_image_taps_shape=mlir.index_list(taps_shape),
+                       per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), **values)
 
 
 def _tap_sums(problem: ConvBwdWeightProblem, element: str) -> str:
