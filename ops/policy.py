@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import compiler, registry
+from . import compiler, registry, targets
 from .operator import Lowering
 from .operators import contractions, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases
 from .render import templates_dir
@@ -104,7 +104,7 @@ WORKAROUNDS = (
 
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "pointwise",
-                       "except", "except_why", "form", "flags", "source", "why"})
+                       "host_flags", "host_lacks", "except", "except_why", "form", "flags", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -139,15 +139,25 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 def rule_applies(rule: dict, problem) -> bool:
     """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``), to ``ranks``
     (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image, to pointwise
-    convolutions (``pointwise``: a 1 x 1 filter at unit stride), and leave out problems by function name
-    (``except``: measured slower with it)."""
+    convolutions (``pointwise``: a 1 x 1 filter at unit stride), to hosts whose CPU has every one of ``host_flags``
+    and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it was measured,
+    and another host keeps the rules below it), and leave out problems by function name (``except``: measured
+    slower with it)."""
     kind = getattr(problem, "kind", None)
     positions = math.prod(getattr(problem, "output_spatial", ()))
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
             and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
             and problem.layout in rule.get("layouts", [problem.layout])
             and positions >= rule.get("min_output_positions", 0) and (not rule.get("pointwise") or _pointwise(problem))
-            and problem.name not in rule.get("except", ()))
+            and _on_host(rule) and problem.name not in rule.get("except", ()))
+
+
+def _on_host(rule: dict) -> bool:
+    """Whether this host's CPU has the rule's ``host_flags`` and lacks its ``host_lacks``."""
+    if "host_flags" not in rule and "host_lacks" not in rule:
+        return True
+    flags = targets.host_cpu_flags()
+    return set(rule.get("host_flags", ())) <= flags and not set(rule.get("host_lacks", ())) & flags
 
 
 def _pointwise(problem) -> bool:
@@ -167,9 +177,11 @@ def configs_for(problem, target: Target) -> dict[int, str]:
             if e["function"] == problem.name and "compilation_info" in e}
 
 
-def flags_for(problem, target: Target) -> tuple[str, ...]:
-    """Compile flags that matter for ``problem`` on ``target``: its operator's rules, then its own entries."""
-    flags = [f for r in rules(target.directory_name) if rule_applies(r, problem) for f in r.get("flags", ())]
+def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:
+    """Compile flags that matter for ``problem`` on ``target``: its operator's rules, then its own entries. A rule
+    that names a form gives its flags to that form's module only (given ``form``; without one, to any)."""
+    flags = [f for r in rules(target.directory_name) if rule_applies(r, problem)
+             and (form is None or "form" not in r or _has_keys(form, r["form"])) for f in r.get("flags", ())]
     flags += [f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ())]
     return tuple(dict.fromkeys(flags))  # each once, in order
 
@@ -335,10 +347,10 @@ def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), con
     ``configs`` and ``options`` (the tuner's candidates, a test's form) replace or extend the table's choices."""
     render = registry.module(problem).render
     how = lowering(problem, target, configs)
-    mlirs = [render(problem, form, how) for form in forms_for(problem, target, options)]
-    flags = (*flags_for(problem, target), *extra_flags)
+    modules = [(render(problem, form, how), (*flags_for(problem, target, form), *extra_flags))
+               for form in forms_for(problem, target, options)]
     specs = [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
-             for fallback in ((), *fallback_flags(target.directory_name)) for mlir in mlirs]
+             for fallback in ((), *fallback_flags(target.directory_name)) for mlir, flags in modules]
     return list(dict.fromkeys(specs))  # forms that render the same module, and flag sets that repeat, once
 
 

@@ -98,13 +98,24 @@ class Target:
 
 
 @functools.lru_cache(maxsize=None)
-def host_cpu() -> str:
-    """This machine's processor (architecture, model and feature flags), hashed: it does not change while we run."""
+def _cpuinfo_line(key: str) -> str:
+    """The first line of /proc/cpuinfo starting with ``key`` (empty where there is none, or no /proc)."""
     cpuinfo = Path("/proc/cpuinfo")
     text = cpuinfo.read_text() if cpuinfo.exists() else ""
-    model = next((line for line in text.splitlines() if line.startswith("model name")), "")
-    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return next((line for line in text.splitlines() if line.startswith(key)), "")
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu() -> str:
+    """This machine's processor (architecture, model and feature flags), hashed: it does not change while we run."""
+    model, flags = _cpuinfo_line("model name"), _cpuinfo_line("flags")
     return hashlib.sha256(f"{platform.machine()}|{model}|{flags}".encode()).hexdigest()[:16]
+
+
+def host_cpu_flags() -> frozenset[str]:
+    """This machine's CPU feature flags as Linux names them (``avx2``, ``avx512f``, ..; empty where /proc/cpuinfo
+    is not there): what the CPU tuning table's rules may be keyed on (``policy.rule_applies``)."""
+    return frozenset(_cpuinfo_line("flags").partition(":")[2].split())
 
 
 def parse_target(text: str) -> Target:

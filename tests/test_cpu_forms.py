@@ -1,8 +1,8 @@
 """The llvm-cpu forms of the grouped convolutions: the module the runtime ships for a channels-last grouped problem
 is the im2col form (taps gathered, a batch_matmul per group), IREE compiles its contractions as matmuls, and the
 gathered taps stay within the stated budget; each rule of mlir/tuning/llvm-cpu.json names a form its kind of problem
-has, and that form is what ships; the depthwise, per_image and taps forms (the taps forms' phase-major store and
-zero taps too) match the definition; the pointwise flag rule takes what was measured, and its module matches the
+has, and that form is what ships; the depthwise, per_image, per_image_nn and taps forms (the taps forms' phase-major
+store and zero taps too) match the definition; the per_image_nn rules hold on the hosts they were measured on; the pointwise flag rule takes what was measured, and its module matches the
 definition. Numerics of the shipped forms are every CPU test's (tests/test_grouped_conv_*)."""
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ EXAMPLES = [
 # each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
 # taps form has none: its generic is elementwise)
 CONTRACTS_WITH = {"im2col": ("linalg.batch_matmul", "matmul"), "per_image": ("linalg.batch_matmul", "matmul"),
+                  "per_image_nn": ("linalg.batch_matmul", "matmul"),
                   "depthwise": ("linalg.depthwise_conv_", "conv"),
                   "taps": ({"grouped_conv_bwd_data": "// taps: acc[", "grouped_conv_bwd_weight": "%per_tap:"}, None)}
 
@@ -99,8 +100,10 @@ def _preferred_rule(problem) -> dict:
 
 @pytest.mark.parametrize("rule", [r for r in TABLE["rules"] if "form" in r],
                          ids=lambda r: f"{r['operator']}-{'+'.join(r['kinds'])}-{r['form']['contraction']}")
-def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_path, rule):
+def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_path, monkeypatch, rule):
+    """On a host with exactly the CPU flags the rule asks for (the rules keyed on others do not apply there)."""
     assert rule["source"] and rule["why"]
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(rule.get("host_flags", ())))
     for kind in rule["kinds"]:
         examples = [p for p in EXAMPLES if p.kind == kind and _preferred_rule(p) is rule]
         assert examples, f"no example problem of kind {kind} that the rule decides"
@@ -124,6 +127,8 @@ def test_each_cpu_rule_names_a_form_of_its_kind_and_the_runtime_ships_it(tmp_pat
 def test_a_rule_narrows_by_layout_and_output_positions(tmp_path, monkeypatch):
     """The per_image rule takes channels-first weight gradients of 64 or more output positions per image; the others
     keep the im2col rule. A misspelt narrowing key is refused, not ignored (it would widen its rule)."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "avx512f"}))
+
     def preferred(**params):
         base = dict(batch=2, groups=1, in_channels=3, out_channels=8, filter_spatial=(3, 3), padding=1, dtype="float32")
         problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
@@ -249,6 +254,53 @@ def test_the_per_image_form_matches_the_definition(rng):
     for problem in _channels_first_weight_problems(rng, 6):
         error = _form_error(problem, rng, "per_image")
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def test_the_per_image_nn_form_matches_the_definition(rng):
+    """Both of its layouts: grad_out moved where the (c, f) columns are at least K, else the gathered windows."""
+    from ops.operators import grouped_conv_bwd_weight
+
+    problems = _channels_first_weight_problems(rng, 6)
+    problems += [catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=3, groups=g, in_channels=c, out_channels=k,
+                                 input_spatial=spatial, filter_spatial=filters, stride=stride, padding=padding,
+                                 layout=layout, dtype="float32")
+                 for g, c, k, spatial, filters, stride, padding, layout in [
+                     (1, 3, 32, (9, 10), (3, 3), 1, 1, "NCHW"), (1, 24, 40, (6, 7), (1, 1), 2, 0, "NCHW"),
+                     (2, 5, 4, (4, 5, 6), (3, 1, 3), 1, (1, 0, 1), "NCDHW"), (3, 2, 9, (11,), (3,), 2, 1, "NCW")]]
+    moved = {grouped_conv_bwd_weight.grad_out_moved(p) for p in problems}
+    assert moved == {True, False}, "the problems cover both of the form's layouts"
+    for problem in problems:
+        error = _form_error(problem, rng, "per_image_nn")
+        assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+NN_FLAG = "--iree-global-opt-propagate-transposes=false"
+
+
+def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypatch):
+    """On an AVX2 host without AVX-512 (where they were measured), float32 channels-first weight gradients of 64 or
+    more positions take per_image_nn with IREE's transpose propagation off (3-D grouped ones before the taps form,
+    2-D grouped ones after it); on an AVX-512 host, or one without AVX2, they keep per_image and IREE's defaults,
+    and a form other than the rule's never gets the rule's flag."""
+    def chosen(flags, **params):
+        monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(flags))
+        base = dict(batch=2, groups=1, in_channels=16, out_channels=8, input_spatial=(8, 8), filter_spatial=(1, 1),
+                    padding=0, layout="NCHW", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        spec = policy.module_spec(problem, CPU)
+        return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in spec.extra_flags
+
+    avx2, avx512 = {"avx2", "fma"}, {"avx2", "fma", "avx512f"}
+    assert chosen(avx2) == ("per_image_nn", True)
+    assert chosen(avx2, groups=4, in_channels=2, out_channels=3, input_spatial=(16, 16), filter_spatial=(3, 3),
+                  stride=2, padding=1) == ("per_image_nn", True)
+    assert chosen(avx2, groups=4, in_channels=2, out_channels=3, input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3),
+                  padding=1, layout="NCDHW") == ("per_image_nn", True)
+    assert chosen(avx2, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("taps", False)
+    assert chosen(avx2, dtype="float16") == ("per_image", False)
+    assert chosen(avx2, input_spatial=(7, 8)) == ("im2col", False)
+    for host in (avx512, {"sse4_2"}, set()):
+        assert chosen(host) == ("per_image", False), host
 
 
 def test_the_per_image_form_refuses_channels_last():
