@@ -272,13 +272,18 @@ def _has_weight_taps_form(problem) -> bool:
 
 
 def _pool_forms(problem, target: Target) -> list:
-    """The max-pooling forms for ``target``: on llvm-cpu the strided slices first (vectorized; the extract form's
-    per-tap gathers ran 3-7x slower there: docs/PERFORMANCE.md, the CPU training step), then the extract form; but
-    a backward whose windows do not overlap keeps the extract form first (one elementwise pass there, 2.7x faster
-    than the slice form's phases on vgg_pool2_2x2). The GPUs keep the extract form, verified and tuned with it."""
+    """The max-pooling forms for ``target``: on llvm-cpu, a backward from the forward's indices in one pass over its
+    candidate windows first (1.1-3.1x faster than the stride phases, and 2x the extract form's one pass where windows
+    do not overlap: docs/perf/cpu-step/eighth/pool_ab.txt), then the strided slices (vectorized; the extract form's
+    per-tap gathers ran 3-7x slower there: docs/PERFORMANCE.md, the CPU training step), then the extract form; a
+    backward that recomputes the argmax from x keeps the slices first, or the extract form where windows do not
+    overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). The GPUs keep
+    the extract form, verified and tuned with it."""
     Form = pool_windows.Form
     if not target.cpu:
         return [Form()]
+    if problem.op == "maxpool2d_bwd" and problem.source == "indices":
+        return [Form(windows="candidates"), Form(windows="slices"), Form()]
     slices_first = problem.op == "maxpool2d_fwd" or problem.overlapping
     return [Form(windows="slices"), Form()] if slices_first else [Form(), Form(windows="slices")]
 

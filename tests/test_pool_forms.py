@@ -1,7 +1,8 @@
-"""The max-pooling forms: the extract form (every target; the GPUs ship it) and the strided-slice form (the CPU's,
-``ops/policy._pool_forms``) give PyTorch's answers on random problems of every kind the operators take (layouts,
-padding, dilation, ceil_mode, both index sources), NaNs and ties included, into poisoned destinations; the slice
-form reads no tensor with ``tensor.extract`` (its taps are slices, its backward stride phases); and the CPU ships it."""
+"""The max-pooling forms: the extract form (every target; the GPUs ship it), the strided-slice form and the
+backward's candidates form (the CPU's, ``ops/policy._pool_forms``) give PyTorch's answers on random problems of every
+kind the operators take (layouts, padding, dilation, ceil_mode, both index sources), NaNs and ties included, into
+poisoned destinations; the slice form reads no tensor with ``tensor.extract`` (its taps are slices, its backward
+stride phases); and the CPU ships the candidates form for a backward from the indices, the slice form otherwise."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from conftest import poisoned
 from lowering import shipped
 
 FORMS = [pool_windows.Form(), pool_windows.Form(windows="slices")]
+BACKWARD_FORMS = [*FORMS, pool_windows.Form(windows="candidates")]
 CPU = targets.parse_target("llvm-cpu")
 
 
@@ -53,7 +55,7 @@ def test_forward_forms_give_pytorchs_maxima_and_indices(rng, form):
         np.testing.assert_array_equal(np.asarray(y, np.float64), y_ref, err_msg=problem.name)
 
 @pytest.mark.parametrize("source", ["indices", "x"])
-@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.windows)
+@pytest.mark.parametrize("form", BACKWARD_FORMS, ids=lambda f: f.windows)
 def test_backward_forms_give_pytorchs_gradient(rng, form, source):
     for problem in _random_problems(rng, maxpool2d, 5, source=source):
         grad_out, second = maxpool2d.random_inputs(problem, rng)
@@ -79,17 +81,34 @@ def test_the_slice_forms_read_no_tensor_by_extract(rng):
         assert _extracts(module.render(problem, pool_windows.Form())), problem.name
 
 
-def test_the_cpu_ships_the_slice_forms_and_the_gpus_the_extract_form(tmp_path, rng):
+def test_the_cpu_ships_the_candidates_and_slice_forms_and_the_gpus_the_extract_form(tmp_path, rng):
+    """A backward from the indices: the candidates form, overlapping windows or not; from x: the slices form where
+    windows overlap, the extract form where they do not. The forward: the slices form."""
     problem = _random_problems(rng, maxpool2d, 1, source="indices", dtype="float32", kernel_size=(3, 3),
                                stride=(2, 2))[0]
     assert problem.overlapping
-    assert policy.forms_for(problem, CPU)[0] == pool_windows.Form(windows="slices")
-    disjoint = maxpool2d.problem_from_params(batch=2, channels=3, input_spatial=(8, 8), kernel_size=2, stride=2,
-                                             dtype="float32")
-    assert policy.forms_for(disjoint, CPU)[0] == pool_windows.Form(), "disjoint windows: one elementwise pass"
+    assert policy.forms_for(problem, CPU)[0] == pool_windows.Form(windows="candidates")
+    params = dict(batch=2, channels=3, input_spatial=(8, 8), kernel_size=2, stride=2, dtype="float32")
+    disjoint = maxpool2d.problem_from_params(**params)
+    assert policy.forms_for(disjoint, CPU)[0] == pool_windows.Form(windows="candidates")
+    from_x = maxpool2d.problem_from_params(**{**params, "kernel_size": 3, "padding": 1, "source": "x"})
+    assert policy.forms_for(from_x, CPU)[0] == pool_windows.Form(windows="slices")
+    assert policy.forms_for(maxpool2d.problem_from_params(**params, source="x"), CPU)[0] == pool_windows.Form(), \
+        "disjoint windows: one elementwise pass"
+    forward = maxpool2d_fwd.problem_from_params(**params)
+    assert policy.forms_for(forward, CPU)[0] == pool_windows.Form(windows="slices")
     assert policy.forms_for(problem, targets.parse_target("cuda:sm_80")) == [pool_windows.Form()]
     spec, lowered = shipped(problem, "llvm-cpu", tmp_path)
-    assert not _extracts(spec.mlir), "the slice form did not compile: the CPU fell back to the extract form"
+    assert not _extracts(spec.mlir), "the candidates form did not compile: the CPU fell back to the extract form"
+    assert "in one pass over grad_in" in spec.mlir
+    passes = [d.name for d in lowered.dispatches if "memcpy" not in d.name]  # besides the pads' (and rows') copies
+    assert len(passes) == 1, [d.name for d in lowered.dispatches]
+
+
+def test_the_forward_refuses_the_candidates_form(rng):
+    problem = _random_problems(rng, maxpool2d_fwd, 1)[0]
+    with pytest.raises(ValueError, match="maxpool2d_fwd: the candidates form is the backward's"):
+        maxpool2d_fwd.render(problem, pool_windows.Form(windows="candidates"))
 
 
 def test_a_bad_form_key_names_the_operator_and_the_key():

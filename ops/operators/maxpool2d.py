@@ -132,7 +132,8 @@ def _source(problem: MaxPoolBwdProblem, element: str, index_type: str, form: For
         prologue=mlir.render(
             "pool_bwd.max_x", neg_inf=fwd.NEG_INF[element], element=element,
             no_position=problem.input_spatial[0] * problem.input_spatial[1], index_type=index_type,
-            scan=fwd.window_scan(problem, element, index_type, "%max_empty", "%argmax_empty", form),
+            scan=fwd.window_scan(problem, element, index_type, "%max_empty", "%argmax_empty",
+                                 Form(windows="slices") if form.windows == "candidates" else form),
         ),
     )
 
@@ -147,6 +148,8 @@ def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering =
     transients = mlir.transients(lowering.transients)
     if form.windows == "slices":
         return _render_slices(problem, element, index_type, source, transients)
+    if form.windows == "candidates":
+        return _render_candidates(problem, element, index_type, source, transients)
     g_to_f32, g32 = windows.to_f32("%g", element)
     return windows.render_gather(
         problem,
@@ -187,6 +190,57 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
         grid_map=windows.grid_map(problem), grid_iterators=windows.iterators(problem),
         transpose_iterators=mlir.iterators(["parallel"] * (2 + 2 * problem.rank)), narrow=mlir.indent(narrow, 4), stored=stored,
     )
+
+
+def _render_candidates(problem: MaxPoolBwdProblem, element: str, index_type: str, source: dict, transients: str) -> str:
+    """``mlir/maxpool2d_bwd_candidates.mlir``: grad_in's grid (``_PhaseMajor``) in one elementwise pass over the
+    candidate windows q - c of every distinct tap shift c, in scan order (c descending on each axis)."""
+    layout = _PhaseMajor(problem)
+    grid_dims = layout.grid_dims()  # the loop dims, in the grid's own order (every read and write in place)
+    domain = mlir.dims("d", len(grid_dims))
+    slot_map = mlir.affine_map(domain, [domain[grid_dims.index(("slot", dim))] for dim in range(len(layout.slot))])
+    shifts = [sorted({layout.shift(a, f) for f in range(k)}, reverse=True) for a, k in enumerate(problem.kernel_size)]
+    slices, contributions = zip(*(_candidate(layout, k, candidate, element, index_type)
+                                  for k, candidate in enumerate(itertools.product(*shifts))))
+    count = len(slices)
+    ins = [name for k in range(count) for name in (f"%windows_g_{k}", f"%windows_argmax_{k}")]
+    types = ["!slot_g", mlir.tensor(layout.slot, index_type)] * count
+    narrow, stored = dtypes.narrow(f"%sum_{count}", element, "%v")
+    dims = {f"q_{axis}": grid_dims.index(("slot", layout.spatial[a])) for a, axis in enumerate("hw")}
+    dims.update({f"r_{axis}": grid_dims.index(("phase", a)) for a, axis in enumerate("hw")})
+    position = mlir.render("maxpool2d_bwd_candidates.position", s_h=problem.stride[0], s_w=problem.stride[1],
+                           width=problem.input_spatial[1], index_type=index_type, **dims)
+    final = layout.final(element)
+    return mlir.render(
+        "maxpool2d_bwd_candidates", layout=problem.layout, inputs=source["inputs"], problem_name=problem.name,
+        function=problem.name, element=element, index_type=index_type, candidates=count,
+        shifts=" x ".join("{" + ", ".join(str(c) for c in axis) + "}" for axis in shifts),
+        grad_out_type=mlir.tensor(problem.output_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
+        windows_g_type=mlir.tensor(layout.windows_shape, element), slot_g_type=mlir.tensor(layout.slot, element),
+        windows_index_type=mlir.tensor(layout.windows_shape, index_type), source_types=source["source_types"],
+        source_argument=source["source_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
+        window_pad_low=mlir.index_list(layout.window_low), window_pad_high=mlir.index_list(layout.window_high),
+        pad_indices=", ".join(f"%p{i}: index" for i in range(len(layout.slot))), slices=mlir.indent("\n".join(slices), 2),
+        grid_destination=final["grid_destination"], grad_in=final["grad_in"], grid_type=final["grid_type"],
+        maps=", ".join([slot_map] * len(ins) + [mlir.affine_map(domain, domain)]),
+        iterators=mlir.iterators(["parallel"] * len(domain)), ins=", ".join(ins), types=", ".join(types),
+        block_args="".join(f"%g_{k}: {element}, %argmax_{k}: {index_type}, " for k in range(count)),
+        position=mlir.indent(position, 4), contributions=mlir.indent("\n".join(contributions), 4),
+        narrow=mlir.indent(narrow, 4), stored=stored,
+    )
+
+
+def _candidate(layout: "_PhaseMajor", k: int, shifts: tuple, element: str, index_type: str) -> tuple[str, str]:
+    """(its slices, its contribution) of candidate ``k``: the windows q - c of the grid's rows, c = ``shifts``."""
+    offsets = [0] * len(layout.slot)
+    for a, dim in enumerate(layout.spatial):
+        offsets[dim] = layout.window_low[dim] - shifts[a]
+    slices = mlir.render("maxpool2d_bwd_candidates.candidate_windows", k=k, offsets=mlir.index_list(offsets),
+                         sizes=mlir.index_list(layout.slot), strides=mlir.index_list([1] * len(offsets)),
+                         slot_index_type=mlir.tensor(layout.slot, index_type))
+    widen, g32 = windows.to_f32(f"%g_{k}", element)
+    return slices, mlir.render("maxpool2d_bwd_slices.contribution", f=f"_{k}", k=k, next=k + 1, index_type=index_type,
+                               widen=widen, g32=g32)
 
 
 def _phase_slot(problem: MaxPoolBwdProblem, layout: "_PhaseMajor", p: str, phase: tuple, acc: str, element: str,
@@ -264,14 +318,18 @@ class _PhaseMajor:
             offsets[dim] = self.window_low[dim] - self.shift(a, tap[a])
         return offsets
 
+    def grid_dims(self) -> list[tuple[str, int]]:
+        """grad_in's grid (.., Q_h, s_h, Q_w, s_w, ..): each dim a slot dim ("slot", dim) or a phase ("phase", axis)."""
+        return [d for dim in range(len(self.slot))
+                for d in ([("slot", dim)] if dim not in self.spatial else [("slot", dim), ("phase", self.spatial.index(dim))])]
+
     def final(self, element: str) -> dict:
         """The transposing pass's values: the grid (.., Q_h, s_h, Q_w, s_w, ..), its map from the accumulator, and
         where it goes: into grad_in's own memory when s divides every axis, else into whole rows, sliced."""
-        rank, grid_dims, reassociation = len(self.spatial), [], []
+        rank, grid_dims, reassociation = len(self.spatial), self.grid_dims(), []
         for dim in range(len(self.slot)):
-            members = [len(grid_dims)] if dim not in self.spatial else [len(grid_dims), len(grid_dims) + 1]
-            reassociation.append(members)
-            grid_dims += [("slot", dim)] if dim not in self.spatial else [("slot", dim), ("phase", self.spatial.index(dim))]
+            start = grid_dims.index(("slot", dim))
+            reassociation.append([start] if dim not in self.spatial else [start, start + 1])
         grid_shape = [self.slot[i] if kind == "slot" else self.problem.stride[i] for kind, i in grid_dims]
         domain = mlir.dims("d", len(grid_dims))
         acc_read = [domain[grid_dims.index(("phase", a))] for a in range(rank)] + \

@@ -135,6 +135,8 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
 
 def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (x, y_dst, indices_dst)."""
+    check(form.windows != "candidates", f"{OP}: the candidates form is the backward's; the forward reads its windows "
+                                        f"by extract or slices, but got {form.windows!r}")
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = INDEX_TYPES[problem.index_dtype]
     return mlir.render(

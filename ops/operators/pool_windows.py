@@ -34,13 +34,14 @@ class Form:
     ``windows``: a kernel reads each window's taps by ``tensor.extract`` at positions computed in the body
     (``"extract"``), or as strided slices of the input padded once, through identity maps (``"slices"``: the
     forward's scan an elementwise pass over the windows, the backward one elementwise pass per stride phase of
-    grad_in over its taps' windows: ``mlir/maxpool2d_bwd_slices.mlir``).
+    grad_in over its taps' windows: ``mlir/maxpool2d_bwd_slices.mlir``), or, the backward only, grad_in's phases in
+    one elementwise pass over the windows of every tap shift (``"candidates"``: ``mlir/maxpool2d_bwd_candidates.mlir``).
     """
 
     windows: str = "extract"
 
     def __post_init__(self):
-        one_of("maxpool2d_fwd and maxpool2d_bwd", "windows", self.windows, ("extract", "slices"))
+        one_of("maxpool2d_fwd and maxpool2d_bwd", "windows", self.windows, ("extract", "slices", "candidates"))
 
 
 def axis_letters(problem: PoolProblem) -> list[str]:
