@@ -2,8 +2,9 @@
 is the im2col form (taps gathered, a batch_matmul per group), IREE compiles its contractions as matmuls, and the
 gathered taps stay within the stated budget; each rule of mlir/tuning/llvm-cpu.json names a form its kind of problem
 has, and that form is what ships; the depthwise, per_image, per_image_nn and taps forms (the taps forms' phase-major
-store and zero taps too) match the definition; the per_image_nn rules hold on the hosts they were measured on; the pointwise flag rule takes what was measured, and its module matches the
-definition. Numerics of the shipped forms are every CPU test's (tests/test_grouped_conv_*)."""
+store and zero taps too) match the definition; the per_image_nn rules hold on the hosts they were measured on; the
+pointwise flag rule takes what was measured, and its module matches the definition. Numerics of the shipped forms
+are every CPU test's (tests/test_grouped_conv_*)."""
 
 from __future__ import annotations
 

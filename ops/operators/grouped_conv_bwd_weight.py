@@ -108,7 +108,8 @@ class Form:
     ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum; it must
     divide the batch). ``contraction``: the convolution-form ``linalg.generic`` (``"generic"``), the windows
     gathered and contracted by a batch_matmul per group (``"im2col"``), for channels-first layouts the windows
-    contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``), for
+    contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``; with one
+    operand laid out (o, channels) first, so that no matmul reduces along a row: ``"per_image_nn"``), for
     channels-first layouts one sum per tap, image, group and (k, c) in one generic, then summed over the images
     (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
     (``"depthwise"``); all but the generic reduce the whole batch at once."""
@@ -502,52 +503,64 @@ def _per_image_nn(problem: ConvBwdWeightProblem, element: str) -> str:
     """The per_image form with no reduction along a row (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image_nn``):
     grad_out laid out (o, k) (``grad_out_moved``), or the windows gathered (o, (c, f)), then a plain batch_matmul per
     (image, group) and the sum over the images."""
-    rank, n, groups, c, k = problem.rank, problem.batch, problem.groups, problem.in_channels, problem.out_channels
     common = _per_image_common(problem)
     o, f = common["o"], common["f"]
-    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
-    columns, positions = c * math.prod(filters), math.prod(outputs)
     gathered = ["n", "g", "c", *f, *o] if grad_out_moved(problem) else ["n", "g", *o, "c", *f]
-    cols_shape = [dict(n=n, g=groups, c=c, **dict(zip(f, filters)), **dict(zip(o, outputs)))[d] for d in gathered]
-    by_position = [[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))]
-    by_column = [[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]
-    values = dict(
-        element=element, cols_type=mlir.tensor(cols_shape, element), cols_read=mlir.affine_map(gathered, common["x_read"]),
+    sizes = dict(n=problem.batch, g=problem.groups, c=problem.in_channels, **dict(zip(f, problem.filter_spatial)),
+                 **dict(zip(o, problem.output_spatial)))
+    layout = _nn_grad_out_moved if grad_out_moved(problem) else _nn_cols_moved
+    values, taps_shape = layout(problem, element, common)
+    return mlir.render(
+        "grouped_conv_bwd_weight.per_image_nn", element=element,
+        cols_type=mlir.tensor([sizes[d] for d in gathered], element), cols_read=mlir.affine_map(gathered, common["x_read"]),
         cols_map=mlir.affine_map(gathered, gathered), cols_iterators=mlir.iterators(["parallel"] * len(gathered)),
+        per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
         **{key: common[key] for key in ("images_map", "images_iterators", "acc_groups_type", "acc_groups_reassociation")},
+        **values,
     )
-    if grad_out_moved(problem):
-        matrix = mlir.tensor([n * groups, positions, k], element)
-        taps_shape = [n, groups, c, *filters, k]
-        values.update(
-            moved="grad_out", rows="(c, f)", cols_reassociation=_reassociation(by_column),
-            cols_matrix_type=mlir.tensor([n * groups, columns, positions], element),
-            grad_out_operand=mlir.render(
-                "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor([n, groups, *outputs, k], element),
-                grad_out_permutation=mlir.index_list([0, 1, *range(3, rank + 3), 2]), grad_out_matrix_type=matrix,
-                grad_out_reassociation=_reassociation([[0, 1], list(range(2, rank + 2)), [rank + 2]])),
-            lhs="%cols_matrix", rhs="%grad_out_matrix", lhs_type=mlir.tensor([n * groups, columns, positions], element),
-            rhs_type=matrix, per_image_type=mlir.tensor([n * groups, columns, k], dtypes.ACCUMULATOR),
-            per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
-            images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *f, "k"]),
-        )
-    else:
-        matrix = mlir.tensor([n * groups, k, positions], element)
-        taps_shape = [n, groups, k, c, *filters]
-        values.update(
-            moved="the gathered columns", rows="k", cols_reassociation=_reassociation(by_position),
-            cols_matrix_type=mlir.tensor([n * groups, positions, columns], element),
-            grad_out_operand=mlir.render(
-                "grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
-                grad_out_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 3))])),
-            lhs="%grad_out_matrix", rhs="%cols_matrix", lhs_type=matrix,
-            rhs_type=mlir.tensor([n * groups, positions, columns], element),
-            per_image_type=mlir.tensor([n * groups, k, columns], dtypes.ACCUMULATOR),
-            per_image_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 4))]),
-            images_read=mlir.affine_map(common["images_domain"], common["images_domain"]),
-        )
-    return mlir.render("grouped_conv_bwd_weight.per_image_nn", per_image_taps_shape=mlir.index_list(taps_shape),
-                       per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), **values)
+
+
+def _nn_shape(problem: ConvBwdWeightProblem) -> tuple[int, int, int, int, int]:
+    """(rank, images x groups, (c, f) columns, output positions, K) of the per-image matmuls."""
+    return (problem.rank, problem.batch * problem.groups, problem.in_channels * math.prod(problem.filter_spatial),
+            math.prod(problem.output_spatial), problem.out_channels)
+
+
+def _nn_grad_out_moved(problem: ConvBwdWeightProblem, element: str, common: dict) -> tuple[dict, list[int]]:
+    """per_image_nn's values where grad_out is laid out (o, k): cols[(n, g), (c, f), o] x grad_out_t[(n, g), o, k]."""
+    rank, images, columns, positions, k = _nn_shape(problem)
+    matrix, cols = mlir.tensor([images, positions, k], element), mlir.tensor([images, columns, positions], element)
+    grad_out_t_shape = [problem.batch, problem.groups, *problem.output_spatial, k]
+    return dict(
+        moved="grad_out", rows="(c, f)", cols_matrix_type=cols,
+        cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]),
+        grad_out_operand=mlir.render(
+            "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor(grad_out_t_shape, element),
+            grad_out_permutation=mlir.index_list([0, 1, *range(3, rank + 3), 2]), grad_out_matrix_type=matrix,
+            grad_out_reassociation=_reassociation([[0, 1], list(range(2, rank + 2)), [rank + 2]])),
+        lhs="%cols_matrix", rhs="%grad_out_matrix", lhs_type=cols, rhs_type=matrix,
+        per_image_type=mlir.tensor([images, columns, k], dtypes.ACCUMULATOR),
+        per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
+        images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *common["f"], "k"]),
+    ), [problem.batch, problem.groups, problem.in_channels, *problem.filter_spatial, k]
+
+
+def _nn_cols_moved(problem: ConvBwdWeightProblem, element: str, common: dict) -> tuple[dict, list[int]]:
+    """per_image_nn's values where the windows are gathered (o, (c, f)): grad_out[(n, g), k, o] x cols_t[(n, g), o,
+    (c, f)]."""
+    rank, images, columns, positions, k = _nn_shape(problem)
+    matrix, cols = mlir.tensor([images, k, positions], element), mlir.tensor([images, positions, columns], element)
+    return dict(
+        moved="the gathered columns", rows="k", cols_matrix_type=cols,
+        cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))]),
+        grad_out_operand=mlir.render(
+            "grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
+            grad_out_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 3))])),
+        lhs="%grad_out_matrix", rhs="%cols_matrix", lhs_type=matrix, rhs_type=cols,
+        per_image_type=mlir.tensor([images, k, columns], dtypes.ACCUMULATOR),
+        per_image_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 4))]),
+        images_read=mlir.affine_map(common["images_domain"], common["images_domain"]),
+    ), [problem.batch, problem.groups, k, problem.in_channels, *problem.filter_spatial]
 
 
 def _tap_sums(problem: ConvBwdWeightProblem, element: str) -> str:
