@@ -81,11 +81,12 @@ def test_the_slice_forms_read_no_tensor_by_extract(rng):
         assert _extracts(module.render(problem, pool_windows.Form())), problem.name
 
 
-def test_the_cpu_ships_the_candidates_and_slice_forms_and_the_gpus_the_extract_form(tmp_path, rng):
+def test_the_cpu_ships_the_candidates_and_slice_forms_and_the_gpus_the_extract_form(tmp_path):
     """A backward from the indices: the candidates form, overlapping windows or not; from x: the slices form where
-    windows overlap, the extract form where they do not. The forward: the slices form."""
-    problem = _random_problems(rng, maxpool2d, 1, source="indices", dtype="float32", kernel_size=(3, 3),
-                               stride=(2, 2))[0]
+    windows overlap, the extract form where they do not. The forward: the slices form. (A fixed problem: a random
+    3 x 3 / 2 one can have a single window, which overlaps nothing; seed 931255569 drew one.)"""
+    problem = maxpool2d.problem_from_params(batch=2, channels=3, input_spatial=(9, 10), kernel_size=3, stride=2,
+                                            padding=1, dtype="float32")
     assert problem.overlapping
     assert policy.forms_for(problem, CPU)[0] == pool_windows.Form(windows="candidates")
     params = dict(batch=2, channels=3, input_spatial=(8, 8), kernel_size=2, stride=2, dtype="float32")
