@@ -505,10 +505,11 @@ def _per_image_nn(problem: ConvBwdWeightProblem, element: str) -> str:
     (image, group) and the sum over the images."""
     common = _per_image_common(problem)
     o, f = common["o"], common["f"]
-    gathered = ["n", "g", "c", *f, *o] if grad_out_moved(problem) else ["n", "g", *o, "c", *f]
+    moved = grad_out_moved(problem)
+    gathered = ["n", "g", "c", *f, *o] if moved else ["n", "g", *o, "c", *f]
     sizes = dict(n=problem.batch, g=problem.groups, c=problem.in_channels, **dict(zip(f, problem.filter_spatial)),
                  **dict(zip(o, problem.output_spatial)))
-    layout = _nn_grad_out_moved if grad_out_moved(problem) else _nn_cols_moved
+    layout = _nn_grad_out_moved if moved else _nn_cols_moved
     values, taps_shape = layout(problem, element, common)
     return mlir.render(
         "grouped_conv_bwd_weight.per_image_nn", element=element,

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from build_tools import layer_bench
-from ops import policy, registry, runtime, targets, verify
+from ops import policy, runtime, targets, verify
 from ops.operators import grouped_conv_bwd_weight as W
 
 CPU = targets.target_for_device("local-task")
