@@ -139,16 +139,17 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 def rule_applies(rule: dict, problem) -> bool:
     """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``), to ``ranks``
     (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image, to pointwise
-    convolutions (``pointwise``: a 1 x 1 filter at unit stride), to hosts whose CPU has every one of ``host_flags``
-    and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it was measured,
-    and another host keeps the rules below it), and leave out problems by function name (``except``: measured
-    slower with it)."""
+    convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to hosts whose CPU
+    has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU
+    rule holds where it was measured, and another host keeps the rules below it), and leave out problems by
+    function name (``except``: measured slower with it)."""
     kind = getattr(problem, "kind", None)
     positions = math.prod(getattr(problem, "output_spatial", ()))
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
             and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
             and problem.layout in rule.get("layouts", [problem.layout])
-            and positions >= rule.get("min_output_positions", 0) and (not rule.get("pointwise") or _pointwise(problem))
+            and positions >= rule.get("min_output_positions", 0)
+            and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)
             and _on_host(rule) and problem.name not in rule.get("except", ()))
 
 
