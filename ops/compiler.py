@@ -140,9 +140,9 @@ def _run(command: list[str], cwd: Path, spec: ModuleSpec, shown: list[str]) -> N
 def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -> Path:
     """Compile ``spec`` to ``vmfb`` (atomically), with its digest, ``<vmfb stem>.mlir`` and ``.compile.sh`` beside it.
 
-    GPU modules compile in two steps, to IREE's HAL-level program and on from it, and the launch plan read from
-    that program (``ops/launch/plan.py``) is stored beside the module with its digest (``plan_path``): the
-    plan and the module come from one program. A program no plan expresses leaves the reason instead."""
+    Modules compile in two steps, to IREE's HAL-level program and on from it, and the launch plan read from that
+    program (``ops/launch/plan.py``) is stored beside the module with its digest (``plan_path``): the plan and the
+    module come from one program. A program no plan expresses leaves the reason instead."""
     mlir_path = vmfb.with_suffix(".mlir")
     atomic_write(mlir_path, spec.mlir.encode())
     tmp = vmfb.with_name(f".{vmfb.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -154,12 +154,9 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
             f"--iree-hal-dump-executable-binaries-to={dump_dir}",
         ]
     tool = compiler_tool()
-    if spec.target.gpu:
-        hal = vmfb.with_name(f"{vmfb.stem}.hal.mlir")
-        steps = [[mlir_path.name, *spec.flags, *extra, "--compile-to=hal", "-o", hal.name],
-                 ["--compile-from=hal", hal.name, *spec.flags, "-o", vmfb.name]]
-    else:
-        hal, steps = None, [[mlir_path.name, *spec.flags, *extra, "-o", vmfb.name]]
+    hal = vmfb.with_name(f"{vmfb.stem}.hal.mlir")
+    steps = [[mlir_path.name, *spec.flags, *extra, "--compile-to=hal", "-o", hal.name],
+             ["--compile-from=hal", hal.name, *spec.flags, "-o", vmfb.name]]
     shown = [["iree-compile", *(a for a in step if a not in extra)] for step in steps]
     script = "\n".join(shlex.join(s) for s in shown)
     atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode())
@@ -167,11 +164,10 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
     hal_tmp = tmp.with_name(tmp.name + ".hal.mlir")
     try:
         for step, visible in zip(steps, shown):
-            real = [tool, *(hal_tmp.name if a == (hal and hal.name) else tmp.name if a == vmfb.name else a for a in step)]
+            real = [tool, *(hal_tmp.name if a == hal.name else tmp.name if a == vmfb.name else a for a in step)]
             _run(real, vmfb.parent, spec, visible)
         data = tmp.read_bytes()
-        if hal is not None:
-            _store_plan(vmfb, hal_tmp.read_text(), data)
+        _store_plan(vmfb, hal_tmp.read_text(), data)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -189,12 +185,12 @@ def root_of(path: Path) -> Path:
 
 
 def plan_path(vmfb: Path) -> Path:
-    """Where a GPU module's launch plan is stored (the extractor's version in its name)."""
+    """Where a module's launch plan is stored (the extractor's version in its name)."""
     return vmfb.with_name(f"{vmfb.stem}.launch-v{launch_plan.EXTRACTOR_VERSION}.json")
 
 
 def unsupported_path(vmfb: Path) -> Path:
-    """Where the reason is kept that a GPU module has no launch plan (it runs through IREE's runtime)."""
+    """Where the reason is kept that a module has no launch plan (it runs through IREE's runtime)."""
     return plan_path(vmfb).with_suffix(".unsupported")
 
 
@@ -209,6 +205,21 @@ def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
     text = plan.to_json().encode()
     atomic_write(digest_path(plan_path(vmfb)), (digest(text) + "\n").encode())
     atomic_write(plan_path(vmfb), text)
+
+
+def ensure_plan(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
+    """Read and store the launch plan of a cached module compiled before plans were read for its target (neither a
+    plan nor the reason there is none beside it): its HAL-level program compiled again, the plan located in the
+    module's bytes ``data`` (a program that does not embed the same executables leaves that reason)."""
+    if root_of(vmfb) != cache_dir() or plan_path(vmfb).is_file() or unsupported_path(vmfb).is_file():
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        # the source's name as compile_module gave it: IREE names the executables after it
+        source, hal = Path(directory) / vmfb.with_suffix(".mlir").name, Path(directory) / f"{vmfb.stem}.hal.mlir"
+        source.write_text(spec.mlir)
+        shown = ["iree-compile", source.name, *spec.flags, "--compile-to=hal", "-o", hal.name]
+        _run([compiler_tool(), *shown[1:]], Path(directory), spec, shown)
+        _store_plan(vmfb, hal.read_text(), data)
 
 
 def load_plan(root: Path, vmfb: Path, data: bytes) -> "launch_plan.Plan | str":

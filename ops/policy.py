@@ -384,6 +384,8 @@ def mma_intrinsic(target: Target, element: str) -> tuple:
 
 # --- The CPU call beside PyTorch --------------------------------------------------------------------------------
 
+# The three settings below concern CPU calls through IREE's runtime (``cpu_launcher`` below: where a module has no
+# launch plan, or ``OPS_CPU_LAUNCHER=runtime``); the default launcher runs on PyTorch's own threads.
 
 # ``ops.torch`` releases PyTorch's OpenMP pool (``omp_pause_resource_all``) before each CPU module call: libgomp's
 # workers spin after every parallel region, on the cores IREE's workers are about to need. Measured with
@@ -409,6 +411,16 @@ CPU_CALLS_SCHED_BATCH = True
 # results bitwise equal; a single call takes the same time whichever execution model its module has. In whole
 # steps the gain is within the noise.
 CPU_LAYER_CALLS_QUEUED = True
+
+
+def cpu_launcher() -> str:
+    """How ``ops.torch`` runs a CPU module: ``"plan"``, its launch plan's dispatch functions called on PyTorch's own
+    OpenMP threads (``ops/launch/cpu.py``), or ``"runtime"``, IREE's runtime on its own workers
+    (``OPS_CPU_LAUNCHER=runtime``; also where a module has no plan, or the host no C compiler for the runner).
+    Measured (docs/PERFORMANCE.md, the CPU training step, ninth session): IREE's runtime hands each call to its
+    workers beside PyTorch's pool, which must be released first and made again after; on PyTorch's threads a call
+    costs neither."""
+    return "runtime" if os.environ.get("OPS_CPU_LAUNCHER", "") == "runtime" else "plan"
 
 
 # --- Launching on a framework's GPU stream --------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""ops.torch's CPU calls and the threads beside them:
+"""ops.torch's CPU calls through IREE's runtime (``OPS_CPU_LAUNCHER=runtime``, and where a module has no launch plan)
+and the threads beside them (the default launcher, on PyTorch's own threads: tests/test_cpu_launch.py):
 - they release PyTorch's OpenMP pool first (``policy.CPU_CALLS_RELEASE_OPENMP``): the pool's threads go, PyTorch's
   next parallel region makes them again, and the gradients do not change;
 - they run with the calling thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``), and leave it as it was;
@@ -29,6 +30,16 @@ def iree_threads() -> dict[int, bool]:
 def pool_threads() -> int:
     """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
     return sum(1 for iree in iree_threads().values() if not iree)
+
+
+@pytest.fixture(autouse=True)
+def through_irees_runtime(monkeypatch):
+    """Every kernel made in a test runs through IREE's runtime: the launcher switched, and no call prepared before
+    (under the default launcher) reused."""
+    monkeypatch.setattr(policy, "cpu_launcher", lambda: "runtime")
+    for op in vars(kernels).values():
+        if isinstance(op, kernels.KernelOp):
+            monkeypatch.setattr(op, "ready", {})
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
-"""Launching compiled modules' kernels directly on a framework's stream.
+"""Launching compiled modules' kernels directly: on a framework's GPU stream, or on its CPU threads.
 
-``plan`` reads a GPU module's static host program into a launch plan at compile time (stored beside the module,
-see ``ops.compiler``); ``cuda`` issues a plan's commands through NVIDIA's driver bindings. ``plan_of`` reads a
-stored module's verified plan.
+``plan`` reads a module's static host program into a launch plan at compile time (stored beside the module, see
+``ops.compiler``); ``cuda`` issues a plan's commands through NVIDIA's driver bindings, ``hip`` through AMD's HIP
+runtime, and ``cpu`` runs a CPU plan's dispatch functions (``elf``: its executables loaded into the process) on
+PyTorch's OpenMP threads. ``plan_of`` reads a stored module's verified plan.
 """
 
 from __future__ import annotations

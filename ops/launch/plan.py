@@ -1,4 +1,4 @@
-"""Launch plans: a static module's GPU work as data, read once from IREE's HAL-level program.
+"""Launch plans: a static module's work as data, read once from IREE's HAL-level program.
 
 Every module of this library has static shapes, so ``iree-compile --compile-to=hal`` shows its whole host
 program as constants: one memoized command buffer of dispatches (constant workgroup counts, push constants,
@@ -13,6 +13,11 @@ the driver's launch call (``ops/launch/cuda.py``):
                    (IREE's CUDA and HIP HALs pack them so: stream_command_buffer.c)
     fill / copy  = byte ranges of slots
 
+A CPU module (llvm-cpu, its executables embedded ELF images: ``ops/launch/elf.py``) that takes a transient
+workspace (``iree.abi.transients``) builds its command buffer inline in the public function instead, binding
+buffers directly: each argument's buffer and the workspace (of the constant size its reflection records) become
+the slots, and the plan is the same (``ops/launch/cpu.py`` runs it on PyTorch's OpenMP threads).
+
 Anything else in the program (a dynamic shape, a second queue submission, a host-side branch) is not a static
 plan: ``extract`` raises ``UnsupportedModule`` naming it, and the caller keeps IREE's runtime for that module.
 ``EXTRACTOR_VERSION`` is part of every stored plan's name: a change to what is extracted makes a new one.
@@ -26,11 +31,12 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
-from . import flatbuffer
+from . import elf, flatbuffer
 
 EXTRACTOR_VERSION = 1
 # IREE's executable formats this reader knows: format -> (container magic, the ModuleDef image field's name)
 FORMATS = {"cuda-nvptx-fb": (b"CDA1", "ptx"), "rocm-hsaco-fb": (b"HIP1", "hsaco")}
+CPU_FORMATS = ("embedded-elf-x86_64",)  # the executable is the ELF image itself (``elf.load``)
 _ELEMENT_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i8": 1, "i1": 1}
 
 
@@ -60,7 +66,7 @@ class Slot:
 class Export:
     name: str
     block: tuple[int, int, int]
-    shared_bytes: int  # dynamic shared memory per block (CUDA); HIP's kernels use static LDS (0 here)
+    shared_bytes: int  # dynamic shared memory per block (CUDA; HIP's kernels use static LDS: 0), local memory (CPU)
     constants: int  # 32-bit push constants
     bindings: int
 
@@ -152,7 +158,7 @@ def _command(data: dict):
 _CONSTANT = re.compile(r"(%[\w-]+) = arith\.constant (-?\d+) : \w+")
 _BINARY = re.compile(r'hal\.executable private @([\w$.-]+) \{\s*hal\.executable\.binary public @([\w$.-]+) '
                      r'<format = "([^"]+)", data = dense<"0x([0-9A-Fa-f]+)">')
-_PUBLIC = re.compile(r"^  util\.func public @([\w$.-]+)\(", re.M)
+_PUBLIC = re.compile(r"^  util\.func public @([\w$.-]+?)(?<!_transients_size)\(", re.M)
 _DECLARATION = re.compile(r'iree\.abi\.declaration = "(?:a)?sync func @[\w$.-]+\((.*?)\) ->')
 _DECLARED_ARGUMENT = re.compile(r"%\w+: tensor<([^>]*)>( \{iree\.abi\.output = \d+ : index\})?")
 _VIEW_BUFFER = re.compile(r"(%\w+) = hal\.buffer_view\.buffer<%arg(\d+) : !hal\.buffer_view>")
@@ -168,10 +174,13 @@ _DISPATCH = re.compile(r"hal\.command_buffer\.dispatch<%\w+ : !hal\.command_buff
                        r"\[(%\w+)\] workgroups\(\[(.*?)\]\)(?: constants\(\[(.*?)\]\))? bindings\(\[(.*?)\]\) "
                        r'flags\("None"\)', re.S)
 _SLOT_ENTRY = re.compile(r"\((%[\w-]+) : (index|!hal\.buffer)\)\[(%[\w-]+), (%[\w-]+)\]")
-_FILL = re.compile(r"hal\.command_buffer\.fill_buffer<%\w+ : !hal\.command_buffer> target\((%[\w-]+) : index\)"
+_FILL = re.compile(r"hal\.command_buffer\.fill_buffer<%\w+ : !hal\.command_buffer> target\((%[\w-]+) : (?:index|!hal\.buffer)\)"
                    r"\[(%[\w-]+), (%[\w-]+)\] pattern\((%[\w-]+) : i(8|16|32)\)")
-_COPY = re.compile(r"hal\.command_buffer\.copy_buffer<%\w+ : !hal\.command_buffer> source\((%[\w-]+) : index\)"
-                   r"\[(%[\w-]+)\] target\((%[\w-]+) : index\)\[(%[\w-]+)\] length\((%[\w-]+)\)")
+_COPY = re.compile(r"hal\.command_buffer\.copy_buffer<%\w+ : !hal\.command_buffer> source\((%[\w-]+) : (?:index|!hal\.buffer)\)"
+                   r"\[(%[\w-]+)\] target\((%[\w-]+) : (?:index|!hal\.buffer)\)\[(%[\w-]+)\] length\((%[\w-]+)\)")
+_TRANSIENTS = re.compile(r"iree\.abi\.transients\.size\.constant = (\d+) : index")
+_BUFFER_ARGUMENTS = re.compile(r"%arg(\d+): !hal\.buffer\b")
+_BUFFER_LENGTH = re.compile(r"(%[\w-]+) = hal\.buffer\.length<(%\w+) : !hal\.buffer> : index")
 # what a static public function and its memoized command buffer may hold besides the ops read above
 _PUBLIC_OPS = {"arith.constant", "util.null", "util.global.load", "hal.memory_type", "hal.buffer_usage",
                "hal.element_type", "hal.encoding_type", "hal.buffer_view.assert", "hal.buffer_view.buffer",
@@ -181,6 +190,8 @@ _PUBLIC_OPS = {"arith.constant", "util.null", "util.global.load", "hal.memory_ty
 _APPLY_OPS = {"arith.constant", "util.global.load", "hal.command_buffer.create", "hal.executable.lookup.function",
               "hal.command_buffer.dispatch", "hal.command_buffer.execution_barrier", "hal.command_buffer.fill_buffer",
               "hal.command_buffer.copy_buffer", "hal.command_buffer.finalize", "util.return"}
+# a public function that records its command buffer inline (a CPU module taking a transient workspace)
+_INLINE_OPS = _PUBLIC_OPS | _APPLY_OPS | {"hal.buffer.length", "hal.device.queue.execute"}
 _OP_NAME = re.compile(r"^\s*(?:%[\w$.:-]+(?:, %[\w$.:-]+)* = )?([a-z_]+\.[\w.]+)")
 
 
@@ -229,11 +240,11 @@ def _executables(text: str) -> tuple[dict[str, int], tuple[Executable, ...], dic
     """name -> index, the executables, and each one's serialized container."""
     found = _BINARY.findall(text)
     if not found:
-        raise UnsupportedModule("the module holds no serialized GPU executable")
+        raise UnsupportedModule("the module holds no serialized executable")
     executables, containers = [], {}
     for name, _, format_, data in found:
-        if format_ not in FORMATS:
-            raise UnsupportedModule(f"executable format {format_!r} (this launcher reads {', '.join(FORMATS)})")
+        if format_ not in FORMATS and format_ not in CPU_FORMATS:
+            raise UnsupportedModule(f"executable format {format_!r} (the launchers read {', '.join([*FORMATS, *CPU_FORMATS])})")
         container = bytes.fromhex(data)
         executables.append(Executable(name, format_, hashlib.sha256(container).hexdigest(), len(container),
                                       read_exports(container, format_)))
@@ -242,7 +253,14 @@ def _executables(text: str) -> tuple[dict[str, int], tuple[Executable, ...], dic
 
 
 def read_exports(container: bytes, format_: str) -> tuple[Export, ...]:
-    """The kernels of a serialized executable: name, block, dynamic shared memory, constants, bindings."""
+    """The kernels of a serialized executable: name, block, dynamic shared memory, constants, bindings (a CPU
+    executable's from its library, loaded into this process: ``elf.load``)."""
+    if format_ in CPU_FORMATS:
+        try:
+            functions = elf.load(container).functions
+        except elf.UnsupportedExecutable as error:
+            raise UnsupportedModule(str(error)) from None
+        return tuple(Export(f.name, f.workgroup_size, f.local_memory_bytes, f.constants, f.bindings) for f in functions)
     root = flatbuffer.executable_root(container, FORMATS[format_][0])
     return tuple(Export(e.bytes(1).decode(), tuple(e.struct(2, "<III")), e.scalar(3), e.scalar(4), e.vector_length(5))
                  for e in root.tables(0))
@@ -280,20 +298,31 @@ def _slots(body: str, constants: dict[str, int], arguments: tuple[Argument, ...]
     return tuple(slots), sizes, loaded[commands]
 
 
-def _slot_bindings(text: str, constants: dict[str, int], slot_count: int) -> tuple[tuple[int, int, int], ...]:
+def _slot_of(name: str, constants: dict[str, int], buffers: dict[str, int]) -> int:
+    """A command's slot: a binding-table index (a constant), or a buffer bound directly (``buffers``: an inline
+    command buffer's)."""
+    return buffers[name] if name in buffers else _value(constants, name, "a binding's slot")
+
+
+def _slot_bindings(text: str, constants: dict[str, int], slot_count: int,
+                   buffers: dict[str, int]) -> tuple[tuple[int, int, int], ...]:
     bindings = []
     for slot, kind, offset, length in _SLOT_ENTRY.findall(text):
-        if kind != "index":
-            raise UnsupportedModule("a dispatch binds a buffer directly, not through the binding table")
-        index = _value(constants, slot, "a binding's slot")
+        if (kind == "index") == (slot in buffers):
+            raise UnsupportedModule(f"a dispatch binds {slot} ({kind}), neither a binding-table slot nor a known buffer")
+        index = _slot_of(slot, constants, buffers)
         if not 0 <= index < slot_count:
             raise UnsupportedModule(f"a dispatch binds slot {index} of {slot_count}")
         bindings.append((index, _value(constants, offset, "a binding's offset"), _value(constants, length, "a binding's length")))
     return tuple(bindings)
 
 
-def _commands(apply_body: str, executables: dict[str, int], exports: tuple[Executable, ...], slot_count: int) -> tuple:
-    constants = _constants(apply_body)
+def _commands(apply_body: str, executables: dict[str, int], exports: tuple[Executable, ...], slot_count: int,
+              buffers: dict[str, int] | None = None, known: dict[str, int] | None = None) -> tuple:
+    """The command buffer's commands in order; ``buffers`` maps the buffers an inline command buffer binds directly
+    to their slots, ``known`` gives values that are not constants in the text (the workspace's length)."""
+    buffers = buffers or {}
+    constants = {**_constants(apply_body), **(known or {})}
     functions = {fid: (executables[exe], export) for fid, exe, export in _LOOKUP.findall(apply_body)}
     found = []
     for match in _DISPATCH.finditer(apply_body):
@@ -306,20 +335,46 @@ def _commands(apply_body: str, executables: dict[str, int], exports: tuple[Execu
         pushed = tuple(_value(constants, c.strip(), "a push constant") & 0xFFFFFFFF
                        for c in (pushed or "").split(",") if c.strip())
         found.append((match.start(), Dispatch(executable, names.index(export_name), grid, pushed,
-                                              _slot_bindings(bindings, constants, slot_count))))
+                                              _slot_bindings(bindings, constants, slot_count, buffers))))
     for match in _FILL.finditer(apply_body):
         slot, offset, length, pattern, bits = match.groups()
-        found.append((match.start(), Fill(_value(constants, slot, "a fill's slot"), _value(constants, offset, "a fill's offset"),
+        found.append((match.start(), Fill(_slot_of(slot, constants, buffers), _value(constants, offset, "a fill's offset"),
                                           _value(constants, length, "a fill's length"),
                                           _value(constants, pattern, "a fill's pattern") & ((1 << int(bits)) - 1),
                                           int(bits) // 8)))
     for match in _COPY.finditer(apply_body):
-        values = [_value(constants, v, "a copy's operand") for v in match.groups()]
-        found.append((match.start(), Copy(*values)))
+        source, source_offset, target, target_offset, length = match.groups()
+        found.append((match.start(), Copy(_slot_of(source, constants, buffers), _value(constants, source_offset, "a copy's offset"),
+                                          _slot_of(target, constants, buffers), _value(constants, target_offset, "a copy's offset"),
+                                          _value(constants, length, "a copy's length"))))
     counted = sum(apply_body.count(f"hal.command_buffer.{op}<") for op in ("dispatch", "fill_buffer", "copy_buffer"))
     if counted != len(found):
         raise UnsupportedModule(f"the command buffer holds {counted} commands, of which {len(found)} were read")
     return tuple(command for _, command in sorted(found, key=lambda item: item[0]))
+
+
+def _inline(body: str, hal_text: str, function: str, arguments: tuple[Argument, ...], executable_index: dict[str, int],
+            executables: tuple[Executable, ...]) -> tuple[tuple[Slot, ...], tuple[int, ...], tuple]:
+    """The slots, transient sizes and commands of a public function that records its command buffer inline: each
+    argument's buffer a slot, and the transient workspace argument (``iree.abi.transients``, its constant size from
+    the reflection) the last, bound whole."""
+    _check_ops(body, _INLINE_OPS, f"function {function}")
+    if body.count("hal.command_buffer.create") != 1 or body.count("hal.device.queue.execute<") != 1:
+        raise UnsupportedModule(f"function {function} records or submits more than one command buffer")
+    buffers = {buffer: int(index) for buffer, index in _VIEW_BUFFER.findall(body)}
+    slots = [Slot(index, None, 0, arguments[index].nbytes) for index in sorted(set(buffers.values()))]
+    slot_of = {buffer: [s.argument for s in slots].index(index) for buffer, index in buffers.items()}
+    known, transients = {}, ()
+    workspace = [f"%arg{i}" for i in _BUFFER_ARGUMENTS.findall(body.split("\n", 1)[0])]
+    if workspace:
+        size = _TRANSIENTS.search(hal_text)
+        if len(workspace) != 1 or size is None:
+            raise UnsupportedModule(f"function {function} takes buffers other than one workspace of a constant size")
+        transients = (int(size.group(1)),)
+        slot_of[workspace[0]] = len(slots)
+        slots.append(Slot(None, 0, 0, transients[0]))
+        known = {length: transients[0] for length, buffer in _BUFFER_LENGTH.findall(body) if buffer == workspace[0]}
+    return tuple(slots), transients, _commands(body, executable_index, executables, len(slots), slot_of, known)
 
 
 def extract(hal_text: str) -> tuple[Plan, dict[str, bytes]]:
@@ -330,16 +385,19 @@ def extract(hal_text: str) -> tuple[Plan, dict[str, bytes]]:
         raise UnsupportedModule(f"the module exports {len(names)} functions (a plan holds one)")
     function = names[0]
     body = _function_body(hal_text, function)
-    _check_ops(body, _PUBLIC_OPS, f"function {function}")
     arguments = _arguments(body)
-    slots, transients, memoized = _slots(body, _constants(body), arguments)
-    apply_name = dict((g, f) for f, g in _MEMOIZED.findall(hal_text)).get(memoized)
-    if apply_name is None:
-        raise UnsupportedModule("the command buffer is not built by a memoized function")
-    apply_body = _function_body(hal_text, apply_name[1:])
-    _check_ops(apply_body, _APPLY_OPS, f"command buffer {apply_name}")
     executable_index, executables, containers = _executables(hal_text)
-    commands = _commands(apply_body, executable_index, executables, len(slots))
+    if "hal.command_buffer.create" in body:
+        slots, transients, commands = _inline(body, hal_text, function, arguments, executable_index, executables)
+    else:
+        _check_ops(body, _PUBLIC_OPS, f"function {function}")
+        slots, transients, memoized = _slots(body, _constants(body), arguments)
+        apply_name = dict((g, f) for f, g in _MEMOIZED.findall(hal_text)).get(memoized)
+        if apply_name is None:
+            raise UnsupportedModule("the command buffer is not built by a memoized function")
+        apply_body = _function_body(hal_text, apply_name[1:])
+        _check_ops(apply_body, _APPLY_OPS, f"command buffer {apply_name}")
+        commands = _commands(apply_body, executable_index, executables, len(slots))
     for command in commands:
         if isinstance(command, Dispatch):
             export = executables[command.executable].exports[command.export]

@@ -21,7 +21,11 @@ Kernels, by device:
   own memory (DLPack, no copy). IREE issues the kernels onto that stream before the call returns; nothing is
   waited for. ``OPS_ROCM_LAUNCHER=plan`` opts in to the launch plans instead (``ops/launch/hip.py``). None of
   this has run on an AMD GPU (none is reachable where it was written).
-- **The CPU**: IREE's runtime, synchronously, on the tensors' own memory (DLPack, no copy). Before each call,
+- **The CPU**: the module's launch plan on PyTorch's own OpenMP threads (``ops/launch/cpu.py``, the default:
+  ``policy.cpu_launcher``): its dispatch functions run in one parallel region of the pool PyTorch's own kernels
+  use, the calling thread among them, on the tensors' own memory. Nothing is handed over or released. Where a
+  module has no plan, or the host no C compiler for the runner, or ``OPS_CPU_LAUNCHER=runtime``: IREE's runtime,
+  synchronously, on the tensors' own memory (DLPack, no copy). Before each such call,
   PyTorch's OpenMP pool is released where the policy says so (``policy.CPU_CALLS_RELEASE_OPENMP``): its spinning
   workers would hold the cores IREE's workers need (``openmp_release``). The call itself runs with the calling
   thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``): woken when the module's work is done, it must not
@@ -270,29 +274,58 @@ class LaunchedKernel:
         _record_streams(inputs, self.device, stream)
 
 
+class CpuLaunchedKernel:
+    """A module's launch plan on PyTorch's own OpenMP threads (``ops/launch/cpu.py``): the calling thread and the
+    pool's workers run its dispatches in one parallel region, as PyTorch's own CPU kernels run; nothing is handed
+    to IREE's workers, so PyTorch's pool is not released. Its transient workspace is kept per thread."""
+
+    def __init__(self, kernels, plan, device: torch.device):
+        self.kernels, self.transients = kernels, plan.transients
+        self.slots = tuple((s.argument, s.transient, s.offset) for s in plan.slots)
+        self._workspaces = threading.local()
+
+    def __call__(self, inputs: list, outputs: list) -> None:
+        tensors = aligned(inputs, CPU_ALIGNMENT) + outputs
+        pointers = [t.data_ptr() for t in tensors]
+        workspaces = getattr(self._workspaces, "kept", None)
+        if workspaces is None:  # PyTorch's CPU allocations are 64-byte aligned, as IREE's code assumes
+            workspaces = self._workspaces.kept = [torch.empty(n, dtype=torch.uint8) for n in self.transients]
+        bases = [pointers[a] + offset if a is not None else workspaces[t].data_ptr() + offset
+                 for a, t, offset in self.slots]
+        self.kernels(bases, torch.get_num_threads())
+
+
+_LAUNCHERS = {"cuda": ("cuda", LaunchedKernel), "hip": ("hip", LaunchedKernel), "cpu": (targets.DEFAULT_DEVICE, CpuLaunchedKernel)}
+
+
 def launched(problem, device: torch.device, backend: str = "cuda"):
-    """The launch-plan kernel of ``problem`` on a GPU (``backend``: ``cuda``, or ``hip`` where opted in), or None
-    (said once) where it cannot be: the first form whose module has a plan and computes the known answer through
-    the launcher (``ops.known_answer``)."""
+    """The launch-plan kernel of ``problem`` (``backend``: ``cuda``, ``hip`` where opted in, or ``cpu``: PyTorch's
+    OpenMP threads), or None (said once) where it cannot be: the first form whose module has a plan and computes
+    the known answer through the launcher (``ops.known_answer``)."""
     try:
         launcher = importlib.import_module(f"ops.launch.{backend}")
     except ImportError as error:
         say_once(f"ops.torch: {backend} kernels run through IREE's runtime: {error}")
         return None
+    driver, kind = _LAUNCHERS[backend]
 
     def load(spec, path, data):
         try:
-            found = launcher.load(path, data, device.index)
+            if backend == "cpu":
+                compiler.ensure_plan(spec, path, data)
+                found = launcher.load(path, data, str(compiler.cache_dir()))
+            else:
+                found = launcher.load(path, data, device.index)
         except OSError as error:  # the driver's library is missing
             return f"the {backend} launcher cannot load it: {error}", None
         if isinstance(found, str):  # no plan: IREE's runtime serves it, and checks it there
             return found, None
-        kernel = LaunchedKernel(*found, device)
+        kernel = kind(*found, device)
         return kernel, lambda inputs, axes: run_known(kernel, problem, device, inputs, axes)
 
-    identity = known_answer.device_identity(backend, torch.cuda.get_device_name(device))
-    gate = known_answer.Gate(problem, identity, f"{backend}-launch", load)
-    compiler.load_first(policy.module_specs(problem, targets.target_for_device(backend)), gate)
+    gpu_name = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
+    gate = known_answer.Gate(problem, known_answer.device_identity(driver, gpu_name), f"{backend}-launch", load)
+    compiler.load_first(policy.module_specs(problem, targets.target_for_device(driver)), gate)
     if isinstance(gate.served, str):
         say_once(f"ops.torch: {problem.name} runs through IREE's runtime: {gate.served}")
         return None
@@ -350,7 +383,8 @@ def kernel_for(problem, device: torch.device, views: Callable):
             "its module must be loaded first: run one eager step with the same shapes before capturing")
     target = targets.target_for_device(driver)
     if not target.gpu:
-        return RuntimeKernel(runtime.function_for(problem, driver), driver, views, False)
+        kernel = _cpu_planned(problem, device) if policy.cpu_launcher() == "plan" else None
+        return kernel or RuntimeKernel(runtime.function_for(problem, driver), driver, views, False)
     if policy.gpu_launcher(target) == "plan":
         kernel = _planned(problem, device, driver, target)
         if kernel is not None:
@@ -370,6 +404,16 @@ def _planned(problem, device: torch.device, driver: str, target):
             raise
         say_once(f"ops.torch: the {driver} launcher computes no form of {problem.name} right ({error}); IREE's "
                  "runtime runs it")
+        return None
+
+
+def _cpu_planned(problem, device: torch.device):
+    """``launched`` on the CPU; where the launcher computes no form right (said once), IREE's runtime runs it."""
+    try:
+        return launched(problem, device, "cpu")
+    except known_answer.WrongResultError as error:
+        say_once(f"ops.torch: the CPU launcher computes no form of {problem.name} right ({error}); IREE's runtime "
+                 "runs it")
         return None
 
 

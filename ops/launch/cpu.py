@@ -1,0 +1,251 @@
+"""A CPU module's launch plan on PyTorch's own OpenMP threads: its dispatch functions called directly.
+
+IREE's runtime runs a CPU module on its own worker threads, beside PyTorch's OpenMP pool on the same cores: each
+call hands the work over and waits, and PyTorch's pool has to be released first and made again after
+(``ops/torch/calls.py``). Here the module's executables are loaded into the process (``elf.load``) and a small
+native runner executes the plan's commands in one parallel region of the OpenMP runtime PyTorch has loaded
+(``GOMP_parallel``, which libgomp and LLVM's libomp both export): each dispatch's workgroups split evenly over the
+team, fills and copies split by bytes, a team barrier after every command (IREE's barriers, kept). The calling
+thread takes part; nothing is handed over, released or waited for beyond the region's end.
+
+The runner is C, compiled on first use with the host's C compiler (``$CC``, else ``cc``) into the module store
+(``ops.compiler.cache_dir()/launch``): where there is none, or no OpenMP runtime is loaded, ``load`` says why and
+the module runs through IREE's runtime. A module it serves is checked on its first use like any other
+(``ops.known_answer``, as ``cpu-launch``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+
+from . import elf
+from . import plan as launch_plan
+
+RUNNER_SOURCE = r"""
+#include <stdint.h>
+#include <string.h>
+typedef struct { uint32_t wsx, wsy; uint16_t wsz, constant_count; uint32_t wcx, wcy; uint16_t wcz; uint8_t concurrency,
+                 binding_count; const uint32_t* constants; void* const* bindings; const size_t* lengths; } state_t;
+typedef struct { uint32_t x, y; uint16_t z, reserved; uint32_t processor; void* local; uint32_t local_size; } group_t;
+typedef int (*dispatch_t)(const void*, const state_t*, const group_t*);
+typedef struct { uint32_t kind, local_size; dispatch_t function; state_t state; char* target; const char* source;
+                 uint64_t length; uint32_t pattern, pattern_bytes; } command_t;
+typedef struct { void (*parallel)(void (*)(void*), void*, unsigned, unsigned); void (*barrier)(void);
+                 int (*thread)(void); int (*threads)(void); const void* environment; const command_t* commands;
+                 int count; char* local; uint64_t local_stride; volatile int failed; } run_t;
+
+static void dispatch(run_t* run, const command_t* c, uint64_t t, uint64_t n) {
+  const state_t* s = &c->state;
+  uint64_t total = (uint64_t)s->wcx * s->wcy * s->wcz, end = total * (t + 1) / n;
+  group_t g;
+  memset(&g, 0, sizeof g);
+  g.processor = (uint32_t)t;
+  g.local = c->local_size ? run->local + t * run->local_stride : 0;
+  g.local_size = c->local_size;
+  for (uint64_t i = total * t / n; i < end; ++i) {
+    g.x = (uint32_t)(i % s->wcx); g.y = (uint32_t)(i / s->wcx % s->wcy); g.z = (uint16_t)(i / ((uint64_t)s->wcx * s->wcy));
+    if (c->function(run->environment, s, &g)) run->failed = 1;
+  }
+}
+
+static void fill_or_copy(const command_t* c, uint64_t t, uint64_t n) {
+  uint64_t unit = c->pattern_bytes ? c->pattern_bytes : 1, units = c->length / unit;
+  uint64_t begin = units * t / n * unit, end = units * (t + 1) / n * unit;
+  if (c->kind == 2) { memcpy(c->target + begin, c->source + begin, end - begin); return; }
+  if (unit == 1) { memset(c->target + begin, (int)c->pattern, end - begin); return; }
+  for (uint64_t i = begin; i < end; i += unit) memcpy(c->target + i, &c->pattern, unit);
+}
+
+static void team(void* data) {
+  run_t* run = (run_t*)data;
+  uint64_t t = (uint64_t)run->thread(), n = (uint64_t)run->threads();
+  for (int i = 0; i < run->count; ++i) {
+    if (run->commands[i].kind == 0) dispatch(run, &run->commands[i], t, n);
+    else fill_or_copy(&run->commands[i], t, n);
+    if (i + 1 < run->count) run->barrier();
+  }
+}
+
+int ops_run_plan(run_t* run, unsigned threads) {
+  run->failed = 0;
+  run->parallel(team, run, threads, 0);
+  return run->failed;
+}
+"""
+
+_DISPATCH, _FILL, _COPY = 0, 1, 2
+_MAX_THREADS = 64  # a call's team (PyTorch's thread count) at most; the local memory is kept for this many
+
+
+class _State(ctypes.Structure):
+    _fields_ = [("wsx", ctypes.c_uint32), ("wsy", ctypes.c_uint32), ("wsz", ctypes.c_uint16),
+                ("constant_count", ctypes.c_uint16), ("wcx", ctypes.c_uint32), ("wcy", ctypes.c_uint32),
+                ("wcz", ctypes.c_uint16), ("concurrency", ctypes.c_uint8), ("binding_count", ctypes.c_uint8),
+                ("constants", ctypes.c_void_p), ("bindings", ctypes.c_void_p), ("lengths", ctypes.c_void_p)]
+
+
+class _Command(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("local_size", ctypes.c_uint32), ("function", ctypes.c_void_p),
+                ("state", _State), ("target", ctypes.c_void_p), ("source", ctypes.c_void_p), ("length", ctypes.c_uint64),
+                ("pattern", ctypes.c_uint32), ("pattern_bytes", ctypes.c_uint32)]
+
+
+class _Run(ctypes.Structure):
+    _fields_ = [("parallel", ctypes.c_void_p), ("barrier", ctypes.c_void_p), ("thread", ctypes.c_void_p),
+                ("threads", ctypes.c_void_p), ("environment", ctypes.c_void_p), ("commands", ctypes.c_void_p),
+                ("count", ctypes.c_int), ("local", ctypes.c_void_p), ("local_stride", ctypes.c_uint64),
+                ("failed", ctypes.c_int)]
+
+
+class LaunchError(RuntimeError):
+    """A dispatch function reported a failure."""
+
+
+OPENMP_RUNTIMES = ("libgomp", "libiomp5", "libomp")  # GNU's (PyTorch's Linux wheels), Intel's, LLVM's
+
+
+@functools.lru_cache(maxsize=None)
+def openmp_runtime() -> ctypes.CDLL | None:
+    """The OpenMP runtime this process has loaded (PyTorch's), or None (none loaded, or not Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        if os.path.basename(path).startswith(OPENMP_RUNTIMES):
+            library = ctypes.CDLL(path)
+            if all(hasattr(library, name) for name in ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num",
+                                                        "omp_get_num_threads")):
+                return library
+    return None
+
+
+_runner_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=None)
+def _runner(directory: str) -> ctypes.CDLL | str:
+    """The native runner, compiled once into ``directory``; or why it cannot be."""
+    digest = hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()[:16]
+    path = os.path.join(directory, f"cpu-runner-{digest}.so")
+    with _runner_lock:
+        if not os.path.isfile(path):
+            compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+            if compiler is None:
+                return "no C compiler (cc, or $CC) to build the CPU runner with"
+            os.makedirs(directory, exist_ok=True)
+            source, built = f"{path}.{os.getpid()}.c", f"{path}.{os.getpid()}.tmp"
+            with open(source, "w") as f:
+                f.write(RUNNER_SOURCE)
+            try:
+                result = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", built, source],
+                                        capture_output=True, text=True)
+                if result.returncode != 0:
+                    return f"{compiler} could not build the CPU runner: {result.stderr.strip()[:300]}"
+                os.replace(built, path)
+            finally:
+                for leftover in (source, built):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
+    runner = ctypes.CDLL(path)
+    runner.ops_run_plan.argtypes, runner.ops_run_plan.restype = [ctypes.POINTER(_Run), ctypes.c_uint], ctypes.c_int
+    return runner
+
+
+def _address(library: ctypes.CDLL, name: str) -> int:
+    return ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+
+
+class Kernels:
+    """A plan's commands, ready to run on PyTorch's OpenMP threads: ``kernels(bases, threads)`` with slot ``i`` at
+    host address ``bases[i]``."""
+
+    def __init__(self, plan: launch_plan.Plan, containers: list[bytes], runner: ctypes.CDLL, openmp: ctypes.CDLL):
+        self.plan, self._runner = plan, runner
+        executables = [elf.load(container) for container in containers]
+        self._commands = (_Command * len(plan.commands))()
+        self._bindings = []  # per dispatch: (its binding-pointer array, ((slot, offset), ...))
+        self._ranges = []  # per fill/copy: (command, target slot, offset, source slot or None, offset)
+        self._keep = [executables]
+        local = 0
+        for command, step in zip(self._commands, plan.commands):
+            if isinstance(step, launch_plan.Dispatch):
+                name = plan.executables[step.executable].exports[step.export].name
+                local = max(local, self._dispatch(command, step, executables[step.executable].function(name)))
+            elif isinstance(step, launch_plan.Fill):
+                command.kind, command.length = _FILL, step.length
+                command.pattern, command.pattern_bytes = step.pattern, step.pattern_bytes
+                self._ranges.append((command, step.slot, step.offset, None, 0))
+            else:
+                command.kind, command.length = _COPY, step.length
+                self._ranges.append((command, step.target, step.target_offset, step.source, step.source_offset))
+        self._local = ctypes.create_string_buffer(max(64, local * _MAX_THREADS))  # each thread's local memory
+        self._local_bytes = local
+        self._run = _Run(_address(openmp, "GOMP_parallel"), _address(openmp, "GOMP_barrier"),
+                         _address(openmp, "omp_get_thread_num"), _address(openmp, "omp_get_num_threads"),
+                         ctypes.addressof(elf.ENVIRONMENT), ctypes.addressof(self._commands), len(plan.commands),
+                         ctypes.addressof(self._local), local, 0)
+        self._run_ref = ctypes.byref(self._run)
+        self._threads = 0
+        self._lock = threading.Lock()  # one call at a time: the pointers and the local memory are the kernels' own
+
+    def _dispatch(self, command: _Command, step: launch_plan.Dispatch, function: elf.Function) -> int:
+        if (function.bindings, function.constants) != (len(step.bindings), len(step.constants)):
+            raise launch_plan.UnsupportedModule(f"{function.name} takes {function.bindings} bindings and "
+                                                f"{function.constants} constants, but the plan gives it others")
+        pointers = (ctypes.c_void_p * max(1, len(step.bindings)))()
+        lengths = (ctypes.c_size_t * max(1, len(step.bindings)))(*[length for _, _, length in step.bindings])
+        constants = (ctypes.c_uint32 * max(1, len(step.constants)))(*step.constants)
+        self._keep += [pointers, lengths, constants]
+        self._bindings.append((pointers, tuple((slot, offset) for slot, offset, _ in step.bindings)))
+        state = command.state
+        state.wsx, state.wsy, state.wsz = function.workgroup_size
+        state.constant_count, state.binding_count = len(step.constants), len(step.bindings)
+        state.wcx, state.wcy, state.wcz = step.grid
+        state.constants, state.bindings, state.lengths = (ctypes.addressof(a) for a in (constants, pointers, lengths))
+        command.kind, command.function, command.local_size = _DISPATCH, function.address, function.local_memory_bytes
+        return function.local_memory_bytes
+
+    def __call__(self, bases: list[int], threads: int) -> None:
+        threads = max(1, min(threads, _MAX_THREADS))
+        with self._lock:
+            for pointers, bound in self._bindings:
+                for i, (slot, offset) in enumerate(bound):
+                    pointers[i] = bases[slot] + offset
+            for command, target, target_offset, source, source_offset in self._ranges:
+                command.target = bases[target] + target_offset
+                command.source = bases[source] + source_offset if source is not None else None
+            if threads != self._threads:
+                for command in self._commands:
+                    command.state.concurrency = threads
+                self._threads = threads
+            failed = self._runner.ops_run_plan(self._run_ref, threads)
+        if failed:
+            raise LaunchError(f"a dispatch of {self.plan.function} reported a failure")
+
+
+def load(path, data: bytes, cache_directory: str) -> "tuple[Kernels, launch_plan.Plan] | str":
+    """The kernels of the stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP threads,
+    and their plan; or why the module has none (no plan, no OpenMP runtime, no runner)."""
+    from . import plan_of
+
+    openmp = openmp_runtime()
+    if openmp is None:
+        return "no OpenMP runtime (GOMP_parallel) is loaded in this process"
+    runner = _runner(os.path.join(cache_directory, "launch"))
+    if isinstance(runner, str):
+        return runner
+    planned = plan_of(path, data)
+    if isinstance(planned, str):
+        return planned
+    try:
+        return Kernels(planned[0], planned[1], runner, openmp), planned[0]
+    except (elf.UnsupportedExecutable, launch_plan.UnsupportedModule) as error:
+        return str(error)

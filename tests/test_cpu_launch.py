@@ -1,0 +1,193 @@
+"""CPU modules launched on PyTorch's own OpenMP threads (ops/launch/cpu.py, elf.py): the plans read from their HAL
+programs (memoized command buffers, and inline ones with a transient workspace and fills), the launcher's results
+against IREE's runtime on the same inputs (bitwise, into poisoned destinations), and ops.torch's choice of it,
+with IREE's runtime where the launcher cannot serve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import torch.nn.functional as F  # noqa: E402
+
+from ops import compiler, known_answer, policy, registry, runtime, targets  # noqa: E402
+from ops.launch import cpu as cpu_launch  # noqa: E402
+from ops.launch import elf  # noqa: E402
+from ops.launch import plan as launch_plan  # noqa: E402
+from ops.launch import plan_of  # noqa: E402
+from ops.operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_weight, maxpool2d  # noqa: E402
+from ops.torch import calls, functional, kernels  # noqa: E402
+
+CPU = targets.target_for_device("local-task")
+
+
+def problems(rng) -> dict:
+    """One problem of each kind of module: a memoized command buffer (a 1 x 1 backward-data, no workspace), and
+    inline ones with a workspace (strided and grouped weight gradients, max pooling's pads as fills and copies, a
+    3-D average pooling); sizes drawn from ``rng``."""
+    n, c = int(rng.integers(1, 4)), int(rng.integers(2, 6))
+    return {
+        "pointwise_data": conv_bwd_data.problem_from_params(
+            batch=n, in_channels=c, out_channels=2 * c, input_spatial=(int(rng.integers(4, 9)), 7),
+            filter_spatial=(1, 1), layout="NCHW", dtype="float32"),
+        "strided_data": conv_bwd_data.problem_from_params(
+            batch=n, in_channels=c, out_channels=3, input_spatial=(9, int(rng.integers(6, 11))), filter_spatial=(3, 3),
+            stride=(2, 2), padding=((1, 1), (1, 1)), layout="NCHW", dtype="float32"),
+        "grouped_weight": grouped_conv_bwd_weight.problem_from_params(
+            batch=n, groups=2, in_channels=2 * c, out_channels=4, input_spatial=(int(rng.integers(8, 12)), 9),
+            filter_spatial=(3, 3), padding=((1, 1), (1, 1)), layout="NCHW", dtype="float32"),
+        "maxpool_backward": maxpool2d.problem_from_params(
+            batch=n, channels=c, input_spatial=(int(rng.integers(7, 12)), 10), kernel_size=3, stride=2, padding=1,
+            layout="NCHW", dtype="float32"),
+        "avgpool_backward": avgpool3d.problem_from_params(
+            batch=n, channels=c, input_spatial=(4, 6, int(rng.integers(4, 9))), kernel_size=2, layout="NCDHW",
+            dtype="float32"),
+    }
+
+
+def _stored(problem):
+    spec, path, data = compiler.load_first(policy.module_specs(problem, CPU))
+    return spec, path, data, compiler.load_plan(compiler.root_of(path), path, data)
+
+
+def test_cpu_modules_have_plans_of_both_kinds(rng):
+    """A module without a workspace records a memoized command buffer; one with a workspace records it inline, and
+    its plan binds the workspace (of the size IREE's reflection gives) as the last slot."""
+    found = {name: _stored(problem) for name, problem in problems(rng).items()}
+    for name, (spec, path, data, plan) in found.items():
+        assert isinstance(plan, launch_plan.Plan), f"{name}: {plan}"
+        assert plan.dispatches and all(e.format in launch_plan.CPU_FORMATS for e in plan.executables)
+        assert [s.argument for s in plan.slots if s.argument is not None] == list(range(len(plan.arguments)))
+        function = runtime.load_specs([spec], "local-task")
+        assert plan.transients == ((function.transient_bytes,) if function.transient_bytes else ())
+    assert not found["pointwise_data"][3].transients
+    pool = found["maxpool_backward"][3]
+    assert pool.transients and pool.slots[-1].transient == 0
+    assert any(isinstance(c, launch_plan.Fill) for c in pool.commands), "max pooling's pads fill the workspace"
+
+
+def _launched(problem, rng) -> tuple[list, list]:
+    """``problem``'s module on random inputs through the CPU launcher and through IREE's runtime, each into
+    NaN-filled destinations."""
+    module = registry.module(problem)
+    inputs = module.random_inputs(problem, rng)
+    spec, path, data, plan = _stored(problem)
+    found = cpu_launch.load(path, data, str(compiler.cache_dir()))
+    assert not isinstance(found, str), found
+    kernel = calls.CpuLaunchedKernel(*found, torch.device("cpu"))
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)).clone() for a in inputs]
+    ours = [torch.full(shape, float("nan"), dtype=torch.float32) if np.dtype(dtype) == np.float32
+            else torch.full(shape, -1, dtype=torch.int64) for shape, dtype in module.results(problem)]
+    kernel(tensors, ours)
+    function = runtime.load_specs([spec], "local-task")
+    outs = [runtime.to_device(np.full(shape, np.nan if np.dtype(dtype) == np.float32 else -1, dtype=dtype), "local-task")
+            for shape, dtype in module.results(problem)]
+    function(*[runtime.to_device(a, "local-task") for a in inputs], *outs)
+    return [t.numpy() for t in ours], [o.to_host() for o in outs]
+
+
+@pytest.mark.parametrize("name", ["pointwise_data", "strided_data", "grouped_weight", "maxpool_backward",
+                                  "avgpool_backward"])
+def test_the_launcher_computes_what_irees_runtime_computes(rng, name):
+    problem = problems(rng)[name]
+    ours, irees = _launched(problem, rng)
+    for a, b in zip(ours, irees):
+        assert not np.isnan(b).any()
+        assert np.array_equal(a, b), f"{problem.name}: the launcher's result differs from IREE's runtime's"
+
+
+def test_each_executable_is_its_own_library(rng):
+    """Two modules' executables, loaded one after the other, keep their own functions (the system's loader knows a
+    library by its path: each stays at its own)."""
+    names = []
+    for problem in list(problems(rng).values())[:2]:
+        spec, path, data, plan = _stored(problem)
+        _, containers = plan_of(path, data)
+        names.append({f.name for f in elf.load(containers[0]).functions})
+    assert names[0] and names[1] and not names[0] & names[1]
+
+
+# --- ops.torch ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_calls(monkeypatch):
+    """No call prepared before the test (under another launcher) is reused; two threads."""
+    for op in vars(kernels).values():
+        if isinstance(op, kernels.KernelOp):
+            monkeypatch.setattr(op, "ready", {})
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def conv_case(rng) -> tuple:
+    """A grouped, strided convolution's input, weight and output gradient, of a random size."""
+    torch.manual_seed(int(rng.integers(2**31)))
+    side = int(rng.integers(9, 16))
+    x, w = torch.randn(2, 8, side, side, requires_grad=True), torch.randn(8, 4, 3, 3, requires_grad=True)
+    return x, w, torch.randn(F.conv2d(x, w, stride=2, padding=1, groups=2).shape)
+
+
+def gradients(conv, x, w, grad) -> tuple:
+    return torch.autograd.grad(conv(x, w, stride=2, padding=1, groups=2), (x, w), grad)
+
+
+def kernels_made() -> list:
+    return [call.kernel for op in (kernels.conv_backward_input, kernels.conv_backward_weight)
+            for call in op.ready.values()]
+
+
+def pool_threads() -> int:
+    """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
+    from pathlib import Path
+
+    return sum(1 for t in Path("/proc/self/task").iterdir() if not (t / "comm").read_text().startswith("iree"))
+
+
+def test_ops_torch_launches_cpu_modules_on_pytorchs_threads(fresh_calls, rng):
+    """The default: both gradients through the launcher, PyTorch's pool kept (not released), PyTorch's answer."""
+    assert policy.cpu_launcher() == "plan"
+    x, w, grad = conv_case(rng)
+    gradients(functional.conv2d, x, w, grad)  # the kernels made and checked
+    assert kernels_made() and all(type(k) is calls.CpuLaunchedKernel for k in kernels_made())
+    torch.relu(torch.randn(1 << 22))  # a parallel region: the pool's threads made
+    with_pool = pool_threads()
+    ours = gradients(functional.conv2d, x, w, grad)
+    assert pool_threads() == with_pool
+    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def test_ops_cpu_launcher_runtime_keeps_irees_runtime(fresh_calls, rng, monkeypatch):
+    monkeypatch.setenv("OPS_CPU_LAUNCHER", "runtime")
+    x, w, grad = conv_case(rng)
+    ours = gradients(functional.conv2d, x, w, grad)
+    assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
+    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def test_without_a_runner_irees_runtime_runs_the_module_and_says_why(fresh_calls, rng, monkeypatch):
+    monkeypatch.setattr(cpu_launch, "_runner", lambda directory: "no C compiler (cc, or $CC) to build the CPU runner with")
+    x, w, grad = conv_case(rng)
+    with pytest.warns(RuntimeWarning, match="runs through IREE's runtime: no C compiler"):
+        ours = gradients(functional.conv2d, x, w, grad)
+    assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
+    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def test_a_launcher_computing_a_wrong_answer_is_refused(fresh_calls, rng, monkeypatch):
+    """The known-answer check runs through the launcher (``cpu-launch``): a launch that writes nothing is refused,
+    said once, and IREE's runtime computes the gradients."""
+    monkeypatch.setattr(calls.CpuLaunchedKernel, "__call__", lambda self, inputs, outputs: None)
+    x, w, grad = conv_case(rng)
+    with pytest.warns(RuntimeWarning, match="the CPU launcher computes no form of .* right"):
+        ours = gradients(functional.conv2d, x, w, grad)
+    assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
+    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
+        assert float((a - b).norm() / b.norm()) < 1e-5
