@@ -103,7 +103,7 @@ WORKAROUNDS = (
 
 
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
-RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "pointwise",
+RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "pointwise", "strided",
                        "host_flags", "host_lacks", "except", "except_why", "form", "flags", "source", "why"})
 
 
@@ -139,10 +139,11 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 def rule_applies(rule: dict, problem) -> bool:
     """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``), to ``ranks``
     (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image, to pointwise
-    convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to hosts whose CPU
-    has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU
-    rule holds where it was measured, and another host keeps the rules below it), and leave out problems by
-    function name (``except``: measured slower with it)."""
+    convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to strided ones or
+    the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of ``host_flags``
+    and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it was measured,
+    and another host keeps the rules below it), and leave out problems by function name (``except``: measured
+    slower with it)."""
     kind = getattr(problem, "kind", None)
     positions = math.prod(getattr(problem, "output_spatial", ()))
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
@@ -150,6 +151,7 @@ def rule_applies(rule: dict, problem) -> bool:
             and problem.layout in rule.get("layouts", [problem.layout])
             and positions >= rule.get("min_output_positions", 0)
             and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)
+            and rule.get("strided", _strided(problem)) == _strided(problem)
             and _on_host(rule) and problem.name not in rule.get("except", ()))
 
 
@@ -159,6 +161,11 @@ def _on_host(rule: dict) -> bool:
         return True
     flags = targets.host_cpu_flags()
     return set(rule.get("host_flags", ())) <= flags and not set(rule.get("host_lacks", ())) & flags
+
+
+def _strided(problem) -> bool:
+    """Whether ``problem`` has a stride above 1 along some axis."""
+    return any(s > 1 for s in getattr(problem, "stride", ()))
 
 
 def _pointwise(problem) -> bool:

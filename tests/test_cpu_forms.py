@@ -76,6 +76,8 @@ EXAMPLES = [
                     input_spatial=(6, 8), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
     catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(4, 5, 6), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
+                    filter_spatial=(1, 1), stride=2, layout="NCHW", dtype="float32"),
     # strided along the last axis: no taps form for the weight gradient, the per_image rule decides
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
@@ -95,8 +97,9 @@ def _offers(problem, form: dict) -> bool:
 
 
 def _preferred_rule(problem) -> dict:
-    """The first rule that applies and names a form the problem has (``policy.forms_for``)."""
-    return next(r for r in TABLE["rules"] if "form" in r and policy.rule_applies(r, problem) and _offers(problem, r["form"]))
+    """The first rule that applies and names a form the problem has (``policy.forms_for``), or None."""
+    return next((r for r in TABLE["rules"] if "form" in r and policy.rule_applies(r, problem) and _offers(problem, r["form"])),
+                None)
 
 
 @pytest.mark.parametrize("rule", [r for r in TABLE["rules"] if "form" in r],
@@ -281,9 +284,10 @@ NN_FLAG = "--iree-global-opt-propagate-transposes=false"
 def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypatch):
     """On an AVX2 host without AVX-512 (where they were measured), float32 channels-first weight gradients of 64 or
     more positions take per_image_nn with IREE's transpose propagation off (3-D grouped ones before the taps form,
-    2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), all but the pointwise ones
-    take it, grouped ones before the taps form; on an AVX-512 host without AMX, or one without AVX2, they keep
-    per_image and IREE's defaults, and a form other than the rule's never gets the rule's flag."""
+    2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), dense and 3-D grouped ones
+    take it (but the two layers it measured slower), and 2-D grouped ones per_image, both before the taps form; on
+    an AVX-512 host without AMX, or one without AVX2, they keep per_image and IREE's defaults, and a form other than
+    the rule's never gets the rule's flag."""
     def chosen(flags, **params):
         monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(flags))
         base = dict(batch=2, groups=1, in_channels=16, out_channels=8, input_spatial=(8, 8), filter_spatial=(1, 1),
@@ -303,13 +307,16 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     assert chosen(avx2, input_spatial=(7, 8)) == ("im2col", False)
     for host in (avx512, {"sse4_2"}, set()):
         assert chosen(host) == ("per_image", False), host
-    amx = avx512 | {"amx_tile"}  # the Intel host of stop 38: all but pointwise layers, grouped ones before taps
-    assert chosen(amx) == ("per_image", False)
+    amx = avx512 | {"amx_tile"}  # the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
+    assert chosen(amx) == ("per_image_nn", True)
     assert chosen(amx, filter_spatial=(3, 3), padding=1) == ("per_image_nn", True)
     assert chosen(amx, input_spatial=(16, 16), stride=2) == ("per_image_nn", True)
-    assert chosen(amx, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("per_image_nn", True)
+    assert chosen(amx, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("per_image", False)
+    assert chosen(amx, groups=4, in_channels=2, out_channels=3, input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3),
+                  padding=1, layout="NCDHW") == ("per_image_nn", True)
     assert chosen(amx, input_spatial=(4, 8, 8), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == (
         "per_image_nn", True)
+    assert chosen(amx, batch=16, in_channels=24, out_channels=144, input_spatial=(16, 16)) == ("per_image", False)
     assert chosen(amx, filter_spatial=(3, 3), padding=1, dtype="float16") == ("per_image", False)
     assert chosen(amx, filter_spatial=(3, 3), padding=1, layout="NHWC") == ("im2col", False)
 

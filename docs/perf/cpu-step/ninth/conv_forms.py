@@ -2,9 +2,10 @@
 four models, each checked against the float64 reference, then all timed interleaved: medians of ROUNDS (default 7)
 rounds of 9 calls, ms. A form is each contraction the problem offers (its first form of that contraction), compiled
 with the flags the table gives that form; per_image_nn always with IREE's transpose propagation off. The host's CPU
-and its AVX-512/AMX flags head the output.
+and its AVX-512/AMX flags head the output. LAUNCH=plan times each module through the CPU launcher on PyTorch's
+threads (ops/launch/cpu.py), as ops.torch runs it since the ninth session; the default is IREE's runtime.
 
-    PYTHONPATH=. python docs/perf/cpu-step/ninth/conv_forms.py [MODEL,...] [OP_PREFIX]
+    PYTHONPATH=. [LAUNCH=plan] python docs/perf/cpu-step/ninth/conv_forms.py [MODEL,...] [OP_PREFIX]
 """
 import os
 import statistics
@@ -13,8 +14,12 @@ import sys
 
 import numpy as np
 
+import torch
+
 from build_tools import layer_bench
-from ops import policy, registry, runtime, targets, verify
+from ops import compiler, policy, registry, runtime, targets, verify
+from ops.launch import cpu as cpu_launch
+from ops.torch import calls
 
 CPU = targets.target_for_device("local-task")
 PROPAGATION_OFF = "--iree-global-opt-propagate-transposes=false"
@@ -53,24 +58,47 @@ def forms_of(problem) -> dict:
     return found
 
 
+def launched(spec, inputs: list, results: list):
+    """``spec``'s module through the CPU launcher on tensors: a thunk running it on ``inputs`` (arrays) into fresh
+    destinations of ``results`` (shape, dtype), and those destinations."""
+    _, path, data = compiler.load_first([spec])
+    compiler.ensure_plan(spec, path, data)
+    found = cpu_launch.load(path, data, str(compiler.cache_dir()))
+    if isinstance(found, str):
+        raise RuntimeError(f"{spec.name}: {found}")
+    kernel = calls.CpuLaunchedKernel(*found, torch.device("cpu"))
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)).clone() for a in inputs]
+    outputs = [torch.full(tuple(shape), float("nan"), dtype=torch.float32) for shape, _ in results]
+    return (lambda: kernel(tensors, outputs)), outputs
+
+
 def compare(problem) -> str:
     module = registry.module(problem)
     inputs = module.random_inputs(problem, np.random.default_rng(0))
     expected = module.reference(problem, inputs)
     expected = expected if isinstance(expected, (list, tuple)) else [expected]
     arrays = [runtime.to_device(a, "local-task") for a in inputs]
-    functions = {c: runtime.load_specs([policy.module_spec(problem, CPU, extra_flags=flags, options=form)], "local-task")
-                 for c, (form, flags) in forms_of(problem).items()}
-    outs = {c: [runtime.empty(tuple(shape), str(np.dtype(dtype)), "local-task") for shape, dtype in module.results(problem)]
-            for c in functions}
+    specs = {c: policy.module_spec(problem, CPU, extra_flags=flags, options=form)
+             for c, (form, flags) in forms_of(problem).items()}
+    calls_, read = {}, {}
+    for c, spec in specs.items():
+        if os.environ.get("LAUNCH") == "plan":
+            calls_[c], outs = launched(spec, inputs, module.results(problem))
+            read[c] = lambda outs=outs: [o.numpy() for o in outs]
+        else:
+            function = runtime.load_specs([spec], "local-task")
+            outs = [runtime.empty(tuple(shape), str(np.dtype(dtype)), "local-task")
+                    for shape, dtype in module.results(problem)]
+            calls_[c] = lambda function=function, outs=outs: function(*arrays, *outs)
+            read[c] = lambda outs=outs: [o.to_host() for o in outs]
     errors = {}
-    for c, function in functions.items():
-        function(*arrays, *outs[c])
-        errors[c] = max(verify.relative_error(o.to_host(), e) for o, e in zip(outs[c], expected))
-    times = {c: [] for c in functions}
+    for c, call in calls_.items():
+        call()
+        errors[c] = max(verify.relative_error(o, e) for o, e in zip(read[c](), expected))
+    times = {c: [] for c in calls_}
     for _ in range(ROUNDS):
-        for c, function in functions.items():
-            times[c].append(median_ms(function, [*arrays, *outs[c]]))
+        for c, call in calls_.items():
+            times[c].append(median_ms(call, []))
     shipped = policy.forms_for(problem, CPU)[0].contraction
     medians = {c: statistics.median(t) for c, t in times.items()}
     cells = "  ".join(f"{c} {m:6.3f}" for c, m in medians.items())
@@ -79,6 +107,7 @@ def compare(problem) -> str:
 
 
 def main() -> None:
+    torch.set_num_threads(2)
     models = sys.argv[1].split(",") if len(sys.argv) > 1 else ["resnext2d", "mobilenetv2", "resnet", "cnn3d"]
     prefix = sys.argv[2] if len(sys.argv) > 2 else ""
     flags = targets.host_cpu_flags()
