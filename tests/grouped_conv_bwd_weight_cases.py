@@ -21,3 +21,13 @@ CASES = {
 }
 
 PROBLEMS = {name: problem_from_params(**params) for name, params in CASES.items()}
+
+# layers the CPU tuning table names in an ``except`` (measured slower with its rule's form; MobileNetV2's, batch 16,
+# from build_tools/layer_bench.py): not run here, only known by name (tests/test_structure.py)
+TABLE_NAMED = {
+    name: problem_from_params(**params) for name, params in {
+        "mobilenetv2_1x1_24_144": dict(batch=16, in_channels=24, out_channels=144, input_spatial=(16, 16),
+                                       filter_spatial=(1, 1), layout="NCHW", dtype="float32"),
+        "mobilenetv2_stem": dict(batch=16, in_channels=3, out_channels=16, input_spatial=(64, 64), filter_spatial=(3, 3),
+                                 stride=2, padding=1, layout="NCHW", dtype="float32"),
+    }.items()}

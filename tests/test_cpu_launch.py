@@ -174,7 +174,7 @@ def test_ops_cpu_launcher_runtime_keeps_irees_runtime(fresh_calls, rng, monkeypa
 def test_without_a_runner_irees_runtime_runs_the_module_and_says_why(fresh_calls, rng, monkeypatch):
     monkeypatch.setattr(cpu_launch, "_runner", lambda directory: "no C compiler (cc, or $CC) to build the CPU runner with")
     x, w, grad = conv_case(rng)
-    with pytest.warns(RuntimeWarning, match="runs through IREE's runtime: no C compiler"):
+    with pytest.warns(RuntimeWarning, match="CPU kernels run through IREE's runtime: no C compiler"):
         ours = gradients(functional.conv2d, x, w, grad)
     assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
     for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):

@@ -162,14 +162,15 @@ def test_ops_has_no_import_cycle():
 
 
 def _known_problem_names() -> set[str]:
-    """Function names of every named problem: the manifests' and the tests' own cases."""
+    """Function names of every named problem: the manifests', the tests' own cases and the layers the tuning table
+    names."""
     from ops import catalog
     from grouped_bwd_data_cases import CASES as grouped_cases, grouped_problem
     from conv_cases import PROBLEMS as conv_problems
-    from grouped_conv_bwd_weight_cases import PROBLEMS as weight_problems
+    from grouped_conv_bwd_weight_cases import PROBLEMS as weight_problems, TABLE_NAMED
 
     names = {problem.name for suite in catalog.suites() for _, _, problem in catalog.problems(suite)}
-    names |= {p.name for p in (*conv_problems.values(), *weight_problems.values())}
+    names |= {p.name for p in (*conv_problems.values(), *weight_problems.values(), *TABLE_NAMED.values())}
     return names | {grouped_problem(name).name for name in grouped_cases}
 
 

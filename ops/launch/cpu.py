@@ -231,17 +231,23 @@ class Kernels:
             raise LaunchError(f"a dispatch of {self.plan.function} reported a failure")
 
 
+def unavailable(cache_directory: str) -> str | None:
+    """Why this process cannot launch CPU plans (no OpenMP runtime loaded, no runner), or None."""
+    if openmp_runtime() is None:
+        return "no OpenMP runtime (GOMP_parallel) is loaded in this process"
+    runner = _runner(os.path.join(cache_directory, "launch"))
+    return runner if isinstance(runner, str) else None
+
+
 def load(path, data: bytes, cache_directory: str) -> "tuple[Kernels, launch_plan.Plan] | str":
     """The kernels of the stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP threads,
     and their plan; or why the module has none (no plan, no OpenMP runtime, no runner)."""
     from . import plan_of
 
-    openmp = openmp_runtime()
-    if openmp is None:
-        return "no OpenMP runtime (GOMP_parallel) is loaded in this process"
-    runner = _runner(os.path.join(cache_directory, "launch"))
-    if isinstance(runner, str):
-        return runner
+    reason = unavailable(cache_directory)
+    if reason is not None:
+        return reason
+    openmp, runner = openmp_runtime(), _runner(os.path.join(cache_directory, "launch"))
     planned = plan_of(path, data)
     if isinstance(planned, str):
         return planned

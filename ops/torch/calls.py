@@ -308,6 +308,10 @@ def launched(problem, device: torch.device, backend: str = "cuda"):
         say_once(f"ops.torch: {backend} kernels run through IREE's runtime: {error}")
         return None
     driver, kind = _LAUNCHERS[backend]
+    unavailable = launcher.unavailable(str(compiler.cache_dir())) if backend == "cpu" else None
+    if unavailable is not None:  # said once for all problems
+        say_once(f"ops.torch: CPU kernels run through IREE's runtime: {unavailable}")
+        return None
 
     def load(spec, path, data):
         try:
