@@ -124,10 +124,10 @@ def fresh_calls(monkeypatch):
     torch.set_num_threads(before)
 
 
-def conv_case(rng) -> tuple:
-    """A grouped, strided convolution's input, weight and output gradient, of a random size."""
+def conv_case(rng, side: int | None = None) -> tuple:
+    """A grouped, strided convolution's input, weight and output gradient, of a random size (or ``side``)."""
     torch.manual_seed(int(rng.integers(2**31)))
-    side = int(rng.integers(9, 16))
+    side = side or int(rng.integers(9, 16))
     x, w = torch.randn(2, 8, side, side, requires_grad=True), torch.randn(8, 4, 3, 3, requires_grad=True)
     return x, w, torch.randn(F.conv2d(x, w, stride=2, padding=1, groups=2).shape)
 
@@ -191,3 +191,37 @@ def test_a_launcher_computing_a_wrong_answer_is_refused(fresh_calls, rng, monkey
     assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
     for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
         assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_launcher_runs_on_any_team_size(rng, threads):
+    """PyTorch's thread count is the team's: one thread runs every workgroup; more threads than cores split them
+    unevenly. Either way the result is IREE's runtime's."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ours, irees = _launched(problems(rng)["grouped_weight"], rng)
+    finally:
+        torch.set_num_threads(before)
+    assert all(np.array_equal(a, b) for a, b in zip(ours, irees))
+
+
+def test_calls_from_two_threads_at_once_keep_their_own_results(fresh_calls, rng):
+    """Two Python threads calling the same kernels concurrently (each launch holds its kernels' lock; a thread that
+    is not PyTorch's main one makes its own OpenMP team)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    side = int(rng.integers(9, 16))
+    cases = [conv_case(rng, side) for _ in range(2)]  # one signature: the same kernels, different tensors
+    expected = [gradients(F.conv2d, *case) for case in cases]
+    gradients(functional.conv2d, *cases[0])  # the kernels made and checked
+
+    def repeated(case):
+        return [gradients(functional.conv2d, *case) for _ in range(20)]
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(repeated, cases))
+    for got, want in zip(results, expected):
+        for ours in got:
+            for a, b in zip(ours, want):
+                assert float((a - b).norm() / b.norm()) < 1e-5
