@@ -274,24 +274,39 @@ class LaunchedKernel:
         _record_streams(inputs, self.device, stream)
 
 
+_launch_workspace = threading.local()
+
+
+def launch_workspace(size: int) -> int:
+    """The address of this thread's workspace for launched CPU kernels, at least ``size`` bytes: one buffer, grown
+    when a module needs more, reused by every later call (a launched call is over when it returns), so that it
+    stays in the caches from one call to the next. PyTorch's CPU allocations are 64-byte aligned, as IREE's code
+    assumes."""
+    buffer = getattr(_launch_workspace, "buffer", None)
+    if buffer is None or buffer.numel() < size:
+        buffer = _launch_workspace.buffer = torch.empty(max(size, 64), dtype=torch.uint8)
+    return buffer.data_ptr()
+
+
 class CpuLaunchedKernel:
     """A module's launch plan on PyTorch's own OpenMP threads (``ops/launch/cpu.py``): the calling thread and the
     pool's workers run its dispatches in one parallel region, as PyTorch's own CPU kernels run; nothing is handed
-    to IREE's workers, so PyTorch's pool is not released. Its transient workspace is kept per thread."""
+    to IREE's workers, so PyTorch's pool is not released. Its transients live in this thread's workspace
+    (``launch_workspace``), each at a 64-byte aligned offset."""
 
     def __init__(self, kernels, plan, device: torch.device):
-        self.kernels, self.transients = kernels, plan.transients
-        self.slots = tuple((s.argument, s.transient, s.offset) for s in plan.slots)
-        self._workspaces = threading.local()
+        self.kernels = kernels
+        starts = [0]
+        for size in plan.transients:
+            starts.append(starts[-1] + -(-size // CPU_ALIGNMENT) * CPU_ALIGNMENT)
+        self.workspace_bytes = starts[-1]
+        self.slots = tuple((s.argument, s.offset if s.argument is not None else starts[s.transient] + s.offset)
+                           for s in plan.slots)
 
     def __call__(self, inputs: list, outputs: list) -> None:
-        tensors = aligned(inputs, CPU_ALIGNMENT) + outputs
-        pointers = [t.data_ptr() for t in tensors]
-        workspaces = getattr(self._workspaces, "kept", None)
-        if workspaces is None:  # PyTorch's CPU allocations are 64-byte aligned, as IREE's code assumes
-            workspaces = self._workspaces.kept = [torch.empty(n, dtype=torch.uint8) for n in self.transients]
-        bases = [pointers[a] + offset if a is not None else workspaces[t].data_ptr() + offset
-                 for a, t, offset in self.slots]
+        pointers = [t.data_ptr() for t in aligned(inputs, CPU_ALIGNMENT) + outputs]
+        workspace = launch_workspace(self.workspace_bytes) if self.workspace_bytes else 0
+        bases = [pointers[a] + offset if a is not None else workspace + offset for a, offset in self.slots]
         self.kernels(bases, torch.get_num_threads())
 
 
