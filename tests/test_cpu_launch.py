@@ -141,6 +141,13 @@ def kernels_made() -> list:
             for call in op.ready.values()]
 
 
+def served_by(kind, ours, x, w, grad) -> None:
+    """Both gradients' kernels are ``kind``, and ``ours`` are PyTorch's gradients."""
+    assert kernels_made() and all(type(k) is kind for k in kernels_made())
+    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+
+
 def pool_threads() -> int:
     """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
     from pathlib import Path
@@ -166,9 +173,7 @@ def test_ops_cpu_launcher_runtime_keeps_irees_runtime(fresh_calls, rng, monkeypa
     monkeypatch.setenv("OPS_CPU_LAUNCHER", "runtime")
     x, w, grad = conv_case(rng)
     ours = gradients(functional.conv2d, x, w, grad)
-    assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
-    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
-        assert float((a - b).norm() / b.norm()) < 1e-5
+    served_by(calls.RuntimeKernel, ours, x, w, grad)
 
 
 def test_without_a_runner_irees_runtime_runs_the_module_and_says_why(fresh_calls, rng, monkeypatch):
@@ -176,9 +181,7 @@ def test_without_a_runner_irees_runtime_runs_the_module_and_says_why(fresh_calls
     x, w, grad = conv_case(rng)
     with pytest.warns(RuntimeWarning, match="CPU kernels run through IREE's runtime: no C compiler"):
         ours = gradients(functional.conv2d, x, w, grad)
-    assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
-    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
-        assert float((a - b).norm() / b.norm()) < 1e-5
+    served_by(calls.RuntimeKernel, ours, x, w, grad)
 
 
 def test_a_launcher_computing_a_wrong_answer_is_refused(fresh_calls, rng, monkeypatch):
@@ -188,9 +191,7 @@ def test_a_launcher_computing_a_wrong_answer_is_refused(fresh_calls, rng, monkey
     x, w, grad = conv_case(rng)
     with pytest.warns(RuntimeWarning, match="the CPU launcher computes no form of .* right"):
         ours = gradients(functional.conv2d, x, w, grad)
-    assert kernels_made() and all(type(k) is calls.RuntimeKernel for k in kernels_made())
-    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
-        assert float((a - b).norm() / b.norm()) < 1e-5
+    served_by(calls.RuntimeKernel, ours, x, w, grad)
 
 
 @pytest.mark.parametrize("threads", [1, 3])

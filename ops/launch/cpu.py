@@ -108,23 +108,25 @@ class LaunchError(RuntimeError):
 
 
 OPENMP_RUNTIMES = ("libgomp", "libiomp5", "libomp")  # GNU's (PyTorch's Linux wheels), Intel's, LLVM's
+_TEAM_FUNCTIONS = ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num", "omp_get_num_threads")
 
 
 @functools.lru_cache(maxsize=None)
-def openmp_runtime() -> ctypes.CDLL | None:
-    """The OpenMP runtime this process has loaded (PyTorch's), or None (none loaded, or not Linux)."""
+def loaded_openmp_runtimes() -> tuple[ctypes.CDLL, ...]:
+    """The OpenMP runtimes this process has loaded (PyTorch's), by path; none where the process's maps cannot be
+    read (not Linux)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "/" in line}
     except OSError:
-        return None
-    for path in sorted(paths):
-        if os.path.basename(path).startswith(OPENMP_RUNTIMES):
-            library = ctypes.CDLL(path)
-            if all(hasattr(library, name) for name in ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num",
-                                                        "omp_get_num_threads")):
-                return library
-    return None
+        return ()
+    return tuple(ctypes.CDLL(path) for path in sorted(paths) if os.path.basename(path).startswith(OPENMP_RUNTIMES))
+
+
+def openmp_runtime() -> ctypes.CDLL | None:
+    """The loaded OpenMP runtime that can run a team (``GOMP_parallel``: libgomp, and LLVM's libomp), or None."""
+    return next((library for library in loaded_openmp_runtimes()
+                 if all(hasattr(library, name) for name in _TEAM_FUNCTIONS)), None)
 
 
 _runner_lock = threading.Lock()

@@ -51,6 +51,7 @@ from torch import Tensor
 from torch.utils.dlpack import to_dlpack
 
 from .. import compiler, dtypes, known_answer, policy, runtime, targets
+from ..launch import cpu as cpu_launch
 from ..validation import check
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
@@ -124,25 +125,16 @@ def wrap(hal_device, t: Tensor):
     return runtime.rt.DeviceArray(hal_device, hal_device.from_dlpack_capsule(t.detach().__dlpack__()))
 
 
-OPENMP_RUNTIMES = ("libgomp", "libiomp5", "libomp")  # GNU's (PyTorch's Linux wheels), Intel's, LLVM's
-
-
 @functools.lru_cache(maxsize=None)
 def openmp_release() -> Callable[[], int] | None:
     """The OpenMP runtime this process has loaded (PyTorch's): its ``omp_pause_resource_all(omp_pause_soft)``, which
     lets the calling thread's pool go (libgomp's threads exit; the next parallel region makes them again). None
     where no OpenMP 5.0 runtime is loaded, or the process's maps cannot be read (not Linux)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "/" in line}
-    except OSError:
-        return None
-    for path in sorted(paths):
-        if os.path.basename(path).startswith(OPENMP_RUNTIMES):
-            pause = getattr(ctypes.CDLL(path), "omp_pause_resource_all", None)
-            if pause is not None:
-                pause.argtypes, pause.restype = [ctypes.c_int], ctypes.c_int
-                return functools.partial(pause, 1)  # omp_pause_soft
+    for library in cpu_launch.loaded_openmp_runtimes():
+        pause = getattr(library, "omp_pause_resource_all", None)
+        if pause is not None:
+            pause.argtypes, pause.restype = [ctypes.c_int], ctypes.c_int
+            return functools.partial(pause, 1)  # omp_pause_soft
     return None
 
 
@@ -304,9 +296,9 @@ class CpuLaunchedKernel:
                            for s in plan.slots)
 
     def __call__(self, inputs: list, outputs: list) -> None:
-        pointers = [t.data_ptr() for t in aligned(inputs, CPU_ALIGNMENT) + outputs]
+        tensors = aligned(inputs, CPU_ALIGNMENT) + outputs  # held until the launch returns: an aligned copy among them
         workspace = launch_workspace(self.workspace_bytes) if self.workspace_bytes else 0
-        bases = [pointers[a] + offset if a is not None else workspace + offset for a, offset in self.slots]
+        bases = [tensors[a].data_ptr() + offset if a is not None else workspace + offset for a, offset in self.slots]
         self.kernels(bases, torch.get_num_threads())
 
 

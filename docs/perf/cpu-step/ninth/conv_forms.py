@@ -9,11 +9,10 @@ threads (ops/launch/cpu.py), as ops.torch runs it since the ninth session; the d
 """
 import os
 import statistics
-import time
 import sys
+from pathlib import Path
 
 import numpy as np
-
 import torch
 
 from build_tools import layer_bench
@@ -21,18 +20,12 @@ from ops import compiler, policy, registry, runtime, targets, verify
 from ops.launch import cpu as cpu_launch
 from ops.torch import calls
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "eighth"))
+from nn_ab import median_ms  # noqa: E402
+
 CPU = targets.target_for_device("local-task")
 PROPAGATION_OFF = "--iree-global-opt-propagate-transposes=false"
 ROUNDS = int(os.environ.get("ROUNDS", 7))
-
-
-def median_ms(function, arrays) -> float:
-    times = []
-    for _ in range(9):
-        started = time.perf_counter()
-        function(*arrays)
-        times.append(time.perf_counter() - started)
-    return 1e3 * statistics.median(times)
 
 
 def problems(models: list[str], prefix: str) -> dict:
