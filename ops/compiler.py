@@ -218,7 +218,11 @@ def ensure_plan(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
         source, hal = Path(directory) / vmfb.with_suffix(".mlir").name, Path(directory) / f"{vmfb.stem}.hal.mlir"
         source.write_text(spec.mlir)
         shown = ["iree-compile", source.name, *spec.flags, "--compile-to=hal", "-o", hal.name]
-        _run([compiler_tool(), *shown[1:]], Path(directory), spec, shown)
+        try:
+            _run([compiler_tool(), *shown[1:]], Path(directory), spec, shown)
+        except Exception as error:  # no compiler here (a runtime-only install), or it fails: IREE's runtime serves it
+            atomic_write(unsupported_path(vmfb), f"its HAL program could not be compiled again: {error}\n".encode())
+            return
         _store_plan(vmfb, hal.read_text(), data)
 
 

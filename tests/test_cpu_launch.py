@@ -226,3 +226,19 @@ def test_calls_from_two_threads_at_once_keep_their_own_results(fresh_calls, rng)
         for ours in got:
             for a, b in zip(ours, want):
                 assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def test_a_cached_module_without_a_plan_gets_one_on_first_use_or_keeps_irees_runtime(rng, monkeypatch):
+    """A module compiled before CPU plans were read (no plan, no reason beside it) gets its plan from its HAL program
+    compiled again (``compiler.ensure_plan``); where that cannot compile, the reason is kept and nothing raises."""
+    problem = problems(rng)["strided_data"]
+    spec, path, data, plan = _stored(problem)
+    compiler.plan_path(path).unlink()
+    compiler.ensure_plan(spec, path, data)
+    again = compiler.load_plan(compiler.root_of(path), path, data)
+    assert isinstance(again, launch_plan.Plan) and again == plan
+    compiler.plan_path(path).unlink()
+    monkeypatch.setattr(compiler, "compiler_tool", lambda: "/nonexistent/iree-compile")
+    compiler.ensure_plan(spec, path, data)
+    assert "could not be compiled again" in compiler.load_plan(compiler.root_of(path), path, data)
+    compiler.unsupported_path(path).unlink()  # the next test's first use reads it again

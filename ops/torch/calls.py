@@ -302,7 +302,9 @@ class CpuLaunchedKernel:
         self.kernels(bases, torch.get_num_threads())
 
 
-_LAUNCHERS = {"cuda": ("cuda", LaunchedKernel), "hip": ("hip", LaunchedKernel), "cpu": (targets.DEFAULT_DEVICE, CpuLaunchedKernel)}
+# backend -> (the IREE driver its verdicts are recorded under, the kernel class)
+_LAUNCHERS = {"cuda": ("cuda", LaunchedKernel), "hip": ("hip", LaunchedKernel),
+              "cpu": (targets.DEFAULT_DEVICE, CpuLaunchedKernel)}
 
 
 def launched(problem, device: torch.device, backend: str = "cuda"):
