@@ -189,7 +189,6 @@ class Kernels:
                 command.kind, command.length = _COPY, step.length
                 self._ranges.append((command, step.target, step.target_offset, step.source, step.source_offset))
         self._local = ctypes.create_string_buffer(max(64, local * _MAX_THREADS))  # each thread's local memory
-        self._local_bytes = local
         self._run = _Run(_address(openmp, "GOMP_parallel"), _address(openmp, "GOMP_barrier"),
                          _address(openmp, "omp_get_thread_num"), _address(openmp, "omp_get_num_threads"),
                          ctypes.addressof(elf.ENVIRONMENT), ctypes.addressof(self._commands), len(plan.commands),
