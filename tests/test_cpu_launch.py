@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 import torch.nn.functional as F  # noqa: E402
 
-from ops import compiler, known_answer, policy, registry, runtime, targets  # noqa: E402
+from ops import compiler, policy, registry, runtime, targets  # noqa: E402
 from ops.launch import cpu as cpu_launch  # noqa: E402
 from ops.launch import elf  # noqa: E402
 from ops.launch import plan as launch_plan  # noqa: E402
@@ -25,8 +25,8 @@ CPU = targets.target_for_device("local-task")
 
 def problems(rng) -> dict:
     """One problem of each kind of module: a memoized command buffer (a 1 x 1 backward-data, no workspace), and
-    inline ones with a workspace (strided and grouped weight gradients, max pooling's pads as fills and copies, a
-    3-D average pooling); sizes drawn from ``rng``."""
+    inline ones with a workspace (a strided backward-data, a grouped weight gradient, max pooling's pads as fills
+    and copies, a 3-D average pooling); sizes drawn from ``rng``."""
     n, c = int(rng.integers(1, 4)), int(rng.integers(2, 6))
     return {
         "pointwise_data": conv_bwd_data.problem_from_params(

@@ -4,7 +4,7 @@ tensors: back to back, after a PyTorch parallel region, with fresh destinations,
 
     PYTHONPATH=. python docs/perf/cpu-step/ninth/launched_instep.py [MODEL]
 """
-import copy, sys, collections, statistics, time, torch
+import statistics, sys, time, torch
 import ops.torch as otorch
 from ops.torch import calls
 from build_tools import train
