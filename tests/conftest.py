@@ -86,3 +86,25 @@ def compiles_nothing():
 def nothing_compiles():
     with compiles_nothing():
         yield
+
+
+def fresh_kernel_calls(monkeypatch) -> None:
+    """ops.torch's kernel ops forget their prepared calls for the rest of the test: the next call of any signature
+    is prepared again, with the launcher the test chose."""
+    from ops.torch import kernels
+
+    for op in vars(kernels).values():
+        if isinstance(op, kernels.KernelOp):
+            monkeypatch.setattr(op, "ready", {})
+
+
+def iree_threads() -> dict[int, bool]:
+    """This process's threads (ids), each with whether it is one of IREE's (its task workers)."""
+    from pathlib import Path
+
+    return {int(t.name): (t / "comm").read_text().startswith("iree") for t in Path("/proc/self/task").iterdir()}
+
+
+def pool_threads() -> int:
+    """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
+    return sum(1 for iree in iree_threads().values() if not iree)

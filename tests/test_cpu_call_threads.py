@@ -8,7 +8,6 @@ and the threads beside them (the default launcher, on PyTorch's own threads: tes
 """
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -21,15 +20,7 @@ import numpy as np  # noqa: E402
 from ops import policy, runtime  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
 
-
-def iree_threads() -> dict[int, bool]:
-    """This process's threads (ids), each with whether it is one of IREE's (its task workers)."""
-    return {int(t.name): (t / "comm").read_text().startswith("iree") for t in Path("/proc/self/task").iterdir()}
-
-
-def pool_threads() -> int:
-    """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
-    return sum(1 for iree in iree_threads().values() if not iree)
+from conftest import fresh_kernel_calls, iree_threads, pool_threads  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -37,9 +28,7 @@ def through_irees_runtime(monkeypatch):
     """Every kernel made in a test runs through IREE's runtime: the launcher switched, and no call prepared before
     (under the default launcher) reused."""
     monkeypatch.setattr(policy, "cpu_launcher", lambda: "runtime")
-    for op in vars(kernels).values():
-        if isinstance(op, kernels.KernelOp):
-            monkeypatch.setattr(op, "ready", {})
+    fresh_kernel_calls(monkeypatch)
 
 
 @pytest.fixture

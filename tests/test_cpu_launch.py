@@ -12,6 +12,8 @@ torch = pytest.importorskip("torch")
 
 import torch.nn.functional as F  # noqa: E402
 
+from conftest import fresh_kernel_calls, pool_threads  # noqa: E402
+
 from ops import compiler, policy, registry, runtime, targets  # noqa: E402
 from ops.launch import cpu as cpu_launch  # noqa: E402
 from ops.launch import elf  # noqa: E402
@@ -115,9 +117,7 @@ def test_each_executable_is_its_own_library(rng):
 @pytest.fixture
 def fresh_calls(monkeypatch):
     """No call prepared before the test (under another launcher) is reused; two threads."""
-    for op in vars(kernels).values():
-        if isinstance(op, kernels.KernelOp):
-            monkeypatch.setattr(op, "ready", {})
+    fresh_kernel_calls(monkeypatch)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     yield
@@ -146,13 +146,6 @@ def served_by(kind, ours, x, w, grad) -> None:
     assert kernels_made() and all(type(k) is kind for k in kernels_made())
     for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
         assert float((a - b).norm() / b.norm()) < 1e-5
-
-
-def pool_threads() -> int:
-    """This process's threads other than IREE's workers (PyTorch's OpenMP workers among them)."""
-    from pathlib import Path
-
-    return sum(1 for t in Path("/proc/self/task").iterdir() if not (t / "comm").read_text().startswith("iree"))
 
 
 def test_ops_torch_launches_cpu_modules_on_pytorchs_threads(fresh_calls, rng):
