@@ -198,9 +198,8 @@ class Kernels:
         self._lock = threading.Lock()  # one call at a time: the pointers and the local memory are the kernels' own
 
     def _dispatch(self, command: _Command, step: launch_plan.Dispatch, function: elf.Function) -> int:
-        if (function.bindings, function.constants) != (len(step.bindings), len(step.constants)):
-            raise launch_plan.UnsupportedModule(f"{function.name} takes {function.bindings} bindings and "
-                                                f"{function.constants} constants, but the plan gives it others")
+        """``command`` as a dispatch of ``function`` (whose bindings and constants the plan's extraction checked
+        against this very executable, its digest verified on load)."""
         pointers = (ctypes.c_void_p * max(1, len(step.bindings)))()
         lengths = (ctypes.c_size_t * max(1, len(step.bindings)))(*[length for _, _, length in step.bindings])
         constants = (ctypes.c_uint32 * max(1, len(step.constants)))(*step.constants)
@@ -254,5 +253,5 @@ def load(path, data: bytes, cache_directory: str) -> "tuple[Kernels, launch_plan
         return planned
     try:
         return Kernels(planned[0], planned[1], runner, openmp), planned[0]
-    except (elf.UnsupportedExecutable, launch_plan.UnsupportedModule) as error:
+    except elf.UnsupportedExecutable as error:
         return str(error)
