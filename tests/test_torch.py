@@ -572,6 +572,31 @@ def test_bad_input_names_the_parameter(call, error, message, nothing_compiles):
         call(x, w)
 
 
+EQUAL_BUT_BAD = [  # (a good call, then one whose bad argument compares equal to the good one's)
+    (lambda x, w: otorch.conv2d(x, w.repeat(1, 2, 1, 1)), lambda x, w: otorch.conv2d(x, w.repeat(1, 2, 1, 1), groups=True),
+     TypeError,
+     r"conv2d: groups must be an int, but got True"),
+    (lambda x, w: otorch.conv2d(x, w, groups=2, stride=(1, 1)), lambda x, w: otorch.conv2d(x, w, groups=2, stride=(1.0, 1)),
+     TypeError, r"conv2d: stride entries must be ints"),
+    (lambda x, w: otorch.conv2d(x, w, groups=2, padding=((1, 1), (0, 0))),
+     lambda x, w: otorch.conv2d(x, w, groups=2, padding=((1, 1.0), (0, 0))), TypeError, r"conv2d: each padding entry must be an int"),
+    (lambda x, w: otorch.avg_pool3d(x, 2, divisor_override=2), lambda x, w: otorch.avg_pool3d(x, 2, divisor_override=2.0),
+     TypeError, r"divisor_override must be None or an int, but got 2.0"),
+]
+
+
+@pytest.mark.parametrize("good,bad,error,message", EQUAL_BUT_BAD)
+def test_checks_remembered_per_call_still_refuse_an_equal_value_of_another_type(good, bad, error, message,
+                                                                                 nothing_compiles):
+    """The checks of a call's arguments run once per shapes and arguments (ops/torch/functional._checked_once);
+    True, 1.0 and 1 compare equal, so the remembered key holds each entry's type too."""
+    x = torch.randn(2, 4, 7, 7, requires_grad=True)
+    w = torch.randn(6, 2, 3, 3, requires_grad=True)
+    good(x, w)
+    with pytest.raises(error, match=message):
+        bad(x, w)
+
+
 def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(seeded):
     """PyTorch's own kernels (what serves a problem whose every module fails its known-answer check) against this
     library's, with the same arguments: asymmetric padding, groups, a fused ReLU mask, channels-last."""

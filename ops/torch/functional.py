@@ -7,9 +7,8 @@ operator for float64 (warned once per function), and calls the ``iree_ck`` opera
 
 from __future__ import annotations
 
-import functools
 import warnings
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -96,11 +95,33 @@ def _is_hashable(key: tuple) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=4096)
+def _types(key: tuple) -> tuple:
+    """The type of each of ``key``'s entries, nested: a cache key under which True is not 1, nor 1.0
+    (``lru_cache``'s ``typed`` does not look inside tuples)."""
+    return tuple([_types(v) if type(v) in (tuple, list) else type(v) for v in key])
+
+
+_CHECKED: dict = {}  # (checks, typed key) -> what checks returned
+_CHECKED_MOST = 4096
+
+
+def _checked_once(checks: Callable, *key):
+    """``checks(*key)``, remembered per key and its entries' types (a bad key raises, and nothing is kept):
+    computed again where the key cannot be hashed, or while compiling (which traces no cache)."""
+    if torch.compiler.is_compiling() or not _is_hashable(key):
+        return checks(*key)
+    typed = (checks, key, _types(key))
+    if typed not in _CHECKED:
+        if len(_CHECKED) >= _CHECKED_MOST:
+            _CHECKED.clear()
+        _CHECKED[typed] = checks(*key)
+    return _CHECKED[typed]
+
+
 def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tuple, bias_shape, stride, padding, dilation,
                     groups, input_activation) -> tuple:
-    """(unbatched?, stride, flat padding pairs, dilation) of a convolution call, checked; computed once per
-    shapes and arguments (a bad one raises, and nothing is kept)."""
+    """(unbatched?, stride, flat padding pairs, dilation) of a convolution call, checked (once per shapes and
+    arguments: ``_checked_once``)."""
     check(input_activation in ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
     check(len(input_shape) in (rank + 1, rank + 2),
           f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {input_shape}")
@@ -137,8 +158,7 @@ def convolution(rank: int, input, weight, bias, stride, padding, dilation, group
     check_tensor(name, "bias", bias, optional=True)
     key = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
            *map(_hashable, (stride, padding, dilation, groups, input_activation)))
-    checked = _conv_arguments.__wrapped__ if torch.compiler.is_compiling() or not _is_hashable(key) else _conv_arguments
-    unbatched, stride, padding, dilation = checked(*key)
+    unbatched, stride, padding, dilation = _checked_once(_conv_arguments, *key)
     device = input.device
     if weight.device != device or (bias is not None and bias.device != device):
         for parameter, t in (("weight", weight), ("bias", bias)):
@@ -191,6 +211,22 @@ def _pool_arguments(name: str, input, rank: int, kernel_size, stride, padding, c
     return input.dim() == rank + 1, kernel, stride, pads
 
 
+def _max_pool_window(shape: tuple, kernel, stride, pads, dilation, ceil_mode) -> None:
+    """max_pool2d's window against an input of ``shape`` (PyTorch's rules), checked (once per shape and arguments:
+    ``_checked_once``; the operator's own normalization costs about 80 us a call)."""
+    registry.module("maxpool2d_fwd").normalize(
+        Array(shape, np.dtype(np.float32)), kernel_size=kernel, stride=stride, padding=pads, dilation=dilation,
+        ceil_mode=ceil_mode, layout="NCHW")
+
+
+def _avg_pool_window(shape: tuple, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override) -> None:
+    """avg_pool3d's window and divisor against an input of ``shape``, checked (as ``_max_pool_window``)."""
+    registry.module("avgpool3d_bwd").problem_from_params(
+        batch=shape[0], channels=shape[1], input_spatial=shape[2:], kernel_size=kernel, stride=stride, padding=pads,
+        ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override, layout="NCDHW",
+        dtype="float32")
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
     name = "max_pool2d"
@@ -200,9 +236,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
     x = input.unsqueeze(0) if unbatched else input
     if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        registry.module("maxpool2d_fwd").normalize(
-            Array(tuple(x.shape), np.dtype(np.float32)), kernel_size=kernel, stride=stride, padding=pads,
-            dilation=dilation, ceil_mode=ceil_mode, layout="NCHW")
+        _checked_once(_max_pool_window, tuple(x.shape), kernel, stride, pads, dilation, ceil_mode)
     y, indices = kernels.max_pool2d_with_indices(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
     if unbatched:
         y, indices = y.squeeze(0), indices.squeeze(0)
@@ -218,9 +252,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         return F.avg_pool3d(input, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override)
     x = input.unsqueeze(0) if unbatched else input
     if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        registry.module("avgpool3d_bwd").problem_from_params(
-            batch=x.shape[0], channels=x.shape[1], input_spatial=tuple(x.shape[2:]), kernel_size=kernel, stride=stride,
-            padding=pads, ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override,
-            layout="NCDHW", dtype="float32")
+        _checked_once(_avg_pool_window, tuple(x.shape), kernel, stride, pads, ceil_mode, count_include_pad,
+                      divisor_override)
     y = kernels.avg_pool3d(x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
     return y.squeeze(0) if unbatched else y
