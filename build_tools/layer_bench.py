@@ -125,8 +125,8 @@ class Layer:
 
     def ours(self) -> None:
         """The layer's calls as its backward makes them: a convolution's two queued behind each other, one wait
-        (``policy.CPU_LAYER_CALLS_QUEUED``)."""
-        queued = len(self.calls) == 2 and policy.CPU_LAYER_CALLS_QUEUED
+        (``policy.cpu_layer_calls_queued``)."""
+        queued = len(self.calls) == 2 and policy.cpu_layer_calls_queued()
         with calls_module.queued_calls() if queued else contextlib.nullcontext():
             for op, args in self.calls:
                 op.run(*args)

@@ -35,9 +35,13 @@ typedef struct { uint32_t wsx, wsy; uint16_t wsz, constant_count; uint32_t wcx, 
 typedef struct { uint32_t x, y; uint16_t z, reserved; uint32_t processor; void* local; uint32_t local_size; } group_t;
 typedef int (*dispatch_t)(const void*, const state_t*, const group_t*);
 typedef struct { uint32_t kind, local_size; dispatch_t function; state_t state; char* target; const char* source;
-                 uint64_t length; uint32_t pattern, pattern_bytes; } command_t;
+                 uint64_t length; uint32_t pattern, pattern_bytes;
+                 /* where the call's pointers go: a dispatch's binding i at bases[slots[i]] + offsets[i]; a fill's
+                    or copy's target (and source) at bases[target_slot] + target_offset (source_slot < 0: none) */
+                 const uint32_t* slots; const uint64_t* offsets; void** pointers;
+                 int32_t target_slot, source_slot; uint64_t target_offset, source_offset; } command_t;
 typedef struct { void (*parallel)(void (*)(void*), void*, unsigned, unsigned); void (*barrier)(void);
-                 int (*thread)(void); int (*threads)(void); const void* environment; const command_t* commands;
+                 int (*thread)(void); int (*threads)(void); const void* environment; command_t* commands;
                  int count; char* local; uint64_t local_stride; volatile int failed; } run_t;
 
 static void dispatch(run_t* run, const command_t* c, uint64_t t, uint64_t n) {
@@ -72,7 +76,21 @@ static void team(void* data) {
   }
 }
 
-int ops_run_plan(run_t* run, unsigned threads) {
+static void place(run_t* run, const uint64_t* bases, unsigned threads) {
+  for (int i = 0; i < run->count; ++i) {
+    command_t* c = &run->commands[i];
+    if (c->kind == 0) {
+      for (uint32_t b = 0; b < c->state.binding_count; ++b) c->pointers[b] = (void*)(bases[c->slots[b]] + c->offsets[b]);
+      c->state.concurrency = (uint8_t)threads;
+    } else {
+      c->target = (char*)(bases[c->target_slot] + c->target_offset);
+      c->source = c->source_slot < 0 ? 0 : (const char*)(bases[c->source_slot] + c->source_offset);
+    }
+  }
+}
+
+int ops_run_plan(run_t* run, unsigned threads, const uint64_t* bases) {
+  place(run, bases, threads);
   run->failed = 0;
   run->parallel(team, run, threads, 0);
   return run->failed;
@@ -93,7 +111,9 @@ class _State(ctypes.Structure):
 class _Command(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_uint32), ("local_size", ctypes.c_uint32), ("function", ctypes.c_void_p),
                 ("state", _State), ("target", ctypes.c_void_p), ("source", ctypes.c_void_p), ("length", ctypes.c_uint64),
-                ("pattern", ctypes.c_uint32), ("pattern_bytes", ctypes.c_uint32)]
+                ("pattern", ctypes.c_uint32), ("pattern_bytes", ctypes.c_uint32), ("slots", ctypes.c_void_p),
+                ("offsets", ctypes.c_void_p), ("pointers", ctypes.c_void_p), ("target_slot", ctypes.c_int32),
+                ("source_slot", ctypes.c_int32), ("target_offset", ctypes.c_uint64), ("source_offset", ctypes.c_uint64)]
 
 
 class _Run(ctypes.Structure):
@@ -157,7 +177,8 @@ def _runner(directory: str) -> ctypes.CDLL | str:
                     if os.path.exists(leftover):
                         os.unlink(leftover)
     runner = ctypes.CDLL(path)
-    runner.ops_run_plan.argtypes, runner.ops_run_plan.restype = [ctypes.POINTER(_Run), ctypes.c_uint], ctypes.c_int
+    runner.ops_run_plan.argtypes = [ctypes.POINTER(_Run), ctypes.c_uint, ctypes.POINTER(ctypes.c_uint64)]
+    runner.ops_run_plan.restype = ctypes.c_int
     return runner
 
 
@@ -173,9 +194,7 @@ class Kernels:
         self.plan, self._runner = plan, runner
         executables = [elf.load(container) for container in containers]
         self._commands = (_Command * len(plan.commands))()
-        self._bindings = []  # per dispatch: (its binding-pointer array, ((slot, offset), ...))
-        self._ranges = []  # per fill/copy: (command, target slot, offset, source slot or None, offset)
-        self._keep = [executables]
+        self._keep = [executables]  # what the commands point into
         local = 0
         for command, step in zip(self._commands, plan.commands):
             if isinstance(step, launch_plan.Dispatch):
@@ -184,49 +203,44 @@ class Kernels:
             elif isinstance(step, launch_plan.Fill):
                 command.kind, command.length = _FILL, step.length
                 command.pattern, command.pattern_bytes = step.pattern, step.pattern_bytes
-                self._ranges.append((command, step.slot, step.offset, None, 0))
+                command.target_slot, command.target_offset, command.source_slot = step.slot, step.offset, -1
             else:
                 command.kind, command.length = _COPY, step.length
-                self._ranges.append((command, step.target, step.target_offset, step.source, step.source_offset))
+                command.target_slot, command.target_offset = step.target, step.target_offset
+                command.source_slot, command.source_offset = step.source, step.source_offset
         self._local = ctypes.create_string_buffer(max(64, local * _MAX_THREADS))  # each thread's local memory
         self._run = _Run(_address(openmp, "GOMP_parallel"), _address(openmp, "GOMP_barrier"),
                          _address(openmp, "omp_get_thread_num"), _address(openmp, "omp_get_num_threads"),
                          ctypes.addressof(elf.ENVIRONMENT), ctypes.addressof(self._commands), len(plan.commands),
                          ctypes.addressof(self._local), local, 0)
         self._run_ref = ctypes.byref(self._run)
-        self._threads = 0
+        self._bases = (ctypes.c_uint64 * max(1, len(plan.slots)))()  # a call's slot addresses, read by the runner
         self._lock = threading.Lock()  # one call at a time: the pointers and the local memory are the kernels' own
 
     def _dispatch(self, command: _Command, step: launch_plan.Dispatch, function: elf.Function) -> int:
         """``command`` as a dispatch of ``function`` (whose bindings and constants the plan's extraction checked
         against this very executable, its digest verified on load)."""
-        pointers = (ctypes.c_void_p * max(1, len(step.bindings)))()
-        lengths = (ctypes.c_size_t * max(1, len(step.bindings)))(*[length for _, _, length in step.bindings])
+        count = max(1, len(step.bindings))
+        pointers = (ctypes.c_void_p * count)()  # the runner writes them from the call's slot addresses
+        slots = (ctypes.c_uint32 * count)(*[slot for slot, _, _ in step.bindings])
+        offsets = (ctypes.c_uint64 * count)(*[offset for _, offset, _ in step.bindings])
+        lengths = (ctypes.c_size_t * count)(*[length for _, _, length in step.bindings])
         constants = (ctypes.c_uint32 * max(1, len(step.constants)))(*step.constants)
-        self._keep += [pointers, lengths, constants]
-        self._bindings.append((pointers, tuple((slot, offset) for slot, offset, _ in step.bindings)))
+        self._keep += [pointers, slots, offsets, lengths, constants]
         state = command.state
         state.wsx, state.wsy, state.wsz = function.workgroup_size
         state.constant_count, state.binding_count = len(step.constants), len(step.bindings)
         state.wcx, state.wcy, state.wcz = step.grid
         state.constants, state.bindings, state.lengths = (ctypes.addressof(a) for a in (constants, pointers, lengths))
+        command.slots, command.offsets, command.pointers = (ctypes.addressof(a) for a in (slots, offsets, pointers))
         command.kind, command.function, command.local_size = _DISPATCH, function.address, function.local_memory_bytes
         return function.local_memory_bytes
 
     def __call__(self, bases: list[int], threads: int) -> None:
         threads = max(1, min(threads, _MAX_THREADS))
         with self._lock:
-            for pointers, bound in self._bindings:
-                for i, (slot, offset) in enumerate(bound):
-                    pointers[i] = bases[slot] + offset
-            for command, target, target_offset, source, source_offset in self._ranges:
-                command.target = bases[target] + target_offset
-                command.source = bases[source] + source_offset if source is not None else None
-            if threads != self._threads:
-                for command in self._commands:
-                    command.state.concurrency = threads
-                self._threads = threads
-            failed = self._runner.ops_run_plan(self._run_ref, threads)
+            self._bases[:len(bases)] = bases
+            failed = self._runner.ops_run_plan(self._run_ref, threads, self._bases)
         if failed:
             raise LaunchError(f"a dispatch of {self.plan.function} reported a failure")
 

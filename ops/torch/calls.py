@@ -71,8 +71,8 @@ def say_once(message: str) -> None:
 def signature(args: tuple) -> tuple:
     """What decides a call's layout, destinations and kernel: each tensor's shape, strides, dtype and device
     (not its data or storage offset), and every other argument."""
-    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, Tensor)
-                 else tuple(a) if isinstance(a, list) else a for a in args)
+    return tuple([(a.shape, a.stride(), a.dtype, a.device) if isinstance(a, Tensor)  # torch.Size: a tuple
+                  else tuple(a) if type(a) is list else a for a in args])
 
 
 class Prepared:

@@ -254,7 +254,10 @@ def _conv_backward(ctx, grad_output, *unused):
     conv_input, weight = ctx.saved_tensors
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = grad_bias = None
-    queued = ctx.direct and policy.CPU_LAYER_CALLS_QUEUED and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]
+    both = ctx.needs_input_grad[0] and ctx.needs_input_grad[1]
+    if both:  # in the layout both kernels read (plans: grad_output's), copied once for the two, where it is not
+        grad_output = conform(grad_output, is_channels_last(grad_output))
+    queued = ctx.direct and both and grad_output.device.type == "cpu" and policy.cpu_layer_calls_queued()
     with calls.queued_calls() if queued else contextlib.nullcontext():  # one wait for both, on the CPU
         if ctx.needs_input_grad[0]:
             grad_input = conv_backward_input.call(ctx.direct, grad_output, weight,
