@@ -27,8 +27,9 @@ CPU = targets.target_for_device("local-task")
 
 def problems(rng) -> dict:
     """One problem of each kind of module: a memoized command buffer (a 1 x 1 backward-data, no workspace), and
-    inline ones with a workspace (a strided backward-data, a grouped weight gradient, max pooling's pads as fills
-    and copies, a 3-D average pooling); sizes drawn from ``rng``."""
+    inline ones with a workspace (a strided backward-data, a strided 1 x 1 one, whose result is a copy out of the
+    workspace, a grouped weight gradient, max pooling's pads as fills, a 3-D average pooling); sizes drawn from
+    ``rng``."""
     n, c = int(rng.integers(1, 4)), int(rng.integers(2, 6))
     return {
         "pointwise_data": conv_bwd_data.problem_from_params(
@@ -37,6 +38,9 @@ def problems(rng) -> dict:
         "strided_data": conv_bwd_data.problem_from_params(
             batch=n, in_channels=c, out_channels=3, input_spatial=(9, int(rng.integers(6, 11))), filter_spatial=(3, 3),
             stride=(2, 2), padding=((1, 1), (1, 1)), layout="NCHW", dtype="float32"),
+        "strided_pointwise_data": conv_bwd_data.problem_from_params(
+            batch=n, in_channels=c, out_channels=8, input_spatial=(int(rng.integers(6, 10)), 7), filter_spatial=(1, 1),
+            stride=(2, 2), layout="NCHW", dtype="float32"),
         "grouped_weight": grouped_conv_bwd_weight.problem_from_params(
             batch=n, groups=2, in_channels=2 * c, out_channels=4, input_spatial=(int(rng.integers(8, 12)), 9),
             filter_spatial=(3, 3), padding=((1, 1), (1, 1)), layout="NCHW", dtype="float32"),
@@ -68,6 +72,7 @@ def test_cpu_modules_have_plans_of_both_kinds(rng):
     pool = found["maxpool_backward"][3]
     assert pool.transients and pool.slots[-1].transient == 0
     assert any(isinstance(c, launch_plan.Fill) for c in pool.commands), "max pooling's pads fill the workspace"
+    assert any(isinstance(c, launch_plan.Copy) for c in found["strided_pointwise_data"][3].commands)
 
 
 def _launched(problem, rng) -> tuple[list, list]:
@@ -90,8 +95,8 @@ def _launched(problem, rng) -> tuple[list, list]:
     return [t.numpy() for t in ours], [o.to_host() for o in outs]
 
 
-@pytest.mark.parametrize("name", ["pointwise_data", "strided_data", "grouped_weight", "maxpool_backward",
-                                  "avgpool_backward"])
+@pytest.mark.parametrize("name", ["pointwise_data", "strided_data", "strided_pointwise_data", "grouped_weight",
+                                  "maxpool_backward", "avgpool_backward"])
 def test_the_launcher_computes_what_irees_runtime_computes(rng, name):
     problem = problems(rng)[name]
     ours, irees = _launched(problem, rng)
