@@ -544,6 +544,7 @@ def test_empty_batch_gives_empty_gradients():
 
 BAD_CALLS = [
     (lambda x, w: otorch.conv2d(x, w, stride=0), ValueError, r"conv2d: stride must be positive"),
+    (lambda x, w: otorch.conv2d(x, w, stride=[[1], [1]], groups=2), TypeError, r"conv2d: stride entries must be ints"),
     (lambda x, w: otorch.conv2d(x, w, padding="full"), ValueError, r"conv2d: padding must be an int, a tuple, 'same' or 'valid'"),
     (lambda x, w: otorch.conv2d(x, w, padding="same", stride=2), ValueError, r"padding='same' is not supported for strided"),
     (lambda x, w: otorch.conv2d(x, w, padding=-1), ValueError, r"conv2d: padding must be non-negative"),

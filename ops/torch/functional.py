@@ -87,35 +87,33 @@ def _hashable(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def _is_hashable(key: tuple) -> bool:
-    try:
-        hash(key)
-    except TypeError:  # an argument of a type no check accepts: the uncached checks say so
-        return False
-    return True
-
-
-def _types(key: tuple) -> tuple:
-    """The type of each of ``key``'s entries, nested: a cache key under which True is not 1, nor 1.0
+def _types(given: tuple) -> tuple:
+    """The type of each of ``given``'s entries, nested: a cache key under which True is not 1, nor 1.0
     (``lru_cache``'s ``typed`` does not look inside tuples)."""
-    return tuple([_types(v) if type(v) in (tuple, list) else type(v) for v in key])
+    return tuple([_types(v) if type(v) in (tuple, list) else type(v) for v in given])
 
 
-_CHECKED: dict = {}  # (checks, typed key) -> what checks returned
+_CHECKED: dict = {}  # (checks, known, given, given's types) -> what checks returned
 _CHECKED_MOST = 4096
 
 
-def _checked_once(checks: Callable, *key):
-    """``checks(*key)``, remembered per key and its entries' types (a bad key raises, and nothing is kept):
-    computed again where the key cannot be hashed, or while compiling (which traces no cache)."""
-    if torch.compiler.is_compiling() or not _is_hashable(key):
-        return checks(*key)
-    typed = (checks, key, _types(key))
-    if typed not in _CHECKED:
-        if len(_CHECKED) >= _CHECKED_MOST:
-            _CHECKED.clear()
-        _CHECKED[typed] = checks(*key)
-    return _CHECKED[typed]
+def _checked_once(checks: Callable, known: tuple, given: tuple):
+    """``checks(*known, *given)``, remembered (a bad call raises, and nothing is kept): ``known`` holds values of
+    types the caller made (names, shapes), ``given`` the arguments as the user passed them, keyed with their
+    entries' types too. Computed again where they cannot be hashed, or while compiling (which traces no cache)."""
+    if torch.compiler.is_compiling():
+        return checks(*known, *given)
+    key = (checks, known, given, _types(given))
+    try:
+        return _CHECKED[key]
+    except KeyError:
+        pass
+    except TypeError:  # an argument of a type no check accepts (unhashable): the checks say so
+        return checks(*known, *given)
+    if len(_CHECKED) >= _CHECKED_MOST:
+        _CHECKED.clear()
+    result = _CHECKED[key] = checks(*known, *given)
+    return result
 
 
 def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tuple, bias_shape, stride, padding, dilation,
@@ -156,9 +154,9 @@ def convolution(rank: int, input, weight, bias, stride, padding, dilation, group
     check_tensor(name, "input", input)
     check_tensor(name, "weight", weight)
     check_tensor(name, "bias", bias, optional=True)
-    key = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape),
-           *map(_hashable, (stride, padding, dilation, groups, input_activation)))
-    unbatched, stride, padding, dilation = _checked_once(_conv_arguments, *key)
+    known = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape))
+    given = tuple(map(_hashable, (stride, padding, dilation, groups, input_activation)))
+    unbatched, stride, padding, dilation = _checked_once(_conv_arguments, known, given)
     device = input.device
     if weight.device != device or (bias is not None and bias.device != device):
         for parameter, t in (("weight", weight), ("bias", bias)):
@@ -236,7 +234,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
     x = input.unsqueeze(0) if unbatched else input
     if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        _checked_once(_max_pool_window, tuple(x.shape), kernel, stride, pads, dilation, ceil_mode)
+        _checked_once(_max_pool_window, (tuple(x.shape),), (kernel, stride, pads, dilation, ceil_mode))
     y, indices = kernels.max_pool2d_with_indices(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
     if unbatched:
         y, indices = y.squeeze(0), indices.squeeze(0)
@@ -252,7 +250,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         return F.avg_pool3d(input, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override)
     x = input.unsqueeze(0) if unbatched else input
     if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        _checked_once(_avg_pool_window, tuple(x.shape), kernel, stride, pads, ceil_mode, count_include_pad,
-                      divisor_override)
+        _checked_once(_avg_pool_window, (tuple(x.shape),),
+                      (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
     y = kernels.avg_pool3d(x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
     return y.squeeze(0) if unbatched else y
