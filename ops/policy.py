@@ -104,7 +104,8 @@ WORKAROUNDS = (
 
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "pointwise", "strided",
-                       "host_flags", "host_lacks", "except", "except_why", "form", "flags", "source", "why"})
+                       "host_flags", "host_lacks", "except", "except_why", "form", "only_forms", "flags", "source",
+                       "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,11 +188,18 @@ def configs_for(problem, target: Target) -> dict[int, str]:
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:
     """Compile flags that matter for ``problem`` on ``target``: its operator's rules, then its own entries. A rule
-    that names a form gives its flags to that form's module only (given ``form``; without one, to any)."""
+    that names a form gives its flags to that form's module only (given ``form``; without one, to any); a rule
+    naming ``only_forms`` gives them to those forms' modules only, and chooses no form."""
     flags = [f for r in rules(target.directory_name) if rule_applies(r, problem)
-             and (form is None or "form" not in r or _has_keys(form, r["form"])) for f in r.get("flags", ())]
+             and (form is None or _takes_flags(r, form)) for f in r.get("flags", ())]
     flags += [f for e in entries(target.directory_name) if e["function"] == problem.name for f in e.get("flags", ())]
     return tuple(dict.fromkeys(flags))  # each once, in order
+
+
+def _takes_flags(rule: dict, form) -> bool:
+    """Whether ``form``'s module takes ``rule``'s flags: the rule names no form, or names this one."""
+    named = [rule["form"]] if "form" in rule else rule.get("only_forms")
+    return named is None or any(_has_keys(form, keys) for keys in named)
 
 
 def _entry_form(problem, target: Target) -> dict:

@@ -461,3 +461,54 @@ def test_the_pointwise_module_without_transpose_propagation_matches_the_definiti
     got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
     error = verify.relative_error(got, module.reference(problem, inputs))
     assert error <= verify.tolerance(problem.op, problem.dtype), error
+
+
+GATHER_FLAG = "--iree-llvmcpu-experimental-vectorize-to-transfer-gather"
+AMX_HOST = frozenset({"avx2", "fma", "avx512f", "amx_tile"})
+
+
+def test_the_gather_flag_rule_gives_its_flag_to_the_per_image_forms_only_and_chooses_no_form(rng, monkeypatch):
+    """On the AVX-512 + AMX host it was measured on, the per_image and per_image_nn modules of float32
+    channels-first weight gradients with taps take IREE's vectorization of gathers; the other forms' modules, the 1 x 1
+    layers, other dtypes and other hosts do not, and the form each problem takes first is the one it took without
+    the rule (``only_forms``)."""
+    without = tuple(r for r in policy.rules("llvm-cpu") if "only_forms" not in r)
+    assert len(without) == len(policy.rules("llvm-cpu")) - 1
+
+    def flagged(problem, contraction):
+        form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == contraction)
+        return GATHER_FLAG in policy.module_spec(problem, CPU, options=form).extra_flags
+
+    base = dict(batch=2, groups=1, in_channels=5, out_channels=8, input_spatial=(9, 8), filter_spatial=(3, 3),
+                padding=1, layout="NCHW", dtype="float32")
+    problem = lambda **params: catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})  # noqa: E731
+    taken = [problem(), problem(groups=2, in_channels=2, out_channels=4, stride=2),
+             problem(input_spatial=(4, 5, 6), filter_spatial=(3, 1, 3), padding=(1, 0, 1), layout="NCDHW"),
+             problem(input_spatial=(12, 10), filter_spatial=(1, 1), stride=2, padding=0)]
+    others = [problem(filter_spatial=(1, 1), padding=0), problem(dtype="float16"), problem(layout="NHWC")]
+    for host, expected in ((AMX_HOST, True), (AMX_HOST - {"amx_tile"}, False), (frozenset({"avx2", "fma"}), False)):
+        monkeypatch.setattr(targets, "host_cpu_flags", lambda: host)
+        for p in taken + others:
+            offered = {f.contraction for f in policy.target_forms(p, CPU)}
+            for contraction in offered & {"per_image", "per_image_nn"}:
+                assert flagged(p, contraction) == (expected and p in taken), (sorted(host), p.name, contraction)
+            for contraction in offered - {"per_image", "per_image_nn"}:
+                assert not flagged(p, contraction), (sorted(host), p.name, contraction)
+            preferred = policy.forms_for(p, CPU)[0]
+            with monkeypatch.context() as m:
+                m.setattr(policy, "rules", lambda name: without if name == "llvm-cpu" else ())
+                assert policy.forms_for(p, CPU)[0] == preferred, p.name
+
+
+def test_the_per_image_forms_with_the_gather_flag_match_the_definition(rng, monkeypatch):
+    """The modules the rule above flags, on whatever host runs the suite: random float32 channels-first weight
+    gradients of 1-3 spatial axes, both forms."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: AMX_HOST)
+    problems = [p for p in _channels_first_weight_problems(rng, 9) if p.dtype == "float32"]
+    assert problems
+    for problem in problems:
+        for contraction in ("per_image", "per_image_nn"):
+            form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == contraction)
+            assert GATHER_FLAG in policy.module_spec(problem, CPU, options=form).extra_flags or policy._pointwise(problem)
+            error = _form_error(problem, rng, contraction)
+            assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} {contraction}: {error:.2e}"

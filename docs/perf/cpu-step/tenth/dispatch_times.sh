@@ -7,7 +7,7 @@ src=$1; shift
 d=/tmp/dispatch_times_$(basename ${src%.mlir}); rm -rf $d; mkdir -p $d
 flags="--iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu --iree-llvmcpu-target-cpu=host"
 iree-compile $src $flags "$@" --iree-hal-dump-executable-benchmarks-to=$d -o /dev/null || exit 1
-for f in $d/*.mlir; do iree-compile $f $flags -o ${f%.mlir}.vmfb; done
+for f in $d/*.mlir; do iree-compile $f $flags "$@" -o ${f%.mlir}.vmfb 2>/dev/null; done
 for f in $d/*.vmfb; do
   name=$(grep -o 'func.func @[a-z_0-9]*' ${f%.vmfb}.mlir | head -1 | sed 's/func.func @//; s/.*_dispatch_/dispatch_/')
   echo -n "$name "
