@@ -1,3 +1,8 @@
+"""As conv_forward_paths_2d.py, on cnn3d's 3-D stem (4 x 3 x 8 x 32 x 32, 3 x 3 x 3 to 16 channels): medians and
+10th percentiles of ROUNDS (argument, default 600) interleaved rounds (us).
+
+    PYTHONPATH=. python docs/perf/cpu-step/tenth/conv_forward_paths.py [ROUNDS]
+"""
 import time, statistics, torch, torch.nn as nn, torch.nn.functional as F, sys
 import ops.torch as otorch
 from ops.torch import kernels, functional as Fn
@@ -26,7 +31,7 @@ for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 600):
     for k, f in fs.items():
         s = time.perf_counter_ns(); y = f(); e = time.perf_counter_ns(); del y; v[k].append(e - s)
 for k in fs: print(f"{k:20s} median {statistics.median(v[k][50:])/1e3:8.1f}  p10 {sorted(v[k][50:])[len(v[k][50:])//10]/1e3:8.1f} us")
-import gc, weakref
+import weakref
 for name, m in (("pt", conv), ("ours", ours)):
     ptrs = []
     for _ in range(6):
