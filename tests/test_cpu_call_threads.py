@@ -161,7 +161,10 @@ def recorded_waits(monkeypatch) -> list:
 
 
 def test_a_layers_two_gradient_calls_are_queued_and_waited_for_once(two_threads, rng, monkeypatch):
-    assert policy.CPU_LAYER_CALLS_QUEUED
+    assert policy.CPU_LAYER_CALLS_QUEUED and policy.cpu_layer_calls_queued()  # this file runs IREE's runtime
+    with monkeypatch.context() as launched:  # a launched call returns done: nothing to queue
+        launched.setattr(policy, "cpu_launcher", lambda: "plan")
+        assert not policy.cpu_layer_calls_queued()
     x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
     seen, waits = recorded_invokes(monkeypatch), recorded_waits(monkeypatch)

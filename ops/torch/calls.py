@@ -30,8 +30,8 @@ Kernels, by device:
   workers would hold the cores IREE's workers need (``openmp_release``). The call itself runs with the calling
   thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``): woken when the module's work is done, it must not
   preempt the IREE worker that is still finishing the wake-up (``batch_scheduled``). Inside ``queued_calls()``
-  (a convolution layer's two gradients, ``policy.CPU_LAYER_CALLS_QUEUED``), each call is queued behind the one
-  before it in IREE's queue and returns at once; the block's end waits, once.
+  (a convolution layer's two gradients through IREE's runtime, ``policy.cpu_layer_calls_queued``), each call is
+  queued behind the one before it in IREE's queue and returns at once; the block's end waits, once.
 """
 
 from __future__ import annotations
