@@ -184,7 +184,7 @@ ${gather}
 ${grad_out_operand}
   %per_image_empty = tensor.empty() : ${per_image_type}
   %per_image_zero = linalg.fill ins(%zero : f32) outs(%per_image_empty : ${per_image_type}) -> ${per_image_type}
-  %per_image = linalg.batch_matmul ins(${lhs}, ${rhs} : ${lhs_type}, ${rhs_type}) outs(%per_image_zero : ${per_image_type}) -> ${per_image_type}
+  %per_image = linalg.batch_matmul${matmul_config} ins(${lhs}, ${rhs} : ${lhs_type}, ${rhs_type}) outs(%per_image_zero : ${per_image_type}) -> ${per_image_type}
   %per_image_taps = tensor.expand_shape %per_image ${per_image_reassociation} output_shape [${per_image_taps_shape}] : ${per_image_type} into ${per_image_taps_type}
   %acc_groups_empty = tensor.empty() : ${acc_groups_type}
   %acc_groups_zero = linalg.fill ins(%zero : f32) outs(%acc_groups_empty : ${acc_groups_type}) -> ${acc_groups_type}

@@ -123,8 +123,9 @@ def table(target_name: str) -> dict:
 
 
 def entries(target_name: str) -> tuple[dict, ...]:
-    """Per-problem choices, keyed by the problem's function name."""
-    return tuple(table(target_name).get("entries", ()))
+    """Per-problem choices, keyed by the problem's function name; one that names ``host_flags`` or ``host_lacks``
+    holds only on such hosts, as a rule does (a CPU tile measured on one host)."""
+    return tuple(e for e in table(target_name).get("entries", ()) if _on_host(e))
 
 
 def rules(target_name: str) -> tuple[dict, ...]:

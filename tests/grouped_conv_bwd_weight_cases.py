@@ -22,12 +22,19 @@ CASES = {
 
 PROBLEMS = {name: problem_from_params(**params) for name, params in CASES.items()}
 
-# layers the CPU tuning table names in an ``except`` (measured slower with its rule's form; MobileNetV2's, batch 16,
-# from build_tools/layer_bench.py): not run here, only known by name (tests/test_structure.py)
+# layers the CPU tuning table names (an ``except``: measured slower with its rule's form, MobileNetV2's, batch 16;
+# an entry: a tile measured on cnn3d's two 3-D layers and a ResNet-style layer; from build_tools/layer_bench.py): not run here, only known by name
+# (tests/test_structure.py)
 TABLE_NAMED = {
     name: problem_from_params(**params) for name, params in {
         "mobilenetv2_1x1_24_144": dict(batch=16, in_channels=24, out_channels=144, input_spatial=(16, 16),
                                        filter_spatial=(1, 1), layout="NCHW", dtype="float32"),
         "mobilenetv2_stem": dict(batch=16, in_channels=3, out_channels=16, input_spatial=(64, 64), filter_spatial=(3, 3),
                                  stride=2, padding=1, layout="NCHW", dtype="float32"),
+        "cnn3d_stem": dict(batch=4, in_channels=3, out_channels=16, input_spatial=(8, 32, 32), filter_spatial=(3, 3, 3),
+                           padding=1, layout="NCDHW", dtype="float32"),
+        "cnn3d_g4": dict(batch=4, groups=4, in_channels=4, out_channels=8, input_spatial=(4, 16, 16),
+                         filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
+        "resnet_3x3_32": dict(batch=16, in_channels=32, out_channels=32, input_spatial=(16, 16), filter_spatial=(3, 3),
+                              padding=1, layout="NCHW", dtype="float32"),
     }.items()}

@@ -516,3 +516,44 @@ def test_the_per_image_forms_with_the_gather_flag_match_the_definition(rng, monk
             assert GATHER_FLAG in policy.module_spec(problem, CPU, options=form).extra_flags or policy._pointwise(problem)
             error = _form_error(problem, rng, contraction)
             assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} {contraction}: {error:.2e}"
+
+
+def _entry_checked_problem(function: str):
+    """A small problem with the same per-image matmul rows and columns as the tuning table's entry ``function``
+    (its channels, groups and filter; batch 2 and a few positions, a multiple of the tile's reduction)."""
+    from grouped_conv_bwd_weight_cases import TABLE_NAMED
+
+    named = next(p for p in TABLE_NAMED.values() if p.name == function)
+    spatial = (2, 4, 4) if named.rank == 3 else (4, 4)
+    return catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=named.groups,
+                           in_channels=named.in_channels, out_channels=named.out_channels, input_spatial=spatial,
+                           filter_spatial=named.filter_spatial, padding=1, layout=named.layout, dtype=named.dtype)
+
+
+CPU_ENTRIES = [e for e in TABLE.get("entries", ()) if "compilation_info" in e]
+
+
+@pytest.mark.parametrize("entry", CPU_ENTRIES, ids=lambda e: e["function"][:60])
+def test_a_cpu_entry_pins_its_matmul_tile_on_the_hosts_it_was_measured_on(entry, monkeypatch):
+    """On the host its rule says (AVX-512 + AMX), an entry's problem takes its form with the entry's
+    compilation_info on the per-image batch_matmul; on another host, neither (entries narrow by host as rules do)."""
+    from grouped_conv_bwd_weight_cases import TABLE_NAMED
+
+    assert entry["source"] and entry["why"] and entry["host_flags"]
+    problem = next(p for p in TABLE_NAMED.values() if p.name == entry["function"])
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", *entry["host_flags"]}))
+    assert [f.contraction for f in policy.forms_for(problem, CPU)] == [entry["render"]["contraction"]]
+    assert f"linalg.batch_matmul {{compilation_info = {entry['compilation_info']}}}" in policy.module_spec(problem, CPU).mlir
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert "compilation_info" not in policy.module_spec(problem, CPU).mlir
+
+
+@pytest.mark.parametrize("entry", CPU_ENTRIES, ids=lambda e: e["function"][:60])
+def test_the_per_image_nn_matmul_with_an_entrys_tile_matches_the_definition(entry, rng, monkeypatch):
+    """The entry's tile pinned on a small problem of the same per-image rows and columns, on any host."""
+    problem = _entry_checked_problem(entry["function"])
+    monkeypatch.setattr(policy, "configs_for", lambda p, target: {0: entry["compilation_info"]} if p == problem else {})
+    form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == entry["render"]["contraction"])
+    assert entry["compilation_info"] in policy.module_spec(problem, CPU, options=form).mlir
+    error = _form_error(problem, rng, form.contraction)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"

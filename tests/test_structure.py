@@ -181,8 +181,11 @@ def test_every_tuning_table_key_names_an_operator_a_problem_and_a_form():
 
     from ops import catalog, policy, registry, render, targets
 
+    from grouped_conv_bwd_weight_cases import TABLE_NAMED
+
     names = _known_problem_names()
     problems = {p.name: p for suite in catalog.suites() for _, _, p in catalog.problems(suite)}
+    problems |= {p.name: p for p in TABLE_NAMED.values()}
     for table in sorted((render.templates_dir() / "tuning").glob("*.json")):
         data = json.loads(table.read_text())
         for rule in data.get("rules", ()):

@@ -207,7 +207,8 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     """The problem's module: one function, ``problem.name``, taking (x, grad_out, dst), in ``form`` (``Form``).
 
     ``lowering.configs`` may map 0 (the one convolution, as phase 0 of the tuning tables) to an IREE
-    ``#iree_codegen.compilation_info`` pinned on the convolution; without one IREE picks the configuration.
+    ``#iree_codegen.compilation_info`` pinned on the convolution (the generic form) or on the per-image matmul (the
+    per_image_nn form); without one IREE picks the configuration.
     """
     chunks = form.batch_split
     check(
@@ -327,7 +328,8 @@ def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, 
 
 
 def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str | None, config: str | None) -> tuple[str, str]:
-    """(text, the float32 sums' value) of the form's contraction: im2col, depthwise or the generic."""
+    """(text, the float32 sums' value) of the form's contraction; ``config`` (phase 0's) pins the generic's
+    convolution or per_image_nn's matmul."""
     problem = shape.problem
     if contraction == "im2col":
         x_groups_shape = shape.groups_shape(shape.padded_spatial, problem.in_channels)
@@ -337,7 +339,7 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
     if contraction == "per_image":
         return _per_image(problem, element), "%acc"
     if contraction == "per_image_nn":
-        return _per_image_nn(problem, element), "%acc"
+        return _per_image_nn(problem, element, config), "%acc"
     if contraction == "taps":
         return _tap_sums(problem, element), "%acc"
     return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
@@ -499,10 +501,10 @@ def grad_out_moved(problem: ConvBwdWeightProblem) -> bool:
     return problem.in_channels * math.prod(problem.filter_spatial) >= problem.out_channels
 
 
-def _per_image_nn(problem: ConvBwdWeightProblem, element: str) -> str:
+def _per_image_nn(problem: ConvBwdWeightProblem, element: str, config: str | None = None) -> str:
     """The per_image form with no reduction along a row (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image_nn``):
     grad_out laid out (o, k) (``grad_out_moved``), or the windows gathered (o, (c, f)), then a plain batch_matmul per
-    (image, group) and the sum over the images."""
+    (image, group), ``config`` pinned on it where given, and the sum over the images."""
     common = _per_image_common(problem)
     o, f = common["o"], common["f"]
     moved = grad_out_moved(problem)
@@ -513,6 +515,7 @@ def _per_image_nn(problem: ConvBwdWeightProblem, element: str) -> str:
     values, taps_shape = layout(problem, element, common)
     return mlir.render(
         "grouped_conv_bwd_weight.per_image_nn", element=element,
+        matmul_config=f" {{compilation_info = {config}}}" if config else "",
         cols_type=mlir.tensor([sizes[d] for d in gathered], element), cols_read=mlir.affine_map(gathered, common["x_read"]),
         cols_map=mlir.affine_map(gathered, gathered), cols_iterators=mlir.iterators(["parallel"] * len(gathered)),
         per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
