@@ -4,7 +4,7 @@ the float64 reference, then timed interleaved through the CPU launcher (gather_f
 (default 9) rounds of 9 calls, ms. CANDIDATES: per problem, (distribution (M, N), vector (M, N, K)) to try, from
 matmul_sweep.txt. The tuning table's entries are left out, so that "default" is IREE's.
 
-    PYTHONPATH=. OPS_QUIET=1 python docs/perf/cpu-step/tenth/matmul_config.py
+    PYTHONPATH=. OPS_QUIET=1 python docs/perf/cpu-step/tenth/matmul_config.py [MODEL,...]
 """
 import os
 import statistics
@@ -25,6 +25,13 @@ CANDIDATES = {
     "grouped_conv_bwd_weight_3d_ncdhw_float32_n4_g4_c4_k8_i4x16x16": [((36, 8), (12, 8, 16)), ((54, 8), (9, 8, 16))],
     "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c32_k32_i16x16_f3x3": [((48, 32), (12, 32, 16))],
     "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c32_k64_i16x16_f3x3": [((36, 64), (9, 32, 16))],
+    # resnext2d's 1 x 1 layers (a second run: PYTHONPATH=. python ... resnext2d)
+    "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c128_k64_i8x8_f1x1": [((64, 64), (4, 16, 16)), ((64, 64), (8, 16, 16))],
+    "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c64_k128_i16x16_f1x1": [((64, 64), (4, 16, 16)), ((64, 64), (8, 16, 16))],
+    "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c64_k128_i8x8_f1x1": [((64, 64), (4, 16, 16)), ((64, 64), (8, 16, 16))],
+    "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c64_k64_i16x16_f1x1": [((64, 64), (4, 32, 16)), ((64, 64), (8, 16, 16))],
+    "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c32_k64_i16x16_f1x1": [((64, 32), (4, 32, 16)), ((64, 32), (8, 32, 16))],
+    "grouped_conv_bwd_weight_2d_nchw_float32_n16_g1_c32_k32_i16x16_f1x1": [((32, 32), (8, 16, 16)), ((32, 32), (4, 16, 16))],
 }
 
 
@@ -38,7 +45,8 @@ def config(distribution, vector) -> str:
 def main() -> None:
     torch.set_num_threads(2)
     policy.configs_for = lambda problem, target: {}  # "default": IREE's own, not the table's entries
-    for problem in g.problems(["cnn3d", "resnext2d", "resnet"], "grouped_conv_bwd_weight").values():
+    models = sys.argv[1].split(",") if len(sys.argv) > 1 else ["cnn3d", "resnext2d", "resnet"]
+    for problem in g.problems(models, "grouped_conv_bwd_weight").values():
         candidates = next((c for prefix, c in CANDIDATES.items() if problem.name.startswith(prefix)), None)
         if candidates is None:
             continue
