@@ -4,7 +4,7 @@ with the gather flag, checked against the float64 reference, then timed interlea
 
     PYTHONPATH=. OPS_QUIET=1 python docs/perf/cpu-step/tenth/depthwise_forms.py
 """
-import sys, statistics
+import sys
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 import numpy as np, torch
 import gather_flag as g
@@ -28,7 +28,6 @@ for p in probs.values():
             thunks[label]()
             err = max(verify.relative_error(o.numpy(), e) for o, e in zip(outs, expected))
             assert err < 1e-4, (label, err)
-    times = {k: [] for k in thunks}
-    for _ in range(7):
-        for k, c in thunks.items(): times[k].append(g.median_ms(c))
-    print(p.name[:90], "  ".join(f"{k} {statistics.median(v):.3f}" for k, v in times.items()), "shipped", policy.forms_for(p, g.CPU)[0].contraction, flush=True)
+    medians = g.interleaved_medians(thunks, 7)
+    print(p.name[:90], "  ".join(f"{k} {m:.3f}" for k, m in medians.items()), "shipped",
+          policy.forms_for(p, g.CPU)[0].contraction, flush=True)

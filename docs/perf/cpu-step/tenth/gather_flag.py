@@ -61,6 +61,15 @@ def median_ms(call) -> float:
     return 1e3 * statistics.median(times)
 
 
+def interleaved_medians(thunks: dict, rounds: int = ROUNDS) -> dict:
+    """label -> the median over ``rounds`` rounds of each thunk's median_ms, the thunks taking turns (ms)."""
+    times = {label: [] for label in thunks}
+    for _ in range(rounds):
+        for label, call in thunks.items():
+            times[label].append(median_ms(call))
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
 def compare(problem) -> str:
     module = registry.module(problem)
     inputs = module.random_inputs(problem, np.random.default_rng(0))
@@ -72,11 +81,8 @@ def compare(problem) -> str:
                                        module.results(problem))
         thunks[label]()
         errors[label] = max(verify.relative_error(o.numpy(), e) for o, e in zip(outs, expected))
-    times = {label: [] for label in thunks}
-    for _ in range(ROUNDS):
-        for label, call in thunks.items():
-            times[label].append(median_ms(call))
-    a, b = (statistics.median(times[label]) for label in ("shipped", "gather"))
+    medians = interleaved_medians(thunks)
+    a, b = medians["shipped"], medians["gather"]
     form = policy.forms_for(problem, CPU)[0]
     return (f"{problem.name[:96]:96s} {type(form).__name__}/{getattr(form, 'contraction', getattr(form, 'windows', ''))!s:12s}"
             f" shipped {a:7.3f}  gather {b:7.3f}  {a / b:5.2f}x  err {errors['shipped']:.1e} {errors['gather']:.1e}")

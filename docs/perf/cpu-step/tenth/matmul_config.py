@@ -7,7 +7,6 @@ matmul_sweep.txt. The tuning table's entries are left out, so that "default" is 
     PYTHONPATH=. OPS_QUIET=1 python docs/perf/cpu-step/tenth/matmul_config.py [MODEL,...]
 """
 import os
-import statistics
 import sys
 from pathlib import Path
 
@@ -62,11 +61,8 @@ def main() -> None:
                                              module.results(problem))
             thunks[label]()
             errors[label] = max(verify.relative_error(o.numpy(), e) for o, e in zip(outs, expected))
-        times = {label: [] for label in thunks}
-        for _ in range(ROUNDS):
-            for label, call in thunks.items():
-                times[label].append(g.median_ms(call))
-        cells = "  ".join(f"{label} {statistics.median(t):.3f} (err {errors[label]:.0e})" for label, t in times.items())
+        medians = g.interleaved_medians(thunks, ROUNDS)
+        cells = "  ".join(f"{label} {m:.3f} (err {errors[label]:.0e})" for label, m in medians.items())
         print(f"{problem.name[:90]}  {cells}", flush=True)
 
 
