@@ -396,10 +396,10 @@ def kernel_for(problem, device: torch.device, views: Callable):
             "its module must be loaded first: run one eager step with the same shapes before capturing")
     target = targets.target_for_device(driver)
     if not target.gpu:
-        kernel = _cpu_planned(problem, device) if policy.cpu_launcher() == "plan" else None
+        kernel = _planned(problem, device, "cpu", True) if policy.cpu_launcher() == "plan" else None
         return kernel or RuntimeKernel(runtime.function_for(problem, driver), driver, views, False)
     if policy.gpu_launcher(target) == "plan":
-        kernel = _planned(problem, device, driver, target)
+        kernel = _planned(problem, device, driver, target.external_stream)
         if kernel is not None:
             return kernel
     if target.external_stream:
@@ -407,26 +407,18 @@ def kernel_for(problem, device: torch.device, views: Callable):
     return RuntimeKernel(runtime.function_for(problem, driver), driver, views, True)
 
 
-def _planned(problem, device: torch.device, driver: str, target):
-    """``launched``, where the target has another path on the stream: a launcher computing no form right is
-    said once, and the other path runs the problem (the HIP launcher is opt-in, and not yet run on an AMD GPU)."""
+def _planned(problem, device: torch.device, backend: str, fallback: bool):
+    """``launched``; where the launcher computes no form right and IREE's runtime has another path for the problem
+    (``fallback``: the CPU, and a GPU target whose runtime takes the framework's stream), that is said once and the
+    other path runs it (the HIP launcher is opt-in, and not yet run on an AMD GPU); else the error stands."""
     try:
-        return launched(problem, device, driver)
+        return launched(problem, device, backend)
     except known_answer.WrongResultError as error:
-        if not target.external_stream:
+        if not fallback:
             raise
-        say_once(f"ops.torch: the {driver} launcher computes no form of {problem.name} right ({error}); IREE's "
+        name = "CPU" if backend == "cpu" else backend
+        say_once(f"ops.torch: the {name} launcher computes no form of {problem.name} right ({error}); IREE's "
                  "runtime runs it")
-        return None
-
-
-def _cpu_planned(problem, device: torch.device):
-    """``launched`` on the CPU; where the launcher computes no form right (said once), IREE's runtime runs it."""
-    try:
-        return launched(problem, device, "cpu")
-    except known_answer.WrongResultError as error:
-        say_once(f"ops.torch: the CPU launcher computes no form of {problem.name} right ({error}); IREE's runtime "
-                 "runs it")
         return None
 
 
