@@ -116,6 +116,29 @@ def _checked_once(checks: Callable, known: tuple, given: tuple):
     return result
 
 
+_READY: dict = {}  # a call's key (its tensors' metadata, the ids of its other arguments) -> its ready call
+_READY_MOST = 4096
+_ATOMS = (int, bool, float, str, type(None))
+
+
+def _immutable(value) -> bool:
+    return type(value) in _ATOMS or (type(value) is tuple and all(_immutable(v) for v in value))
+
+
+def _remember(key: Optional[tuple], given: tuple, ready):
+    """``ready`` (a call whose arguments its making checked), kept under ``key`` for the calls after it, where
+    ``given`` (the arguments as the user passed them, which ``key`` names by ``id``) are immutable: ``ready`` holds
+    them, so no other object takes their ids while it is kept, and a call with the same objects is the same call
+    (an equal argument of another type, True for 1, is another object: it is checked). A module's calls pass its
+    attributes, the same objects every time. ``key`` is None while compiling, which traces no cache."""
+    if key is not None and _immutable(given):
+        if len(_READY) >= _READY_MOST:
+            _READY.clear()
+        ready.held = given
+        _READY[key] = ready
+    return ready
+
+
 def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tuple, bias_shape, stride, padding, dilation,
                     groups, input_activation) -> tuple:
     """(unbatched?, stride, flat padding pairs, dilation) of a convolution call, checked (once per shapes and
@@ -150,30 +173,52 @@ def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tupl
 
 def convolution(rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation) -> Tensor:
     """``conv1d``, ``conv2d`` or ``conv3d`` (``rank`` spatial dimensions), arguments as theirs."""
-    name = _CONV_NAMES[rank]
-    check_tensor(name, "input", input)
-    check_tensor(name, "weight", weight)
-    check_tensor(name, "bias", bias, optional=True)
-    known = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape))
-    given = tuple(map(_hashable, (stride, padding, dilation, groups, input_activation)))
-    unbatched, stride, padding, dilation = _checked_once(_conv_arguments, known, given)
-    device = input.device
-    if weight.device != device or (bias is not None and bias.device != device):
+    if _any_autocast():  # the tensors in autocast's dtype first, checked as they came
+        for parameter, t in (("input", input), ("weight", weight), ("bias", bias)):
+            check_tensor(_CONV_NAMES[rank], parameter, t, optional=parameter == "bias")
+        input, weight, bias = _autocast(input, weight, bias)
+    key = ready = None
+    if not torch.compiler.is_compiling():
+        try:
+            key = (rank, type(input), input.dtype, input.shape, input.device, type(weight), weight.dtype, weight.shape,
+                   weight.device, None if bias is None else (type(bias), bias.dtype, bias.shape, bias.device),
+                   id(stride), id(padding), id(dilation), id(groups), id(input_activation))
+            ready = _READY.get(key)
+        except (AttributeError, TypeError):  # not tensors (or unhashable): the checks say so
+            key = ready = None
+    if ready is None:
+        ready = _remember(key, (stride, padding, dilation, groups, input_activation),
+                          _ConvCall(rank, input, weight, bias, stride, padding, dilation, groups, input_activation))
+    return ready(input, weight, bias)
+
+
+class _ConvCall:
+    """A convolution call's checked arguments (raising where they are bad), ready for every later call with the
+    same tensors' types, dtypes, shapes and devices and the same argument objects (``_remember``)."""
+
+    __slots__ = ("name", "unbatched", "arguments", "relu", "held")
+
+    def __init__(self, rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation):
+        self.name = name = _CONV_NAMES[rank]
+        check_tensor(name, "input", input)
+        check_tensor(name, "weight", weight)
+        check_tensor(name, "bias", bias, optional=True)
+        known = (name, rank, tuple(input.shape), tuple(weight.shape), None if bias is None else tuple(bias.shape))
+        given = tuple(map(_hashable, (stride, padding, dilation, groups, input_activation)))
+        self.unbatched, stride, padding, dilation = _checked_once(_conv_arguments, known, given)
         for parameter, t in (("weight", weight), ("bias", bias)):
-            check(t is None or t.device == device, f"{name}: {parameter} is on {t.device}, but input is on {device}")
-    input, weight, bias = _autocast(input, weight, bias)
-    if weight.dtype != input.dtype or (bias is not None and bias.dtype != input.dtype):
-        for parameter, t in (("weight", weight), ("bias", bias)):
-            check_type(t is None or t.dtype == input.dtype,
-                       f"{name}: {parameter} has dtype {t.dtype if t is not None else None}, but input has {input.dtype}")
-    x = input.unsqueeze(0) if unbatched else input
-    arguments = (x, weight, bias, list(stride), list(padding), list(dilation), groups)
-    relu = input_activation == "relu"
-    if _falls_back(name, input):  # weight and bias have its dtype (above)
-        y = kernels.torch_conv(torch.relu(x) if relu else x, *arguments[1:])
-    else:
-        y = kernels.conv(*arguments, relu)
-    return y.squeeze(0) if unbatched else y
+            if t is not None:
+                check(t.device == input.device, f"{name}: {parameter} is on {t.device}, but input is on {input.device}")
+                check_type(t.dtype == input.dtype, f"{name}: {parameter} has dtype {t.dtype}, but input has {input.dtype}")
+        self.arguments, self.relu = (stride, padding, dilation, groups), input_activation == "relu"
+
+    def __call__(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+        x = input.unsqueeze(0) if self.unbatched else input
+        if input.dtype == torch.float64 and _falls_back(self.name, input):  # weight and bias have its dtype (above)
+            y = kernels.torch_conv(torch.relu(x) if self.relu else x, weight, bias, *self.arguments)
+        else:
+            y = kernels.conv(x, weight, bias, *self.arguments, self.relu)
+        return y.squeeze(0) if self.unbatched else y
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, input_activation=None) -> Tensor:
@@ -225,32 +270,77 @@ def _avg_pool_window(shape: tuple, kernel, stride, pads, ceil_mode, count_includ
         dtype="float32")
 
 
+def _pool_key(name: str, input, given: tuple) -> Optional[tuple]:
+    """A pooling call's key for ``_READY`` (its input's type, dtype, shape and device, its other arguments' ids), or
+    None while compiling or where ``input`` is not a tensor (the checks say so)."""
+    if torch.compiler.is_compiling() or not isinstance(input, Tensor):
+        return None
+    return (name, type(input), input.dtype, input.shape, input.device, *map(id, given))
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
-    name = "max_pool2d"
-    unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
-    dilation = positive_int_tuple(name, "dilation", dilation, 2)
-    if _falls_back(name, input):
-        return F.max_pool2d(input, kernel, stride, pads, dilation, ceil_mode, return_indices)
-    x = input.unsqueeze(0) if unbatched else input
-    if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        _checked_once(_max_pool_window, (tuple(x.shape),), (kernel, stride, pads, dilation, ceil_mode))
-    y, indices = kernels.max_pool2d_with_indices(x, list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
-    if unbatched:
-        y, indices = y.squeeze(0), indices.squeeze(0)
-    return (y, indices) if return_indices else y
+    given = (kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    key = _pool_key("max_pool2d", input, given)
+    ready = _READY.get(key) if key is not None else None
+    if ready is None:
+        ready = _remember(key, given, _MaxPoolCall(input, *given))
+    return ready(input)
+
+
+class _MaxPoolCall:
+    """A ``max_pool2d`` call's checked arguments, ready (as ``_ConvCall``)."""
+
+    __slots__ = ("unbatched", "arguments", "return_indices", "held")
+
+    def __init__(self, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+        name = "max_pool2d"
+        self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
+        dilation = positive_int_tuple(name, "dilation", dilation, 2)
+        if input.dtype != torch.float64 and not torch.compiler.is_compiling():  # the window against the input
+            shape = (1, *input.shape) if self.unbatched else tuple(input.shape)  # (PyTorch's rules), before compiling
+            _checked_once(_max_pool_window, (shape,), (kernel, stride, pads, dilation, ceil_mode))
+        self.arguments = (list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
+        self.return_indices = return_indices
+
+    def __call__(self, input: Tensor):
+        if input.dtype == torch.float64 and _falls_back("max_pool2d", input):
+            return F.max_pool2d(input, *self.arguments, return_indices=self.return_indices)
+        x = input.unsqueeze(0) if self.unbatched else input
+        y, indices = kernels.max_pool2d_with_indices(x, *self.arguments)
+        if self.unbatched:
+            y, indices = y.squeeze(0), indices.squeeze(0)
+        return (y, indices) if self.return_indices else y
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward."""
-    name = "avg_pool3d"
-    unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
-    check_type(isinstance(count_include_pad, bool), f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
-    if _falls_back(name, input):
-        return F.avg_pool3d(input, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override)
-    x = input.unsqueeze(0) if unbatched else input
-    if not torch.compiler.is_compiling():  # the window against the input (PyTorch's rules), before compiling
-        _checked_once(_avg_pool_window, (tuple(x.shape),),
-                      (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
-    y = kernels.avg_pool3d(x, list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
-    return y.squeeze(0) if unbatched else y
+    given = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    key = _pool_key("avg_pool3d", input, given)
+    ready = _READY.get(key) if key is not None else None
+    if ready is None:
+        ready = _remember(key, given, _AvgPoolCall(input, *given))
+    return ready(input)
+
+
+class _AvgPoolCall:
+    """An ``avg_pool3d`` call's checked arguments, ready (as ``_ConvCall``)."""
+
+    __slots__ = ("unbatched", "arguments", "held")
+
+    def __init__(self, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        name = "avg_pool3d"
+        self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
+        check_type(isinstance(count_include_pad, bool),
+                   f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
+        if input.dtype != torch.float64 and not torch.compiler.is_compiling():  # the window against the input
+            shape = (1, *input.shape) if self.unbatched else tuple(input.shape)  # (PyTorch's rules), before compiling
+            _checked_once(_avg_pool_window, (shape,), (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
+        self.arguments = (list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
+
+    def __call__(self, input: Tensor):
+        if input.dtype == torch.float64 and _falls_back("avg_pool3d", input):
+            return F.avg_pool3d(input, *self.arguments)
+        x = input.unsqueeze(0) if self.unbatched else input
+        y = kernels.avg_pool3d(x, *self.arguments)
+        return y.squeeze(0) if self.unbatched else y
