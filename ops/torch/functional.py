@@ -196,7 +196,7 @@ class _ConvCall:
     """A convolution call's checked arguments (raising where they are bad), ready for every later call with the
     same tensors' types, dtypes, shapes and devices and the same argument objects (``_remember``)."""
 
-    __slots__ = ("name", "unbatched", "arguments", "relu", "held")
+    __slots__ = ("name", "unbatched", "conv", "held")
 
     def __init__(self, rank: int, input, weight, bias, stride, padding, dilation, groups, input_activation):
         self.name = name = _CONV_NAMES[rank]
@@ -210,14 +210,15 @@ class _ConvCall:
             if t is not None:
                 check(t.device == input.device, f"{name}: {parameter} is on {t.device}, but input is on {input.device}")
                 check_type(t.dtype == input.dtype, f"{name}: {parameter} has dtype {t.dtype}, but input has {input.dtype}")
-        self.arguments, self.relu = (stride, padding, dilation, groups), input_activation == "relu"
+        self.conv = kernels.Conv(stride, padding, dilation, groups, input_activation == "relu")
 
     def __call__(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
         x = input.unsqueeze(0) if self.unbatched else input
         if input.dtype == torch.float64 and _falls_back(self.name, input):  # weight and bias have its dtype (above)
-            y = kernels.torch_conv(torch.relu(x) if self.relu else x, weight, bias, *self.arguments)
+            forward = self.conv.forward(x, weight, bias)
+            y = forward[0] if self.conv.relu else forward
         else:
-            y = kernels.conv(x, weight, bias, *self.arguments, self.relu)
+            y = self.conv(x, weight, bias)
         return y.squeeze(0) if self.unbatched else y
 
 

@@ -134,14 +134,32 @@ class KernelOp:
 
 
 _PLAIN_TYPES = (Tensor, nn.Parameter)
+_functorch_active = torch._C._are_functorch_transforms_active
+_functorch_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 def _direct(*tensors: Optional[Tensor]) -> bool:
     """Whether a call takes the eager path (a ``torch.autograd.Function`` whose backward runs the kernels' ready
-    calls, no dispatcher): plain tensors, nothing compiling, tracing or recording. Otherwise it is the registered
-    operators, which ``torch.compile``, ``opcheck``, fake tensors and ``precompile`` see."""
-    return (_recording is None and not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
-            and all(t is None or type(t) in _PLAIN_TYPES for t in tensors))
+    calls, no dispatcher): plain tensors (no functorch wrapper among them, and no functorch transform active),
+    nothing compiling, tracing or recording. Otherwise it is the registered operators, which ``torch.compile``,
+    ``opcheck``, fake tensors, functorch and ``precompile`` see."""
+    if (_recording is not None or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
+            or _functorch_active()):
+        return False
+    for t in tensors:
+        if t is not None and (type(t) not in _PLAIN_TYPES or _functorch_wrapped(t)):
+            return False
+    return True
+
+
+def _applied(function: type) -> Callable:
+    """``function.apply`` without ``torch.autograd.Function.apply``'s Python wrapper, where this PyTorch has its C++
+    apply (``torch._C._FunctionBase``). The wrapper binds default arguments for a ``setup_context`` (these Functions
+    have none), unwraps functorch's dead wrappers and hands functorch's transforms to ``custom_function_call``: on
+    the eager path (``_direct``) there are none. It costs about 12 us a call when the caches are cold, as they are
+    in a training step (docs/PERFORMANCE.md)."""
+    apply = getattr(torch._C, "_FunctionBase", object).__dict__.get("apply")
+    return function.apply if apply is None else apply.__get__(None, function)
 
 
 # --- PyTorch's own kernels: where no compiled form computes a problem's known answer (ops.known_answer) ------
@@ -186,24 +204,9 @@ def _torch_avg_pool3d_backward(grad_output, input_size, kernel_size, stride, pad
         divisor_override), cl)
 
 
-def _symmetric_padding(input: Tensor, padding: List[int]) -> tuple[Tensor, list[int]]:
-    """(input, per-dim padding) for PyTorch's kernels, which pad both sides alike: asymmetric (low, high) pairs
-    pad the input first (F.pad, last dim first) and then need none."""
-    low, high = padding[0::2], padding[1::2]
-    if low == high:
-        return input, low
-    return F.pad(input, [v for lo, hi in reversed(plans.pairs(padding)) for v in (lo, hi)]), [0] * len(low)
-
-
 def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
     """PyTorch's own forward convolution, with flat (low, high) padding pairs."""
-    conv_function = (F.conv1d, F.conv2d, F.conv3d)[input.dim() - 3]
-    padded, symmetric = _symmetric_padding(input, padding)
-    output = conv_function(padded, weight, bias, stride, symmetric, dilation, groups)
-    if is_channels_last(input) or is_channels_last(weight):
-        # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
-        output = output.contiguous(memory_format=plans.memory_format(output.dim() - 2))
-    return output
+    return Conv(stride, padding, dilation, groups, False).convolve(input, weight, bias)
 
 
 conv_backward_input = KernelOp("conv_backward_input", _torch_conv_backward_input)
@@ -216,16 +219,56 @@ avg_pool3d_backward = KernelOp("avg_pool3d_backward", _torch_avg_pool3d_backward
 # --- Convolution: PyTorch's forward, the kernels' backward ------------------------------------------------
 
 
+_CONV_FUNCTIONS = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}  # by the input's dimensions
+
+
+class Conv:
+    """A convolution's arguments (flat (low, high) padding pairs; ``relu``: of ``relu(input)``), fixed: its forward
+    is PyTorch's own convolution, its backward the kernels'. Calling it runs the eager path on plain tensors, else
+    the registered ``conv`` / ``relu_conv``. ``ops/torch/functional.py`` keeps one per ready call."""
+
+    __slots__ = ("arguments", "relu", "stride", "padding", "pad_first", "dilation", "groups")
+
+    def __init__(self, stride: List[int], padding: List[int], dilation: List[int], groups: int, relu: bool):
+        self.arguments, self.relu = (stride, padding, dilation, groups), relu
+        self.stride, self.dilation, self.groups = stride, dilation, groups
+        low, high = padding[0::2], padding[1::2]
+        # PyTorch's kernels pad both sides alike: asymmetric pairs pad the input first (F.pad, last dim first)
+        self.padding = low if low == high else [0] * len(low)
+        self.pad_first = None if low == high else [v for lo, hi in reversed(plans.pairs(padding)) for v in (lo, hi)]
+
+    def __call__(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+        if _direct(input, weight, bias):
+            y = _apply_conv(input, weight, bias, self)
+        else:
+            y = (_relu_conv_op if self.relu else _conv_op)(input, weight, bias, *self.arguments)
+        return y[0] if self.relu else y
+
+    def forward(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]):
+        """conv(input), or (conv(relu(input)), relu(input)), which the backward reads (as PyTorch's ReLU and conv
+        save it)."""
+        if self.relu:
+            activation = torch.relu(input)
+            return self.convolve(activation, weight, bias), activation
+        return self.convolve(input, weight, bias)
+
+    def convolve(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+        padded = input if self.pad_first is None else F.pad(input, self.pad_first)
+        output = _CONV_FUNCTIONS[input.dim()](padded, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        if not (input.is_contiguous() and weight.is_contiguous()) and (is_channels_last(input) or is_channels_last(weight)):
+            # what PyTorch's CPU and CUDA convolutions return; its meta kernel (precompile's) returns contiguous
+            output = output.contiguous(memory_format=plans.memory_format(output.dim() - 2))
+        return output
+
+
 def _conv_forward(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
                   dilation: List[int], groups: int) -> Tensor:
-    return torch_conv(input, weight, bias, stride, padding, dilation, groups)
+    return Conv(stride, padding, dilation, groups, False).forward(input, weight, bias)
 
 
 def _relu_conv_forward(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
                        dilation: List[int], groups: int) -> Tuple[Tensor, Tensor]:
-    """conv(relu(input)); also returns relu(input), which the backward reads (as PyTorch's ReLU and conv save it)."""
-    activation = torch.relu(input)
-    return torch_conv(activation, weight, bias, stride, padding, dilation, groups), activation
+    return Conv(stride, padding, dilation, groups, True).forward(input, weight, bias)
 
 
 def _relu_conv_fake(input, weight, bias, stride, padding, dilation, groups):
@@ -238,14 +281,13 @@ _relu_conv_op = _define("relu_conv", _schema_of(_relu_conv_forward), _relu_conv_
 
 
 def _conv_setup(ctx, inputs, output, direct: bool = False):
-    input, weight, bias, stride, padding, dilation, groups = inputs
+    input, weight, bias, *params = inputs
     ctx.direct = direct
-    conv_input = output[1] if isinstance(output, tuple) else input  # relu(input) for relu_conv
-    ctx.save_for_backward(conv_input, weight)
-    ctx.fused_relu = isinstance(output, tuple)
+    fused_relu = ctx.fused_relu = isinstance(output, tuple)
+    ctx.save_for_backward(output[1] if fused_relu else input, weight)  # relu(input) for relu_conv
     ctx.has_bias = bias is not None
-    ctx.params = (stride, padding, dilation, groups)
-    if ctx.fused_relu:
+    ctx.params = params  # stride, padding, dilation, groups
+    if fused_relu:
         ctx.mark_non_differentiable(output[1])
         ctx.set_materialize_grads(False)
 
@@ -277,30 +319,20 @@ _register_autograd("relu_conv", _conv_backward, _conv_setup)
 
 class _ConvFunction(torch.autograd.Function):
     """``conv`` (or ``relu_conv``) and its backward on the eager path (``_direct``): the registered operators'
-    forward and backward, without the dispatcher."""
+    forward and backward, without the dispatcher; the last input is the ``Conv``."""
 
     @staticmethod
-    def forward(ctx, *inputs_and_relu):
-        *inputs, relu = inputs_and_relu  # last, so that ctx.needs_input_grad is indexed as the operators' is
-        output = (_relu_conv_forward if relu else _conv_forward)(*inputs)
-        _conv_setup(ctx, inputs, output, direct=True)
+    def forward(ctx, input, weight, bias, conv):
+        output = conv.forward(input, weight, bias)
+        _conv_setup(ctx, (input, weight, bias, *conv.arguments), output, direct=True)
         return output
 
     @staticmethod
     def backward(ctx, *grads):
-        return *_conv_backward(ctx, *grads), None
+        return *_conv_backward(ctx, *grads)[:3], None
 
 
-def conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
-         dilation: List[int], groups: int, relu: bool) -> Tensor:
-    """``conv(relu(input) if relu else input)`` (flat (low, high) padding pairs) with the kernels' backward: the
-    eager path on plain tensors, else the registered ``conv`` / ``relu_conv``."""
-    arguments = (input, weight, bias, stride, padding, dilation, groups)
-    if _direct(input, weight, bias):
-        y = _ConvFunction.apply(*arguments, relu)
-    else:
-        y = (_relu_conv_op if relu else _conv_op)(*arguments)
-    return y[0] if relu else y
+_apply_conv = _applied(_ConvFunction)
 
 
 # --- Max pooling: the kernels' forward (with PyTorch's indices) and backward ---------------------------------
@@ -339,11 +371,14 @@ class _MaxPoolFunction(torch.autograd.Function):
         return _max_pool_backward(ctx, *grads)
 
 
+_apply_max_pool = _applied(_MaxPoolFunction)
+
+
 def max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
                             dilation: List[int], ceil_mode: bool) -> Tuple[Tensor, Tensor]:
     """(output, PyTorch's indices) of the ``max_pool2d`` kernel, its backward the kernels'."""
     arguments = (input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _MaxPoolFunction.apply(*arguments) if _direct(input) else max_pool2d.op(*arguments)
+    return _apply_max_pool(*arguments) if _direct(input) else max_pool2d.op(*arguments)
 
 
 # --- Average pooling: PyTorch's forward, the kernels' backward ----------------------------------------------
@@ -385,8 +420,11 @@ class _AvgPoolFunction(torch.autograd.Function):
         return _avg_pool_backward(ctx, grad_output)
 
 
+_apply_avg_pool = _applied(_AvgPoolFunction)
+
+
 def avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
                count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
     """PyTorch's ``avg_pool3d`` whose backward is the ``avg_pool3d_backward`` kernel."""
     arguments = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    return _AvgPoolFunction.apply(*arguments) if _direct(input) else _avg_pool3d_op(*arguments)
+    return _apply_avg_pool(*arguments) if _direct(input) else _avg_pool3d_op(*arguments)
