@@ -105,6 +105,38 @@ def test_the_launcher_computes_what_irees_runtime_computes(rng, name):
         assert np.array_equal(a, b), f"{problem.name}: the launcher's result differs from IREE's runtime's"
 
 
+@pytest.mark.parametrize("huge_pages", [True, False])
+def test_the_launch_workspace_is_aligned_zero_filled_and_ours_to_the_last_byte(huge_pages):
+    """cpu_launch.Workspace (calls.launch_workspace's): page-aligned (IREE's code assumes 64 bytes), aligned to a
+    huge page where advised (so that its 2 MB pages start at its start), zero-filled, and every byte of the size
+    asked for writable and read back."""
+    import ctypes
+    import mmap
+
+    size = 3 * cpu_launch.HUGE_PAGE + 4096 + 8
+    workspace = cpu_launch.Workspace(size, huge_pages)
+    assert workspace.size >= size and workspace.address % mmap.PAGESIZE == 0
+    if huge_pages and hasattr(mmap, "MADV_HUGEPAGE"):
+        assert workspace.address % cpu_launch.HUGE_PAGE == 0
+    view = (ctypes.c_uint8 * size).from_address(workspace.address)
+    assert not any(view[i] for i in (0, 1, size // 2, size - 2, size - 1))
+    ctypes.memset(workspace.address, 0xA5, size)
+    assert view[0] == view[size // 2] == view[size - 1] == 0xA5
+
+
+@pytest.mark.parametrize("huge_pages", [True, False])
+def test_the_launcher_computes_what_irees_runtime_computes_in_either_workspace(rng, huge_pages, monkeypatch):
+    """A module with a workspace (a grouped weight gradient's gathered windows) through the launcher, its workspace
+    in huge pages or not (policy.CPU_WORKSPACE_HUGE_PAGES), made fresh for this test: IREE's runtime's bits."""
+    import threading
+
+    monkeypatch.setattr(policy, "CPU_WORKSPACE_HUGE_PAGES", huge_pages)
+    monkeypatch.setattr(calls, "_launch_workspace", threading.local())
+    ours, irees = _launched(problems(rng)["grouped_weight"], rng)
+    assert calls._launch_workspace.workspace.size > 0  # the call made its own
+    assert all(np.array_equal(a, b) for a, b in zip(ours, irees))
+
+
 def test_each_executable_is_its_own_library(rng):
     """Two modules' executables, loaded one after the other, keep their own functions (the system's loader knows a
     library by its path: each stays at its own)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import mmap
 import os
 import shutil
 import subprocess
@@ -243,6 +244,30 @@ class Kernels:
             failed = self._runner.ops_run_plan(self._run_ref, threads, self._bases)
         if failed:
             raise LaunchError(f"a dispatch of {self.plan.function} reported a failure")
+
+
+HUGE_PAGE = 2 << 20  # x86-64's and arm64's transparent huge page
+
+
+class Workspace:
+    """``size`` bytes of host memory for launched kernels' transients: with ``huge_pages``, an anonymous mapping
+    whose start is aligned to a huge page and advised ``MADV_HUGEPAGE`` (where Python's ``mmap`` has it: Linux), so
+    that the kernel backs it with 2 MB pages where transparent huge pages are on; else a plain anonymous mapping.
+    Either is page-aligned (IREE's code assumes 64 bytes) and zero-filled; ``address`` is its first byte's."""
+
+    def __init__(self, size: int, huge_pages: bool):
+        size = max(size, 64)
+        advise = getattr(mmap, "MADV_HUGEPAGE", None) if huge_pages else None
+        slack = HUGE_PAGE if advise is not None else 0
+        self._map = mmap.mmap(-1, size + slack, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        start = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
+        if advise is not None:
+            try:
+                self._map.madvise(advise)
+            except OSError:  # transparent huge pages unsupported here: plain pages
+                pass
+        self.address = -(-start // HUGE_PAGE) * HUGE_PAGE if slack else start
+        self.size = size
 
 
 def unavailable(cache_directory: str) -> str | None:

@@ -270,14 +270,14 @@ _launch_workspace = threading.local()
 
 
 def launch_workspace(size: int) -> int:
-    """The address of this thread's workspace for launched CPU kernels, at least ``size`` bytes: one buffer, grown
-    when a module needs more, reused by every later call (a launched call is over when it returns), so that it
-    stays in the caches from one call to the next. PyTorch's CPU allocations are 64-byte aligned, as IREE's code
-    assumes."""
-    buffer = getattr(_launch_workspace, "buffer", None)
-    if buffer is None or buffer.numel() < size:
-        buffer = _launch_workspace.buffer = torch.empty(max(size, 64), dtype=torch.uint8)
-    return buffer.data_ptr()
+    """The address of this thread's workspace for launched CPU kernels, at least ``size`` bytes: one mapping
+    (``cpu_launch.Workspace``, in 2 MB pages where ``policy.CPU_WORKSPACE_HUGE_PAGES`` and the host allow), grown when a
+    module needs more, reused by every later call (a launched call is over when it returns), so that it stays in the
+    caches from one call to the next."""
+    workspace = getattr(_launch_workspace, "workspace", None)
+    if workspace is None or workspace.size < size:
+        workspace = _launch_workspace.workspace = cpu_launch.Workspace(size, policy.CPU_WORKSPACE_HUGE_PAGES)
+    return workspace.address
 
 
 class CpuLaunchedKernel:
