@@ -163,13 +163,18 @@ def batch_scheduled(call: Callable, *args):
             os.sched_setscheduler(0, os.SCHED_OTHER, _SCHED_PARAM)
 
 
+cpu_runtime_kernels = 0  # RuntimeKernels made for the CPU: until one is, no CPU call is queued (queued_calls)
+
+
 class RuntimeKernel:
     """A module run through IREE's runtime on the tensors' own memory (DLPack); on a GPU, after PyTorch's current
     stream has finished its work (IREE's call is synchronous); on the CPU, after PyTorch's OpenMP pool is released,
     and under ``SCHED_BATCH``, where the policy says so."""
 
     def __init__(self, function, driver: str, views: Callable, gpu: bool):
+        global cpu_runtime_kernels
         self.function, self.views, self.gpu = function, views, gpu
+        cpu_runtime_kernels += not gpu
         self.device = runtime.get_device(driver)
         self.release = None if gpu or not policy.CPU_CALLS_RELEASE_OPENMP else openmp_release()
         self.batch = not gpu and _batch_waits()

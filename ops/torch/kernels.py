@@ -294,23 +294,32 @@ def _conv_setup(ctx, inputs, output, direct: bool = False):
 
 def _conv_backward(ctx, grad_output, *unused):
     conv_input, weight = ctx.saved_tensors
-    stride, padding, dilation, groups = ctx.params
-    grad_input = grad_weight = grad_bias = None
-    both = ctx.needs_input_grad[0] and ctx.needs_input_grad[1]
+    needs_input, needs_weight, needs_bias = ctx.needs_input_grad[:3]
+    both = needs_input and needs_weight
     if both:  # in the layout both kernels read (plans: grad_output's), copied once for the two, where it is not
         grad_output = conform(grad_output, is_channels_last(grad_output))
-    queued = ctx.direct and both and grad_output.device.type == "cpu" and policy.cpu_layer_calls_queued()
-    with calls.queued_calls() if queued else contextlib.nullcontext():  # one wait for both, on the CPU
-        if ctx.needs_input_grad[0]:
-            grad_input = conv_backward_input.call(ctx.direct, grad_output, weight,
-                                                  conv_input if ctx.fused_relu else None, list(conv_input.shape),
-                                                  stride, padding, dilation, groups)
-        if ctx.needs_input_grad[1]:
-            grad_weight = conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride,
-                                                    padding, dilation, groups)
-    if ctx.has_bias and ctx.needs_input_grad[2]:
-        grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())])
+    # one wait for both where they run through IREE's runtime on the CPU (none made: no need to ask the policy)
+    if (both and ctx.direct and calls.cpu_runtime_kernels and grad_output.device.type == "cpu"
+            and policy.cpu_layer_calls_queued()):
+        with calls.queued_calls():
+            grad_input, grad_weight = _conv_gradients(ctx, grad_output, conv_input, weight)
+    else:
+        grad_input, grad_weight = _conv_gradients(ctx, grad_output, conv_input, weight)
+    grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())]) if ctx.has_bias and needs_bias else None
     return grad_input, grad_weight, grad_bias, None, None, None, None
+
+
+def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor) -> tuple:
+    """The input and weight gradients the layer needs (None for the others), from the kernels."""
+    stride, padding, dilation, groups = ctx.params
+    grad_input = grad_weight = None
+    if ctx.needs_input_grad[0]:
+        grad_input = conv_backward_input.call(ctx.direct, grad_output, weight, conv_input if ctx.fused_relu else None,
+                                              list(conv_input.shape), stride, padding, dilation, groups)
+    if ctx.needs_input_grad[1]:
+        grad_weight = conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride,
+                                                padding, dilation, groups)
+    return grad_input, grad_weight
 
 
 _register_autograd("conv", _conv_backward, _conv_setup)
