@@ -237,6 +237,18 @@ def test_the_launcher_runs_on_any_team_size(rng, threads):
     assert all(np.array_equal(a, b) for a, b in zip(ours, irees))
 
 
+def test_a_launched_layer_never_asks_the_queueing_policy(fresh_calls, rng, monkeypatch):
+    """A convolution layer's two gradient calls queue behind each other only through IREE's runtime: until a CPU
+    kernel runs there (calls.cpu_runtime_kernels), the layer's backward does not ask the policy (an environment
+    read, 12-17 us a layer inside a step)."""
+    monkeypatch.setattr(calls, "cpu_runtime_kernels", 0)
+    monkeypatch.setattr(policy, "cpu_layer_calls_queued", lambda: pytest.fail("the queueing policy was asked"))
+    case = conv_case(rng, int(rng.integers(9, 16)))
+    for ours, theirs in zip(gradients(functional.conv2d, *case), gradients(F.conv2d, *case)):
+        assert float((ours - theirs).norm() / theirs.norm()) < 1e-5
+    assert calls.cpu_runtime_kernels == 0
+
+
 def test_calls_from_two_threads_at_once_keep_their_own_results(fresh_calls, rng):
     """Two Python threads calling the same kernels concurrently (each launch holds its kernels' lock; a thread that
     is not PyTorch's main one makes its own OpenMP team)."""

@@ -598,6 +598,80 @@ def test_checks_remembered_per_call_still_refuse_an_equal_value_of_another_type(
         bad(x, w)
 
 
+def test_a_ready_call_serves_the_same_argument_objects_and_anything_else_is_checked_again(nothing_compiles,
+                                                                                        monkeypatch):
+    """A call's checks run once per its tensors' types, dtypes, shapes and devices and its argument objects
+    (ops/torch/functional._READY, keyed on their ids and holding them): a module's later calls reuse them; an
+    attribute set to a bad value, a list changed in place, another shape, dtype or device is checked again."""
+    monkeypatch.setattr(functional, "_READY", {})
+    made, original = [], functional._ConvCall
+    monkeypatch.setattr(functional, "_ConvCall", type("Counted", (original,), {
+        "__init__": lambda self, *a: made.append(1) or original.__init__(self, *a)}))
+    conv = otorch.convert(nn.Sequential(nn.Conv2d(4, 6, 3, groups=2)))[0]
+    x = torch.randn(2, 4, 7, 7)
+    for _ in range(3):
+        conv(x)
+    assert len(made) == 1 and len(functional._READY) == 1
+    conv(torch.randn(3, 4, 7, 7))  # another shape: checked, and kept too
+    assert len(made) == 2 and len(functional._READY) == 2
+    for attribute, value, error, message in [
+            ("stride", (0, 1), ValueError, r"conv2d: stride must be positive"),
+            ("groups", True, TypeError, r"conv2d: groups must be an int, but got True"),
+            ("groups", 3, ValueError, r"conv2d: input has 4 channels, but weight .* with groups=3")]:
+        kept = getattr(conv, attribute)
+        setattr(conv, attribute, value)
+        with pytest.raises(error, match=message):
+            conv(x)
+        setattr(conv, attribute, kept)
+    conv(x)
+    with pytest.raises(ValueError, match=r"conv2d: input has 5 channels"):
+        conv(torch.randn(2, 5, 7, 7))
+    with pytest.raises(TypeError, match=r"conv2d: weight has dtype torch.float16, but input has torch.float32"):
+        functional.conv2d(x, conv.weight.detach().half(), groups=2)
+    with pytest.raises(ValueError, match=r"conv2d: weight is on cpu, but input is on meta"):
+        conv(x.to("meta"))
+    stride = [1, 1]  # a list: checked at every call, never kept
+    before = len(functional._READY)
+    functional.conv2d(x, conv.weight, stride=stride, groups=2)
+    stride[0] = 0
+    with pytest.raises(ValueError, match=r"conv2d: stride must be positive"):
+        functional.conv2d(x, conv.weight, stride=stride, groups=2)
+    assert len(functional._READY) == before
+
+
+@pytest.mark.parametrize("layer,attribute,value,error,message", [
+    (nn.MaxPool2d(3, stride=2, padding=1), "kernel_size", 0, ValueError, r"max_pool2d: kernel_size must be positive"),
+    (nn.MaxPool2d(3, stride=2, padding=1), "padding", 2, ValueError, r"padding must be at most half the window"),
+    (nn.AvgPool3d(2), "count_include_pad", 1, TypeError, r"avg_pool3d: count_include_pad must be a bool, but got 1"),
+    (nn.AvgPool3d(2), "divisor_override", 2.0, TypeError, r"divisor_override must be None or an int, but got 2.0"),
+])
+def test_a_pooling_layers_attribute_set_after_a_good_call_is_checked_again(layer, attribute, value, error, message):
+    """As for a convolution (above); the max-pooling forward is a kernel, so its good call compiles."""
+    pool = otorch.convert(nn.Sequential(layer))[0]
+    x = torch.randn(2, 3, 6, 8, 8) if isinstance(layer, nn.AvgPool3d) else torch.randn(2, 3, 8, 8)
+    pool(x)
+    pool(x)
+    setattr(pool, attribute, value)
+    with pytest.raises(error, match=message):
+        pool(x)
+
+
+def test_functorch_transforms_take_the_registered_operators(seeded, monkeypatch):
+    """The eager path (the autograd Functions' C++ apply, without torch.autograd.Function.apply's wrapper) serves
+    plain tensors only: under a functorch transform the registered operators run (vmap: PyTorch's fallback over
+    them), with PyTorch's values."""
+    applied = []
+    monkeypatch.setattr(kernels, "_apply_conv", lambda *a: applied.append(1) or kernels._ConvFunction.apply(*a))
+    x, w = torch.randn(3, 2, 4, 6, 6), torch.randn(5, 4, 3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # vmap's fallback warns that iree_ck::conv has no batching rule
+        ours = torch.vmap(lambda xx: otorch.conv2d(xx, w, padding=1))(x)
+    assert not applied
+    assert relative_error(ours, torch.vmap(lambda xx: F.conv2d(xx, w, padding=1))(x)) < 1e-6
+    otorch.conv2d(x[0], w, padding=1)  # a plain call: the eager path
+    assert applied
+
+
 def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(seeded):
     """PyTorch's own kernels (what serves a problem whose every module fails its known-answer check) against this
     library's, with the same arguments: asymmetric padding, groups, a fused ReLU mask, channels-last."""
