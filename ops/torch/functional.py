@@ -271,22 +271,22 @@ def _avg_pool_window(shape: tuple, kernel, stride, pads, ceil_mode, count_includ
         dtype="float32")
 
 
-def _pool_key(name: str, input, given: tuple) -> Optional[tuple]:
-    """A pooling call's key for ``_READY`` (its input's type, dtype, shape and device, its other arguments' ids), or
-    None while compiling or where ``input`` is not a tensor (the checks say so)."""
-    if torch.compiler.is_compiling() or not isinstance(input, Tensor):
-        return None
-    return (name, type(input), input.dtype, input.shape, input.device, *map(id, given))
+def _pool(name: str, ready_call: type, input, given: tuple):
+    """Pooling function ``name``'s call: its ready call (``ready_call(input, *given)`` made once, kept under its
+    input's type, dtype, shape and device and its other arguments' ids: ``_remember``) run on ``input``. Not kept
+    while compiling, or where ``input`` is not a tensor (the checks say so)."""
+    key = ready = None
+    if not torch.compiler.is_compiling() and isinstance(input, Tensor):
+        key = (name, type(input), input.dtype, input.shape, input.device, *map(id, given))
+        ready = _READY.get(key)
+    if ready is None:
+        ready = _remember(key, given, ready_call(input, *given))
+    return ready(input)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
-    given = (kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    key = _pool_key("max_pool2d", input, given)
-    ready = _READY.get(key) if key is not None else None
-    if ready is None:
-        ready = _remember(key, given, _MaxPoolCall(input, *given))
-    return ready(input)
+    return _pool("max_pool2d", _MaxPoolCall, input, (kernel_size, stride, padding, dilation, ceil_mode, return_indices))
 
 
 class _MaxPoolCall:
@@ -316,12 +316,8 @@ class _MaxPoolCall:
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward."""
-    given = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    key = _pool_key("avg_pool3d", input, given)
-    ready = _READY.get(key) if key is not None else None
-    if ready is None:
-        ready = _remember(key, given, _AvgPoolCall(input, *given))
-    return ready(input)
+    return _pool("avg_pool3d", _AvgPoolCall, input,
+                 (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 
 class _AvgPoolCall:

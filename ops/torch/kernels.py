@@ -7,9 +7,10 @@ signature (``ops/torch/calls.py``, prepared once from the generic plan of ``ops/
 one returns the plan's destinations. The forward ops ``conv``, ``relu_conv`` and ``avg_pool3d`` are PyTorch's
 own computations; ``register_autograd`` gives them (and ``max_pool2d``) backwards that call the kernel ops.
 
-Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward whose
-backward calls the kernel ops' ready calls directly. ``conv``, ``max_pool2d_with_indices`` and ``avg_pool3d`` pick
-the path; ``ops/torch/functional.py`` calls them with checked arguments.
+Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward (through
+its C++ ``apply``: ``_applied``) whose backward calls the kernel ops' ready calls directly. ``Conv``,
+``max_pool2d_with_indices`` and ``avg_pool3d`` pick the path; ``ops/torch/functional.py`` calls them with checked
+arguments (a ``Conv`` per ready call).
 """
 
 from __future__ import annotations
@@ -156,8 +157,8 @@ def _applied(function: type) -> Callable:
     """``function.apply`` without ``torch.autograd.Function.apply``'s Python wrapper, where this PyTorch has its C++
     apply (``torch._C._FunctionBase``). The wrapper binds default arguments for a ``setup_context`` (these Functions
     have none), unwraps functorch's dead wrappers and hands functorch's transforms to ``custom_function_call``: on
-    the eager path (``_direct``) there are none. It costs about 12 us a call when the caches are cold, as they are
-    in a training step (docs/PERFORMANCE.md)."""
+    the eager path (``_direct``) there are none. It costs about 16 us a call when the caches are cold, as they are
+    in a training step (docs/PERFORMANCE.md, the eleventh session)."""
     apply = getattr(torch._C, "_FunctionBase", object).__dict__.get("apply")
     return function.apply if apply is None else apply.__get__(None, function)
 
