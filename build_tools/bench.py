@@ -2,7 +2,7 @@
 
     python -m build_tools.bench --device cuda|hip|local-task --suite ck_examples|zoo [--ops conv_bwd_data]
                                 [--repeat 50] [--flags "--iree-...,--iree-..."] [--out artifacts/bench] [--kernels]
-                                [--gemm] [--form key=value] [--prepare]
+                                [--gemm] [--form key=value] [--prepare] [--launcher runtime|torch]
 
 For each problem: correctness against the float64 reference on the same run, then this project's time
 (device-resident inputs, warm-up, median of --repeat calls, input sets rotated), achieved TFLOP/s and
@@ -14,7 +14,10 @@ time per call, read from CUPTI through ``torch.profiler`` (it sees every kernel 
 ``--gemm`` times, beside each convolution, IREE's own batch_matmul of its implicit-GEMM shape, compiled for the
 same target (the column "of IREE GEMM": that time over ours). ``--form`` times another template form of each
 problem side by side. ``--prepare`` only compiles, with iree-base-compiler, every module such a run loads into
-``$OPS_CACHE_DIR``, for a GPU machine that has only the runtime.
+``$OPS_CACHE_DIR``, for a GPU machine that has only the runtime. ``--launcher torch`` (the CPU) times our kernel
+as ``ops.torch`` runs it (``calls.kernel_for``: the CPU launcher on PyTorch's threads, on PyTorch tensors; the
+first form whose module computes the known answer there) instead of IREE's runtime; the check and the table are
+the same.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -239,35 +243,41 @@ def kernel_times(call, calls: int = 5) -> list[dict]:
 
 
 def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings,
-                  kernels: bool = False, gemm: bool = False, form: dict | None = None) -> dict:
+                  kernels: bool = False, gemm: bool = False, form: dict | None = None, launcher: str = "runtime") -> dict:
     module = catalog.OPERATORS[op]
-    host_inputs = module.random_inputs(problem, rng)
-    input_sets = [[runtime.to_device(a, device) for a in host_inputs]]
+    host_sets = [module.random_inputs(problem, rng)]
+    host_inputs = host_sets[0]
     set_bytes = sum(a.nbytes for a in host_inputs)
-    while len(input_sets) < 3 and set_bytes * (len(input_sets) + 1) < (1 << 30):  # rotate sets that fit in cache
-        input_sets.append([runtime.to_device(a, device) for a in module.random_inputs(problem, rng)])
+    while len(host_sets) < 3 and set_bytes * (len(host_sets) + 1) < (1 << 30):  # rotate sets that fit in cache
+        host_sets.append(module.random_inputs(problem, rng))
+    input_sets = [[runtime.to_device(a, device) for a in host_set] for host_set in host_sets]
     # the public call, once, for the result's shape and dtype; then poison it and check the timed path fills it
     result = run(problem, input_sets[0], device)
-    out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
-    function = runtime.function_for(problem, device, extra_flags, form or None)
-    argument_sets = input_sets
-    function(*argument_sets[0], out)
-    error = verify.relative_error(out.to_host(), module.reference(problem, host_inputs))
+    if launcher == "torch":
+        calls_of, result_of = _torch_launched(problem, host_sets, result)
+        function = None
+    else:
+        out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
+        function = runtime.function_for(problem, device, extra_flags, form or None)
+        calls_of = [lambda arguments=arguments: function(*arguments, out) for arguments in input_sets]
+        result_of = out.to_host
+    calls_of[0]()
+    error = verify.relative_error(result_of(), module.reference(problem, host_inputs))
     ok = error <= verify.tolerance(op, problem.dtype)
     counter = iter(range(1 << 62))
-    ours = _median_seconds(lambda: function(*argument_sets[next(counter) % len(argument_sets)], out), repeat)
+    ours = _median_seconds(lambda: calls_of[next(counter) % len(calls_of)](), repeat)
     moved = bytes_moved(host_inputs, result)
     flops = getattr(problem, "flops", 0)
     row = {
         "operator": op, "problem": name, "function": problem.name, "dtype": problem.dtype, "device": device,
-        "flags": list(extra_flags), "form": form or {}, "error": error, "ok": ok, "seconds": ours,
+        "flags": list(extra_flags), "form": form or {}, "launcher": launcher, "error": error, "ok": ok, "seconds": ours,
         "tflops": flops / ours / 1e12, "gbytes_per_s": moved / ours / 1e9, "bytes": moved, "flops": flops,
         "floor_seconds": max(flops / ceilings["matmul_flops_per_s"], moved / ceilings["copy_bytes_per_s"]),
         "torch_seconds": None,
         "iree_gemm_seconds": iree_gemm_seconds(problem, device, repeat, rng) if gemm else None,
     }
     if kernels and torch is not None and targets.target_for_device(device).torch_device == "cuda":
-        row["kernels"] = kernel_times(lambda: function(*argument_sets[0], out))
+        row["kernels"] = kernel_times(calls_of[0])
         for k in row["kernels"][:8]:
             print(f"    {k['us']:10.1f} us  {k['kernel'][-110:]}", flush=True)
     reference = registry.entry(op).bench
@@ -281,6 +291,20 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
             except (RuntimeError, NotImplementedError) as error:  # e.g. no float16 kernel on the CPU
                 row["torch_note"] = str(error).splitlines()[0][:120]
     return row
+
+
+def _torch_launched(problem, host_sets: list, result) -> tuple[list, Callable]:
+    """``problem``'s kernel on the CPU as ``ops.torch`` runs it (``calls.kernel_for``), on PyTorch tensors of each
+    input set (the problem's own layout: the launcher reads raw pointers): a call per set into one NaN-filled
+    destination, and that destination's host copy."""
+    from ops.torch import calls
+
+    cpu = torch.device("cpu")
+    kernel = calls.kernel_for(problem, cpu, lambda tensors: tensors)
+    tensor_sets = [[calls._to_torch(a, cpu, False) for a in host_set] for host_set in host_sets]
+    out = calls._to_torch(np.full(result.shape, np.nan, result.dtype), cpu, False)
+    return ([lambda tensors=tensors: kernel(tensors, [out]) for tensors in tensor_sets],
+            lambda: calls._to_numpy(out))
 
 
 def print_table(rows: list[dict]) -> None:
@@ -339,10 +363,16 @@ def main(argv=None) -> int:
     parser.add_argument("--gemm", action="store_true", help="also time IREE's own batch_matmul of each convolution's implicit-GEMM shape")
     parser.add_argument("--form", action="append", default=[], metavar="key=value",
                         help="time this template form instead of the tuning tables' choice (e.g. store=strided)")
+    parser.add_argument("--launcher", choices=("runtime", "torch"), default="runtime",
+                        help="the CPU: time our kernel through IREE's runtime (default) or as ops.torch runs it (the launcher "
+                             "on PyTorch's threads)")
     parser.add_argument("--prepare", action="store_true",
                         help="only compile (here, with iree-base-compiler) every module the run would load, ours and the "
                              "GEMM ceilings, into the cache ($OPS_CACHE_DIR): for a GPU machine without the compiler")
     args = parser.parse_args(argv)
+    if args.launcher == "torch" and (torch is None or targets.target_for_device(args.device).gpu or args.flags or args.form):
+        parser.error("--launcher torch times the CPU's kernels as ops.torch runs them: it needs PyTorch and a CPU device, "
+                     "and takes the tuning tables' forms and flags (no --flags, no --form)")
 
     from ops.cli import parse_overrides
 
@@ -371,14 +401,14 @@ def main(argv=None) -> int:
     rows, ceilings_by_dtype = [], {}
     args.out.mkdir(parents=True, exist_ok=True)
     stem = f"{args.device}-{args.suite}" + ("-" + "-".join(f.strip("-").split("=")[0] for f in extra_flags) if extra_flags else "") \
-        + "".join(f"-{key}-{value}" for key, value in form.items())
+        + "".join(f"-{key}-{value}" for key, value in form.items()) + ("-torch-launcher" if args.launcher == "torch" else "")
     for op, name, problem in selected:
         if problem.dtype not in ceilings_by_dtype:
             ceilings_by_dtype[problem.dtype] = measure_ceilings(args.device, problem.dtype)
             print(f"ceilings ({problem.dtype}): {json.dumps(ceilings_by_dtype[problem.dtype])}", flush=True)
         print(f"... {op}/{name}", file=sys.stderr, flush=True)
         rows.append(bench_problem(op, name, problem, args.device, args.repeat, extra_flags, rng,
-                                  ceilings_by_dtype[problem.dtype], args.kernels, args.gemm, form))
+                                  ceilings_by_dtype[problem.dtype], args.kernels, args.gemm, form, args.launcher))
         # written after every problem, so a run cut short keeps what it measured
         (args.out / f"{stem}.json").write_text(json.dumps({"seed": seed, "device": args.device, "command": " ".join(sys.argv), "ceilings": ceilings_by_dtype, "rows": rows}, indent=1))
     plot(rows, args.out / f"{stem}.png")
