@@ -557,7 +557,12 @@ BAD_CALLS = [
     (lambda x, w: otorch.conv2d(x, w, input_activation="tanh"), ValueError, r"conv2d: input_activation must be None or 'relu'"),
     (lambda x, w: otorch.conv2d(x, w, dilation=4, groups=2), ValueError, r"conv2d: the kernel \(3, 3\) \(dilation \(4, 4\)\) does not fit"),
     (lambda x, w: otorch.conv3d(x[0, 0], w), ValueError, r"conv3d: input must be 4-D \(unbatched\) or 5-D"),
-    (lambda x, w: otorch.max_pool2d(x, 3, padding=2), ValueError, r"padding must be at most half the window"),
+    (lambda x, w: otorch.max_pool2d(x, 3, padding=2), ValueError, r"max_pool2d: padding must be at most half the window"),
+    (lambda x, w: otorch.max_pool2d(x, 9), ValueError, r"max_pool2d: the window \(9, 9\) .* does not fit the padded input"),
+    (lambda x, w: otorch.avg_pool3d(x[None], 3, padding=2), ValueError,
+     r"avg_pool3d: padding must be at most half the window"),
+    (lambda x, w: otorch.avg_pool3d(x[None], (1, 9, 9)), ValueError, r"avg_pool3d: the window \(1, 9, 9\) .* does not fit"),
+    (lambda x, w: otorch.avg_pool3d(x[None], 2, divisor_override=0), ValueError, r"avg_pool3d: divisor_override must not be zero"),
     (lambda x, w: otorch.max_pool2d(x, 0), ValueError, r"max_pool2d: kernel_size must be positive"),
     (lambda x, w: otorch.avg_pool3d(x[0], 2), ValueError, r"avg_pool3d: input must be 4-D \(unbatched\) or 5-D"),
     (lambda x, w: otorch.convert(x), TypeError, r"convert: model must be a torch.nn.Module"),
@@ -641,7 +646,7 @@ def test_a_ready_call_serves_the_same_argument_objects_and_anything_else_is_chec
 
 @pytest.mark.parametrize("layer,attribute,value,error,message", [
     (nn.MaxPool2d(3, stride=2, padding=1), "kernel_size", 0, ValueError, r"max_pool2d: kernel_size must be positive"),
-    (nn.MaxPool2d(3, stride=2, padding=1), "padding", 2, ValueError, r"padding must be at most half the window"),
+    (nn.MaxPool2d(3, stride=2, padding=1), "padding", 2, ValueError, r"max_pool2d: padding must be at most half the"),
     (nn.AvgPool3d(2), "count_include_pad", 1, TypeError, r"avg_pool3d: count_include_pad must be a bool, but got 1"),
     (nn.AvgPool3d(2), "divisor_override", 2.0, TypeError, r"divisor_override must be None or an int, but got 2.0"),
 ])

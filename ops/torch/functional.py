@@ -10,15 +10,16 @@ from __future__ import annotations
 import warnings
 from typing import Callable, Optional
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .. import geometry, registry
+from .. import geometry
+from ..problem import AvgPoolProblem, MaxPoolProblem
+from ..problem_checks import avg_pool_fields, pool_problem
 from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
 from . import kernels
-from .plans import KERNEL_DTYPES, Array
+from .plans import KERNEL_DTYPES
 
 ACTIVATIONS = (None, "relu")  # a convolution's input_activation
 float64_warned: set[str] = set()  # the functions that said, once, that PyTorch's own operator runs float64
@@ -256,19 +257,19 @@ def _pool_arguments(name: str, input, rank: int, kernel_size, stride, padding, c
 
 
 def _max_pool_window(shape: tuple, kernel, stride, pads, dilation, ceil_mode) -> None:
-    """max_pool2d's window against an input of ``shape`` (PyTorch's rules), checked (once per shape and arguments:
-    ``_checked_once``; the operator's own normalization costs about 80 us a call)."""
-    registry.module("maxpool2d_fwd").normalize(
-        Array(shape, np.dtype(np.float32)), kernel_size=kernel, stride=stride, padding=pads, dilation=dilation,
-        ceil_mode=ceil_mode, layout="NCHW")
+    """max_pool2d's window against an input of ``shape``: the pooling operators' own checks (PyTorch's rules),
+    their messages naming this function and its ``input`` (run once per shape and arguments: ``_pool``)."""
+    pool_problem(MaxPoolProblem, "max_pool2d", rank=2, layout="NCHW", dtype="float32", input_shape=shape,
+                 input_name="input", output_name="input", kernel_size=kernel, stride=stride, padding=pads,
+                 dilation=dilation, ceil_mode=ceil_mode, index_dtype="int64")
 
 
 def _avg_pool_window(shape: tuple, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override) -> None:
     """avg_pool3d's window and divisor against an input of ``shape``, checked (as ``_max_pool_window``)."""
-    registry.module("avgpool3d_bwd").problem_from_params(
-        batch=shape[0], channels=shape[1], input_spatial=shape[2:], kernel_size=kernel, stride=stride, padding=pads,
-        ceil_mode=ceil_mode, count_include_pad=count_include_pad, divisor_override=divisor_override, layout="NCDHW",
-        dtype="float32")
+    name = "avg_pool3d"
+    pool_problem(AvgPoolProblem, name, rank=3, layout="NCDHW", dtype="float32", input_shape=shape, input_name="input",
+                 kernel_size=kernel, stride=stride, padding=pads, ceil_mode=ceil_mode,
+                 **avg_pool_fields(name, count_include_pad, divisor_override))
 
 
 def _pool(name: str, ready_call: type, input, given: tuple):
