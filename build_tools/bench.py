@@ -301,10 +301,10 @@ def _torch_launched(problem, host_sets: list, result) -> tuple[list, Callable]:
 
     cpu = torch.device("cpu")
     kernel = calls.kernel_for(problem, cpu, lambda tensors: tensors)
-    tensor_sets = [[calls._to_torch(a, cpu, False) for a in host_set] for host_set in host_sets]
-    out = calls._to_torch(np.full(result.shape, np.nan, result.dtype), cpu, False)
+    tensor_sets = [[calls.to_torch(a, cpu, False) for a in host_set] for host_set in host_sets]
+    out = calls.to_torch(np.full(result.shape, np.nan, result.dtype), cpu, False)
     return ([lambda tensors=tensors: kernel(tensors, [out]) for tensors in tensor_sets],
-            lambda: calls._to_numpy(out))
+            lambda: calls.to_numpy(out))
 
 
 def print_table(rows: list[dict]) -> None:

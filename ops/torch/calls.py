@@ -356,17 +356,19 @@ def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple =
     to the host. Tensors are handed over as PyTorch holds them: a channels-last problem's arrays as
     (N, C, *spatial) views of their NHWC memory."""
     channels_last = problem.channels_last
-    tensors = [_to_torch(a, device, channels_last) for a in inputs]
-    outputs = [_to_torch(a, device, channels_last) for a in known_answer.poisoned(problem)]
+    tensors = [to_torch(a, device, channels_last) for a in inputs]
+    outputs = [to_torch(a, device, channels_last) for a in known_answer.poisoned(problem)]
     kernel(tensors, outputs)
     if device.type == "cuda":
         torch.cuda.current_stream(device).synchronize()
     else:
         runtime.finish()  # inside queued_calls(), the kernel's call was queued
-    return [_to_numpy(_gathered(t, channels_last, axes)) for t in outputs]
+    return [to_numpy(_gathered(t, channels_last, axes)) for t in outputs]
 
 
-def _to_torch(array, device: torch.device, channels_last: bool) -> Tensor:
+def to_torch(array, device: torch.device, channels_last: bool) -> Tensor:
+    """``array`` as a fresh tensor on ``device`` (PyTorch's allocation); a channels-last problem's array as an
+    (N, C, *spatial) view of its NHWC memory."""
     array = np.ascontiguousarray(array)
     if array.dtype.name == "bfloat16":
         t = torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
@@ -385,7 +387,8 @@ def _gathered(t: Tensor, channels_last: bool, axes: tuple) -> Tensor:
     return t
 
 
-def _to_numpy(t: Tensor) -> np.ndarray:
+def to_numpy(t: Tensor) -> np.ndarray:
+    """``t`` on the host as a NumPy array (bfloat16 as the project's NumPy bfloat16)."""
     t = t.contiguous().cpu()
     if t.dtype == torch.bfloat16:
         return t.view(torch.uint16).numpy().view(dtypes.numpy_dtype("bfloat16"))
