@@ -255,7 +255,6 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
     result = run(problem, input_sets[0], device)
     if launcher == "torch":
         calls_of, result_of = _torch_launched(problem, host_sets, result)
-        function = None
     else:
         out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
         function = runtime.function_for(problem, device, extra_flags, form or None)
