@@ -81,7 +81,7 @@ def _launched(problem, rng) -> tuple[list, list]:
     module = registry.module(problem)
     inputs = module.random_inputs(problem, rng)
     spec, path, data, plan = _stored(problem)
-    found = cpu_launch.load(path, data, str(compiler.cache_dir()))
+    found = cpu_launch.load(spec, path, data)
     assert not isinstance(found, str), found
     kernel = calls.CpuLaunchedKernel(*found, torch.device("cpu"))
     tensors = [torch.from_numpy(np.ascontiguousarray(a)).clone() for a in inputs]
@@ -135,6 +135,21 @@ def test_the_launcher_computes_what_irees_runtime_computes_in_either_workspace(r
     ours, irees = _launched(problems(rng)["grouped_weight"], rng)
     assert calls._launch_workspace.workspace.size > 0  # the call made its own
     assert all(np.array_equal(a, b) for a, b in zip(ours, irees))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "hip"])
+def test_every_launcher_has_the_one_interface_calls_launched_uses(backend):
+    """ops/torch/calls.launched calls any launcher the same way: ``unavailable()``, then ``load(spec, path, data,
+    device_index)``. Read from each module's source, so that the CUDA launcher (whose import needs NVIDIA's
+    driver bindings) is checked here too."""
+    import ast
+    from pathlib import Path
+
+    source = Path(cpu_launch.__file__).with_name(f"{backend}.py").read_text()
+    functions = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    assert [a.arg for a in functions["unavailable"].args.args] == []
+    assert [a.arg for a in functions["load"].args.args][:4] == ["spec", "path", "data", "device_index"]
+    assert backend in calls._LAUNCHERS
 
 
 def test_each_executable_is_its_own_library(rng):

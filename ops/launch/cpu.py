@@ -270,23 +270,34 @@ class Workspace:
         self.size = size
 
 
-def unavailable(cache_directory: str) -> str | None:
+def _launch_directory() -> str:
+    """Where the runner is built: the module store's ``launch`` folder."""
+    from .. import compiler  # ops.compiler imports this package's plan module
+
+    return os.path.join(str(compiler.cache_dir()), "launch")
+
+
+def unavailable() -> str | None:
     """Why this process cannot launch CPU plans (no OpenMP runtime loaded, no runner), or None."""
     if openmp_runtime() is None:
         return "no OpenMP runtime (GOMP_parallel) is loaded in this process"
-    runner = _runner(os.path.join(cache_directory, "launch"))
+    runner = _runner(_launch_directory())
     return runner if isinstance(runner, str) else None
 
 
-def load(path, data: bytes, cache_directory: str) -> "tuple[Kernels, launch_plan.Plan] | str":
-    """The kernels of the stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP threads,
-    and their plan; or why the module has none (no plan, no OpenMP runtime, no runner)."""
+def load(spec, path, data: bytes, device_index=None) -> "tuple[Kernels, launch_plan.Plan] | str":
+    """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP
+    threads, and their plan; or why the module has none (no plan, no OpenMP runtime, no runner). A module compiled
+    before CPU plans were read gets its plan first (``compiler.ensure_plan``). ``device_index``: none on the CPU
+    (the launchers' one interface, ``ops/torch/calls.launched``)."""
+    from .. import compiler
     from . import plan_of
 
-    reason = unavailable(cache_directory)
+    reason = unavailable()
     if reason is not None:
         return reason
-    openmp, runner = openmp_runtime(), _runner(os.path.join(cache_directory, "launch"))
+    compiler.ensure_plan(spec, path, data)
+    openmp, runner = openmp_runtime(), _runner(_launch_directory())
     planned = plan_of(path, data)
     if isinstance(planned, str):
         return planned

@@ -115,9 +115,14 @@ def _fill(fill: launch_plan.Fill, bases: list[int], stream) -> None:
     _check(memset.__name__, memset(address, fill.pattern, count, stream))
 
 
-def load(path, data: bytes, device_index: int) -> "tuple[Kernels, launch_plan.Plan] | str":
-    """The kernels of the stored module at ``path`` (its verified bytes ``data``) on CUDA device ``device_index``, and
-    their plan; or why the module has none."""
+def unavailable() -> None:
+    """Why this process cannot launch CUDA plans: once this module imports (NVIDIA's driver bindings), nothing."""
+    return None
+
+
+def load(spec, path, data: bytes, device_index: int) -> "tuple[Kernels, launch_plan.Plan] | str":
+    """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on CUDA device
+    ``device_index``, and their plan; or why the module has none."""
     from . import plan_of
 
     planned = plan_of(path, data)

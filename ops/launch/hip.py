@@ -103,9 +103,15 @@ class Kernels:
                     bases[step.target] + step.target_offset, bases[step.source] + step.source_offset, step.length, handle))
 
 
-def load(path, data: bytes, device_index: int, hip=None) -> "tuple[Kernels, launch_plan.Plan] | str":
-    """The kernels of the stored module at ``path`` (its verified bytes ``data``) on HIP device ``device_index``, and
-    their plan; or why the module has none."""
+def unavailable() -> None:
+    """Why this process cannot launch HIP plans: nothing before a module loads (AMD's runtime is opened then: a
+    missing library is that load's error)."""
+    return None
+
+
+def load(spec, path, data: bytes, device_index: int, hip=None) -> "tuple[Kernels, launch_plan.Plan] | str":
+    """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on HIP device
+    ``device_index``, and their plan; or why the module has none."""
     from . import plan_of
 
     planned = plan_of(path, data)

@@ -307,33 +307,31 @@ class CpuLaunchedKernel:
         self.kernels(bases, torch.get_num_threads())
 
 
-# backend -> (the IREE driver its verdicts are recorded under, the kernel class)
-_LAUNCHERS = {"cuda": ("cuda", LaunchedKernel), "hip": ("hip", LaunchedKernel),
-              "cpu": (targets.DEFAULT_DEVICE, CpuLaunchedKernel)}
+# backend -> (the IREE driver its verdicts are recorded under, the kernel class, the launcher's name in messages)
+_LAUNCHERS = {"cuda": ("cuda", LaunchedKernel, "CUDA"), "hip": ("hip", LaunchedKernel, "HIP"),
+              "cpu": (targets.DEFAULT_DEVICE, CpuLaunchedKernel, "CPU")}
 
 
 def launched(problem, device: torch.device, backend: str = "cuda"):
     """The launch-plan kernel of ``problem`` (``backend``: ``cuda``, ``hip`` where opted in, or ``cpu``: PyTorch's
     OpenMP threads), or None (said once) where it cannot be: the first form whose module has a plan and computes
-    the known answer through the launcher (``ops.known_answer``)."""
+    the known answer through the launcher (``ops.known_answer``). Every launcher (``ops/launch/{backend}.py``) has
+    the same interface: ``unavailable()``, why this process cannot launch at all, and ``load(spec, path, data,
+    device_index)``, a module's kernels and plan, or why it has none."""
     try:
         launcher = importlib.import_module(f"ops.launch.{backend}")
     except ImportError as error:
         say_once(f"ops.torch: {backend} kernels run through IREE's runtime: {error}")
         return None
-    driver, kind = _LAUNCHERS[backend]
-    unavailable = launcher.unavailable(str(compiler.cache_dir())) if backend == "cpu" else None
+    driver, kind, name = _LAUNCHERS[backend]
+    unavailable = launcher.unavailable()
     if unavailable is not None:  # said once for all problems
-        say_once(f"ops.torch: CPU kernels run through IREE's runtime: {unavailable}")
+        say_once(f"ops.torch: {name} kernels run through IREE's runtime: {unavailable}")
         return None
 
     def load(spec, path, data):
         try:
-            if backend == "cpu":
-                compiler.ensure_plan(spec, path, data)
-                found = launcher.load(path, data, str(compiler.cache_dir()))
-            else:
-                found = launcher.load(path, data, device.index)
+            found = launcher.load(spec, path, data, device.index)
         except OSError as error:  # the driver's library is missing
             return f"the {backend} launcher cannot load it: {error}", None
         if isinstance(found, str):  # no plan: IREE's runtime serves it, and checks it there
@@ -424,7 +422,7 @@ def _planned(problem, device: torch.device, backend: str, fallback: bool):
     except known_answer.WrongResultError as error:
         if not fallback:
             raise
-        name = "CPU" if backend == "cpu" else backend
+        name = _LAUNCHERS[backend][2]
         say_once(f"ops.torch: the {name} launcher computes no form of {problem.name} right ({error}); IREE's "
                  "runtime runs it")
         return None

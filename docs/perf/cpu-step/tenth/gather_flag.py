@@ -40,8 +40,7 @@ def launched(spec, inputs: list, results: list):
     """``spec``'s module through the CPU launcher: a thunk running it on ``inputs`` (arrays) into fresh destinations
     of ``results`` (shape, dtype; NaN or -1 first), and those destinations."""
     _, path, data = compiler.load_first([spec])
-    compiler.ensure_plan(spec, path, data)
-    found = cpu_launch.load(path, data, str(compiler.cache_dir()))
+    found = cpu_launch.load(spec, path, data)  # (stop 40's interface; it reads the plan, made if missing)
     if isinstance(found, str):
         raise RuntimeError(f"{spec.name}: {found}")
     kernel = calls.CpuLaunchedKernel(*found, torch.device("cpu"))
