@@ -318,12 +318,12 @@ def launched(problem, device: torch.device, backend: str = "cuda"):
     the known answer through the launcher (``ops.known_answer``). Every launcher (``ops/launch/{backend}.py``) has
     the same interface: ``unavailable()``, why this process cannot launch at all, and ``load(spec, path, data,
     device_index)``, a module's kernels and plan, or why it has none."""
+    driver, kind, name = _LAUNCHERS[backend]
     try:
         launcher = importlib.import_module(f"ops.launch.{backend}")
     except ImportError as error:
-        say_once(f"ops.torch: {backend} kernels run through IREE's runtime: {error}")
+        say_once(f"ops.torch: {name} kernels run through IREE's runtime: {error}")
         return None
-    driver, kind, name = _LAUNCHERS[backend]
     unavailable = launcher.unavailable()
     if unavailable is not None:  # said once for all problems
         say_once(f"ops.torch: {name} kernels run through IREE's runtime: {unavailable}")

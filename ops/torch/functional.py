@@ -272,6 +272,15 @@ def _avg_pool_window(shape: tuple, kernel, stride, pads, ceil_mode, count_includ
                  **avg_pool_fields(name, count_include_pad, divisor_override))
 
 
+def _check_window(input: Tensor, unbatched: bool, window: Callable, arguments: tuple) -> None:
+    """``window``'s checks of a pooling call's window against its input (PyTorch's rules), before anything compiles:
+    once per shape and arguments (``_checked_once``); not for float64, which PyTorch's own operator runs, nor while
+    compiling."""
+    if input.dtype != torch.float64 and not torch.compiler.is_compiling():
+        shape = (1, *input.shape) if unbatched else tuple(input.shape)
+        _checked_once(window, (shape,), arguments)
+
+
 def _pool(name: str, ready_call: type, input, given: tuple):
     """Pooling function ``name``'s call: its ready call (``ready_call(input, *given)`` made once, kept under its
     input's type, dtype, shape and device and its other arguments' ids: ``_remember``) run on ``input``. Not kept
@@ -299,9 +308,7 @@ class _MaxPoolCall:
         name = "max_pool2d"
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
         dilation = positive_int_tuple(name, "dilation", dilation, 2)
-        if input.dtype != torch.float64 and not torch.compiler.is_compiling():  # the window against the input
-            shape = (1, *input.shape) if self.unbatched else tuple(input.shape)  # (PyTorch's rules), before compiling
-            _checked_once(_max_pool_window, (shape,), (kernel, stride, pads, dilation, ceil_mode))
+        _check_window(input, self.unbatched, _max_pool_window, (kernel, stride, pads, dilation, ceil_mode))
         self.arguments = (list(kernel), list(stride), list(pads), list(dilation), ceil_mode)
         self.return_indices = return_indices
 
@@ -331,9 +338,8 @@ class _AvgPoolCall:
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
         check_type(isinstance(count_include_pad, bool),
                    f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
-        if input.dtype != torch.float64 and not torch.compiler.is_compiling():  # the window against the input
-            shape = (1, *input.shape) if self.unbatched else tuple(input.shape)  # (PyTorch's rules), before compiling
-            _checked_once(_avg_pool_window, (shape,), (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
+        _check_window(input, self.unbatched, _avg_pool_window,
+                      (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
         self.arguments = (list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
 
     def __call__(self, input: Tensor):
