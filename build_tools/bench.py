@@ -145,12 +145,14 @@ def torch_avgpool3d_bwd(problem, inputs, device):
         return None  # PyTorch's average pooling has no dilation (CK's extension)
     grad_out = _torch_tensor(inputs[0], device, problem.channels_last)
     x = torch.empty((problem.batch, problem.channels, *problem.input_spatial), device=device, dtype=grad_out.dtype)
+    relu_output = _torch_tensor(inputs[1], device, problem.channels_last) if problem.input_activation else None
 
     def call():
-        return torch.ops.aten.avg_pool3d_backward(
+        grad_in = torch.ops.aten.avg_pool3d_backward(
             grad_out, x, list(problem.kernel_size), list(problem.stride), [lo for lo, _ in problem.padding],
             problem.ceil_mode, problem.count_include_pad, problem.divisor_override,
-        )
+        )  # and the ReLU's backward after it, where the problem fuses it
+        return grad_in if relu_output is None else torch.ops.aten.threshold_backward(grad_in, relu_output, 0)
 
     return call
 

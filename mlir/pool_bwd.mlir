@@ -29,7 +29,7 @@ ${source_types}
 !acc = ${acc_type}
 !candidates = ${candidates_type}
 
-func.func @${function}(%grad_out: !grad_out${source_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
+func.func @${function}(%grad_out: !grad_out${source_argument}${activation_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero = arith.constant 0.0 : f32
 ${prologue}
   %acc_empty = tensor.empty() : !acc
@@ -46,14 +46,22 @@ ${contribution}
     %new_sum = arith.addf %sum, %contribution : f32
     linalg.yield %new_sum : f32
   } -> !acc
-  %grad_in = linalg.generic {indexing_maps = [${grid_map}, ${grid_map}], iterator_types = ${grid_iterators}}
-      ins(%acc : !acc) outs(%dst : !grad_in) {
-  ^bb0(%a: f32, %unused_dst: ${element}):
+  %grad_in = linalg.generic {indexing_maps = [${store_maps}], iterator_types = ${grid_iterators}}
+      ins(${store_inputs}) outs(%dst : !grad_in) {
+  ^bb0(%a: f32, ${store_arguments}%unused_dst: ${element}):
+${activation}
 ${narrow}
     linalg.yield ${stored} : ${element}
   } -> !grad_in
   return %grad_in : !grad_in
 }
+
+// fragment relu_mask: the ReLU's backward, fused into the store
+// The ReLU before the pooling (its output %relu_output is the pooled input): PyTorch's threshold_backward,
+// zero where that output is <= 0, the gradient elsewhere (a NaN output passes it, as in PyTorch).
+${relu_to_f32}
+%relu_off = arith.cmpf ole, ${relu32}, %zero : f32
+%masked = arith.select %relu_off, %zero, %a : f32
 
 // fragment window_candidates: an axis where windows overlap: candidate j is window o, tap offset r (checks o >= 0)
 %i_${x} = linalg.index ${dim} : index

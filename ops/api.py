@@ -111,16 +111,19 @@ def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0,
 
 
 def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                  count_include_pad=True, divisor_override=None, layout="NDHWC", device=None, out=None):
+                  count_include_pad=True, divisor_override=None, relu_output=None, layout="NDHWC", device=None, out=None):
     """Gradient of 3-D average pooling with respect to its input.
 
     grad_out: one value per window, ``(N, OD, OH, OW, C)`` (``NDHWC``) or ``(N, C, OD, OH, OW)`` (``NCDHW``);
     ``input_shape``: the forward input's full shape in the same layout. ``kernel_size``/``stride`` (default:
     the kernel size)/``dilation`` (CK's extension): an int or one per spatial dim; ``padding``: an int, one per
     dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``. ``ceil_mode``, ``count_include_pad`` and
-    ``divisor_override`` as in PyTorch. ``out``, optional: a DeviceArray of grad_in's shape and dtype.
+    ``divisor_override`` as in PyTorch. ``relu_output``, optional: where the pooled input was a ReLU's output,
+    that output (``input_shape``, grad_out's dtype); grad_in is then the gradient at the ReLU's input, zero
+    where the output is <= 0 (PyTorch's ReLU backward). ``out``, optional: a DeviceArray of grad_in's shape and
+    dtype.
     """
     problem = avgpool_bwd.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
                         dilation=dilation, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
-                        divisor_override=divisor_override, layout=layout)
-    return run(problem, [grad_out], device, out)
+                        divisor_override=divisor_override, layout=layout, relu_output=relu_output)
+    return run(problem, [grad_out] if relu_output is None else [grad_out, relu_output], device, out)

@@ -190,16 +190,18 @@ class PoolProblem(WindowProblem):
 
 @dataclass(frozen=True)
 class AvgPoolProblem(PoolProblem):
-    """Average pooling: the window, and PyTorch's divisor rules."""
+    """Average pooling: the window, PyTorch's divisor rules, and ``input_activation``: ``"relu"`` where the
+    pooled input was a ReLU's output, whose backward (zero where that output is <= 0) the gradient takes."""
 
     count_include_pad: bool
     divisor_override: int | None
+    input_activation: str | None = None
 
     def _name_suffix(self) -> str:
         suffix = super()._name_suffix() + ("" if self.count_include_pad else "_nopadcount")
         if self.divisor_override is not None:
             suffix += f"_div{self.divisor_override}".replace("-", "m")
-        return suffix
+        return suffix + ("_relu" if self.input_activation else "")
 
 
 @dataclass(frozen=True)

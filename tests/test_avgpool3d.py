@@ -44,6 +44,12 @@ CASES = {
                                              layout="NCDHW", dtype="float32"),
     # 3x3x3 stride 1 padding 1, bfloat16
     "ndhwc_k3_s1_p1_bf16": dict(batch=1, channels=5, input_spatial=(4, 5, 6), kernel_size=3, stride=1, padding=1, dtype="bfloat16"),
+    # the ReLU before the pooling fused (relu_output): overlapping windows, channels-first, float32 ...
+    "ncdhw_k3_s2_p1_relu_f32": dict(batch=2, channels=3, input_spatial=(5, 6, 7), kernel_size=3, stride=2, padding=1,
+                                    input_activation="relu", layout="NCDHW", dtype="float32"),
+    # ... and cnn3d's 2x2x2 windows, channels-last, bfloat16
+    "ndhwc_k2_s2_relu_bf16": dict(batch=2, channels=4, input_spatial=(4, 7, 6), kernel_size=2, input_activation="relu",
+                                  dtype="bfloat16"),
 }
 PROBLEMS = {name: op.problem_from_params(**params) for name, params in CASES.items()}
 
@@ -61,6 +67,22 @@ def test_matches_the_window_by_window_adjoint(rng, name):
     got = run(problem, inputs)
     error = verify.relative_error(got, op.reference(problem, inputs))  # raises on an all-zero reference
     assert error <= verify.tolerance("avgpool3d_bwd", problem.dtype), f"{name}: relative error {error:.3e}"
+
+
+@pytest.mark.parametrize("name", ["ncdhw_k3_s2_p1_relu_f32", "ndhwc_k2_s2_relu_bf16"])
+def test_the_fused_relu_zeroes_exactly_where_its_output_is_not_positive(rng, name):
+    """grad_in is the unfused gradient where relu_output > 0 and exactly 0 where it is <= 0 (zeros included)."""
+    problem = PROBLEMS[name]
+    grad_out, relu_output = op.random_inputs(problem, rng)
+    relu_output[rng.random(relu_output.shape) < 0.2] = 0
+    unfused = run(op.problem_from_params(**{**CASES[name], "input_activation": None}), [grad_out])
+    got = run(problem, [grad_out, relu_output])
+    off = np.asarray(relu_output, np.float64) <= 0
+    assert off.any() and not off.all()
+    assert (got[off] == 0).all() and np.array_equal(got[~off], unfused[~off])
+    assert np.array_equal(avgpool3d_bwd(grad_out, input_shape=problem.input_shape, kernel_size=problem.kernel_size,
+                                        stride=problem.stride, padding=problem.padding, relu_output=relu_output,
+                                        layout=problem.layout), got)
 
 
 def test_count_include_pad_changes_only_the_border_windows(rng):
@@ -147,6 +169,11 @@ def bwd(grad_out=GRAD_OUT, **kwargs):
               grad_out=np.ones((2, 1, 3, 4, 3), np.float32)),
          ValueError, r"window 0 of spatial dim 0 holds no input position"),
         (dict(out=runtime.to_device(np.zeros((2, 5, 6, 7, 3), np.float16))), ValueError, r"out has dtype float16, but the result has dtype float32"),
+        (dict(relu_output=np.ones((2, 5, 6, 7, 4), np.float32)), ValueError,
+         r"relu_output has shape \(2, 5, 6, 7, 4\), but input_shape is \(2, 5, 6, 7, 3\)"),
+        (dict(relu_output=np.ones(INPUT_SHAPE, np.float16)), TypeError,
+         r"grad_out and relu_output must have the same dtype, but got float32 and float16"),
+        (dict(relu_output=[1.0]), TypeError, r"relu_output must be"),
     ],
 )
 def test_bad_input_is_reported_by_name_before_compiling(kwargs, error, message):

@@ -198,3 +198,21 @@ def test_avgpool3d_bwd(count_include_pad, form, seeded):
     y.backward(grad)
     ours = ops.avgpool3d_bwd(grad.numpy(), input_shape=tuple(x.shape), layout="NCDHW", **kwargs)
     assert_same_pattern(ours, x.grad)
+
+
+@pytest.mark.parametrize("form", _forms("avgpool3d_bwd"), indirect=True)
+def test_avgpool3d_bwd_through_a_relu(form, seeded):
+    """relu_output (the fused ReLU's output) with NaN, infinities and zeros of both signs, grad_out with NaN and
+    infinities: PyTorch's ReLU-then-pool backward pattern (a NaN output passes the gradient; 0 and -0 stop it)."""
+    x = poison(torch.randn(2, 3, 6, 7, 5), count=4)
+    x.view(-1)[torch.randperm(x.numel())[:8]] = torch.tensor([0.0, -0.0] * 4)
+    x.requires_grad_()
+    kwargs = dict(kernel_size=3, stride=2, padding=1)
+    relu_output = torch.relu(x)
+    y = F.avg_pool3d(relu_output, **kwargs)
+    grad = poison(torch.randn_like(y), count=2)
+    y.backward(grad)
+    ours = ops.avgpool3d_bwd(grad.numpy(), input_shape=tuple(x.shape), layout="NCDHW",
+                             relu_output=relu_output.detach().numpy(), **kwargs)
+    assert torch.isnan(relu_output).any() and (relu_output == 0).any()
+    assert_same_pattern(ours, x.grad)

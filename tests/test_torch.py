@@ -206,6 +206,27 @@ def test_avg_pool3d_matches_pytorch(params, memory_last, seeded):
         assert relative_error(torch.autograd.grad(y, x, grad)[0], torch.autograd.grad(y_ref, x, grad)[0]) <= 1e-6
 
 
+@pytest.mark.parametrize("memory_last", [False, True])
+@pytest.mark.parametrize("params", AVG_POOL_CASES[1:3])
+def test_fused_relu_avg_pool3d_matches_relu_then_pool(params, memory_last, monkeypatch, seeded):
+    """avg_pool3d(relu(x)) with the ReLU's backward in the pooling kernel: PyTorch's values and gradient (0 where
+    x <= 0, exact zeros included), from one kernel call with the mask, through the function and the module."""
+    x = torch.randn(2, 3, 5, 8, 7)
+    x[torch.rand(x.shape) < 0.2] = 0.0
+    x = (channels_last(x) if memory_last else x).requires_grad_()
+    launched = []
+    original = calls.Prepared.__call__
+    monkeypatch.setattr(calls.Prepared, "__call__", lambda self, args: launched.append(self.problem) or original(self, args))
+    for function in (lambda t: otorch.avg_pool3d(t, **params, input_activation="relu"),
+                     otorch.AvgPool3d(**params, input_activation="relu")):
+        y, y_ref = function(x), F.avg_pool3d(torch.relu(x), **params)
+        assert relative_error(y, y_ref) <= 1e-6
+        grad = torch.randn_like(y)
+        ours, theirs = torch.autograd.grad(y, x, grad)[0], torch.autograd.grad(y_ref, x, grad)[0]
+        assert relative_error(ours, theirs) <= 1e-6 and (ours[x <= 0] == 0).all()
+    assert [(p.op, p.input_activation) for p in launched] == [("avgpool3d_bwd", "relu")] * 2
+
+
 def test_unbatched_inputs(seeded):
     x = torch.randn(4, 9, 9, requires_grad=True)
     w = torch.randn(6, 2, 3, 3, requires_grad=True)
@@ -287,6 +308,14 @@ def test_pools_propagate_nan_and_inf_as_pytorch(seeded):
     y3, y3_ref = otorch.avg_pool3d(x3, 3, 2, 1), F.avg_pool3d(x3, 3, 2, 1)
     grad3 = poison(torch.randn_like(y3_ref))
     assert_same_pattern(torch.autograd.grad(y3, x3, grad3)[0], torch.autograd.grad(y3_ref, x3, grad3)[0])
+    # the fused ReLU: NaN and infinities in its input (a NaN output passes the gradient) and in the gradient
+    x3 = poison(torch.randn(1, 2, 6, 6, 6), count=4).requires_grad_()
+    y3, y3_ref = otorch.avg_pool3d(x3, 3, 2, 1, input_activation="relu"), F.avg_pool3d(torch.relu(x3), 3, 2, 1)
+    assert torch.isnan(y3_ref).any()
+    assert_same_pattern(y3, y3_ref)
+    for grad3 in (torch.randn_like(y3_ref), poison(torch.randn_like(y3_ref))):
+        assert_same_pattern(torch.autograd.grad(y3, x3, grad3, retain_graph=True)[0],
+                            torch.autograd.grad(y3_ref, x3, grad3, retain_graph=True)[0])
 
 
 # --- Modules, convert, training -----------------------------------------------------------------------------
@@ -323,6 +352,23 @@ def test_convert_swaps_in_place_and_keeps_checkpoints(seeded):
     restored = small_model()
     restored.load_state_dict(model.state_dict())
     assert all(torch.equal(a, b) for a, b in zip(restored.state_dict().values(), model.state_dict().values()))
+
+
+def test_convert_fuses_a_relu_into_the_avg_pool3d_after_it(seeded):
+    model = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(), nn.AvgPool3d(2), nn.ReLU(inplace=True),
+                          nn.AvgPool3d(2, 1), nn.MaxPool3d(1))
+    reference = copy.deepcopy(model)
+    with pytest.warns(UserWarning, match=r"5 \(MaxPool3d has no kernel here\)"):
+        otorch.convert(model)
+    assert [type(m) for m in model][:5] == [otorch.Conv3d, nn.Identity, otorch.AvgPool3d, nn.Identity, otorch.AvgPool3d]
+    assert model[2].input_activation == model[4].input_activation == "relu" and "input_activation='relu'" in repr(model[2])
+    x = torch.randn(2, 2, 6, 8, 8)
+    for m in (model, reference):
+        m(x).square().sum().backward()
+    for a, b in zip(model.parameters(), reference.parameters()):
+        assert relative_error(a.grad, b.grad) <= 1e-5
+    with pytest.raises(ValueError, match="AvgPool3d: input_activation must be None or 'relu'"):
+        otorch.AvgPool3d(2, input_activation="gelu")
 
 
 def test_convert_leaves_a_leading_inplace_relu_and_float64_layers():
@@ -490,8 +536,10 @@ OPCHECK_CASES = {
     "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), F.max_pool2d(torch.randn(2, 3, 8, 8), 2, return_indices=True)[1],
                                     [2, 3, 8, 8], [2, 2], [2, 2], [0, 0], [1, 1], False),
     "avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
-    "avg_pool3d_backward": lambda: (torch.randn(1, 2, 2, 3, 3), [1, 2, 4, 6, 6], [2, 2, 2], [2, 2, 2], [0, 0, 0], False,
-                                    True, None),
+    "relu_avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False,
+                                True, None),
+    "avg_pool3d_backward": lambda: (torch.randn(1, 2, 2, 3, 3), torch.randn(1, 2, 4, 6, 6).relu(), [1, 2, 4, 6, 6],
+                                    [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
 }
 
 
@@ -530,6 +578,10 @@ def test_float64_falls_back_to_pytorch_with_one_warning(seeded):
         otorch.conv2d(x, w)  # warned once
     assert torch.equal(y, F.conv2d(torch.relu(x), w))
     assert torch.equal(otorch.conv2d(x[0], w), F.conv2d(x[0], w))  # unbatched too
+    functional.float64_warned.discard("avg_pool3d")
+    x3 = torch.randn(1, 2, 4, 4, 4, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="avg_pool3d: float64 has no kernel here"):
+        assert torch.equal(otorch.avg_pool3d(x3, 2, input_activation="relu"), F.avg_pool3d(torch.relu(x3), 2))
 
 
 def test_empty_batch_gives_empty_gradients():
@@ -555,6 +607,8 @@ BAD_CALLS = [
     (lambda x, w: otorch.conv2d(x.int(), w, groups=2), TypeError, r"conv2d: input has dtype torch.int32"),
     (lambda x, w: otorch.conv2d(x.detach().numpy(), w, groups=2), TypeError, r"conv2d: input must be a torch.Tensor, but got ndarray"),
     (lambda x, w: otorch.conv2d(x, w, input_activation="tanh"), ValueError, r"conv2d: input_activation must be None or 'relu'"),
+    (lambda x, w: otorch.avg_pool3d(x[None], 2, input_activation="tanh"), ValueError,
+     r"avg_pool3d: input_activation must be None or 'relu'"),
     (lambda x, w: otorch.conv2d(x, w, dilation=4, groups=2), ValueError, r"conv2d: the kernel \(3, 3\) \(dilation \(4, 4\)\) does not fit"),
     (lambda x, w: otorch.conv3d(x[0, 0], w), ValueError, r"conv3d: input must be 4-D \(unbatched\) or 5-D"),
     (lambda x, w: otorch.max_pool2d(x, 3, padding=2), ValueError, r"max_pool2d: padding must be at most half the window"),
@@ -701,8 +755,9 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
                 assert torch.equal(a, b) if a.dtype == torch.int64 else relative_error(a, b) <= 1e-5, kernel.op
     v = torch.randn(1, 2, 5, 7, 7)
     grad = torch.randn(1, 2, 3, 4, 4)
-    args = (grad, list(v.shape), [2, 2, 2], [2, 2, 2], [1, 0, 1], True, False, 3)
-    assert relative_error(kernels.avg_pool3d_backward.run(*args), kernels.avg_pool3d_backward.fallback(*args)) <= 1e-5
+    for relu_output in (None, v.relu()):
+        args = (grad, relu_output, list(v.shape), [2, 2, 2], [2, 2, 2], [1, 0, 1], True, False, 3)
+        assert relative_error(kernels.avg_pool3d_backward.run(*args), kernels.avg_pool3d_backward.fallback(*args)) <= 1e-5
 
 def test_a_weight_gradient_takes_its_layout_from_grad_output():
     """The step hands a weight gradient its grad_output and the saved input; where their memory formats differ (a

@@ -25,7 +25,7 @@ from .. import reference as reference_ops
 from ..layouts import activation_from_params, in_layout
 from ..problem import AvgPoolProblem
 from ..problem_checks import array_shape_dtype, avg_pool_fields, pool_problem
-from ..validation import check
+from ..validation import check, check_type
 from . import pool_windows as windows
 
 OP = "avgpool3d_bwd"
@@ -40,15 +40,24 @@ def results(problem: AvgPoolProblem) -> list:
 
 
 def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
-              divisor_override, layout) -> AvgPoolProblem:
-    """Check every argument and build the problem, before anything is compiled."""
+              divisor_override, layout, relu_output=None) -> AvgPoolProblem:
+    """Check every argument and build the problem, before anything is compiled. ``relu_output``: the output of
+    a ReLU that was the pooled input, whose backward grad_in takes (``input_activation="relu"``)."""
     out_shape, out_dtype = array_shape_dtype(OP, "grad_out", grad_out)
     check(len(out_shape) == 5, f"{OP}: grad_out must be 5-D (N, C, D, H, W or N, D, H, W, C), but has shape {out_shape!r}")
     fields = avg_pool_fields(OP, count_include_pad, divisor_override)
-    return pool_problem(
+    problem = pool_problem(
         AvgPoolProblem, OP, rank=3, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode, **fields,
+        input_activation=None if relu_output is None else "relu",
     )
+    if relu_output is not None:
+        shape, dtype = array_shape_dtype(OP, "relu_output", relu_output)
+        check(shape == problem.input_shape,
+              f"{OP}: relu_output has shape {shape!r}, but input_shape is {problem.input_shape!r}")
+        check_type(dtype == out_dtype, f"{OP}: grad_out and relu_output must have the same dtype, but got {out_dtype} "
+                                       f"and {dtype}")
+    return problem
 
 
 def tap_counts(problem: AvgPoolProblem) -> list[tuple[int, ...]]:
@@ -95,11 +104,13 @@ def render(problem: AvgPoolProblem, form: Form = Form(), lowering: Lowering = Lo
     element = dtypes.mlir_element_type(problem.dtype)
     tables, divisor = _divisor(problem)
     g_to_f32, g32 = windows.to_f32("%g", element)
+    relu = problem.input_activation == "relu"
     return windows.render_gather(
         problem,
-        title="Average-pool 3-D backward",
+        title="Average-pool 3-D backward" + (" of a ReLU's output" if relu else ""),
         transients=mlir.transients(lowering.transients),
-        inputs="grad_out",
+        inputs="grad_out" + (" and relu_output" if relu else ""),
+        relu=relu,
         contribution_note=mlir.render("pool_bwd.avg_note"),
         prologue=tables,
         contribution=mlir.render(
@@ -120,27 +131,38 @@ def random_params(rng, rank: int) -> dict:
 
 
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
-                        ceil_mode=False, count_include_pad=True, divisor_override=None, layout="NDHWC",
-                        dtype="float16") -> AvgPoolProblem:
+                        ceil_mode=False, count_include_pad=True, divisor_override=None, input_activation=None,
+                        layout="NDHWC", dtype="float16") -> AvgPoolProblem:
     """A problem from parameters (no arrays needed), checked like a call's arguments."""
     fields = avg_pool_fields(OP, count_include_pad, divisor_override)
+    check(input_activation in (None, "relu"), f"{OP}: input_activation must be None or 'relu', but got {input_activation!r}")
     return pool_problem(
         AvgPoolProblem, OP, rank=3, layout=layout, dtype=dtype,
         input_shape=activation_from_params(batch, input_spatial, channels, layout),
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode, **fields,
+        input_activation=input_activation,
     )
 
 
 def random_inputs(problem: AvgPoolProblem, rng) -> list:
-    return [dtypes.random_normal(rng, problem.output_shape, problem.dtype)]
+    """[grad_out] and, with a ReLU, [relu_output]: normal values (about half of them <= 0, which it zeroes)."""
+    grad_out = dtypes.random_normal(rng, problem.output_shape, problem.dtype)
+    if problem.input_activation is None:
+        return [grad_out]
+    return [grad_out, dtypes.random_normal(rng, problem.input_shape, problem.dtype)]
 
 
 def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
-    """float64 grad_in from the window-by-window definition, in the problem's layout."""
-    return in_layout(problem.channels_last, lambda grad_out: reference_ops.avgpool_bwd(
-        grad_out, problem.input_spatial, problem.kernel_size, problem.stride, problem.dilation, problem.padding,
-        problem.count_include_pad, problem.divisor_override,
-    ), *inputs)
+    """float64 grad_in from the window-by-window definition, in the problem's layout; with a ReLU, zero where its
+    output is <= 0 (PyTorch's threshold_backward: a NaN output keeps the gradient)."""
+    def grad_in(grad_out, relu_output=None):
+        gradient = reference_ops.avgpool_bwd(
+            grad_out, problem.input_spatial, problem.kernel_size, problem.stride, problem.dilation, problem.padding,
+            problem.count_include_pad, problem.divisor_override,
+        )
+        return gradient if relu_output is None else np.where(np.asarray(relu_output) <= 0, 0.0, gradient)
+
+    return in_layout(problem.channels_last, grad_in, *inputs)
 
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------

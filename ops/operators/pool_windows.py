@@ -153,16 +153,37 @@ def to_f32(value: str, element: str) -> tuple[str, str]:
     return dtypes.widen(value, element, f"{value}32")
 
 
+def _store(problem: PoolProblem, element: str, relu: bool) -> dict:
+    """The store's pieces: grad_in from the gather's float32 sums, where ``relu`` zeroed where the operand
+    ``%relu_output`` (the ReLU's output that was pooled, grad_in's type) is <= 0 (``pool_bwd.relu_mask``)."""
+    operands = [("%acc", "!acc", "%a")] + ([("%relu_output", "!grad_in", "%relu")] if relu else [])
+    activation, result = "", "%a"
+    if relu:
+        relu_to_f32, relu32 = to_f32("%relu", element)
+        activation, result = render.render("pool_bwd.relu_mask", relu_to_f32=relu_to_f32, relu32=relu32), "%masked"
+    narrow, stored = dtypes.narrow(result, element, "%v")
+    return dict(
+        activation_argument=", %relu_output: !grad_in" if relu else "",
+        store_maps=", ".join([grid_map(problem)] * (len(operands) + 1)),
+        store_inputs=f"{', '.join(o for o, _, _ in operands)} : {', '.join(t for _, t, _ in operands)}",
+        store_arguments="".join(f"{a}: {element}, " for _, _, a in operands[1:]),
+        activation=render.indent(activation, 4),
+        narrow=render.indent(narrow, 4),
+        stored=stored,
+    )
+
+
 def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution_note: str, prologue: str,
-                  contribution: str, transients: str, source_types: str = "", source_argument: str = "") -> str:
+                  contribution: str, transients: str, source_types: str = "", source_argument: str = "",
+                  relu: bool = False) -> str:
     """The backward module (``mlir/pool_bwd.mlir``): the gather over candidate windows, with the operator's
     pieces: its header note, its function-level prologue, the body lines defining ``%contribution`` (from
-    ``%zero``, ``%n``, ``%c``, ``%i_<x>``, the windows of :func:`window_indices` and ``%in_window``), and the
-    types and argument of a source operand besides grad_out."""
+    ``%zero``, ``%n``, ``%c``, ``%i_<x>``, the windows of :func:`window_indices` and ``%in_window``), the
+    types and argument of a source operand besides grad_out, and ``relu``: the store applies the backward of
+    a ReLU before the pooling, from its output (the operand after them)."""
     element = dtypes.mlir_element_type(problem.dtype)
     batch, channel, _ = grid_dims(problem)
     count = reductions(problem)
-    narrow, stored = dtypes.narrow("%a", element, "%v")
     return render.render(
         "pool_bwd",
         title=title,
@@ -188,10 +209,8 @@ def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution
         channel_dim=channel,
         windows_of_position=render.indent(windows_of_position(problem), 4),
         contribution=render.indent(contribution, 4),
-        grid_map=grid_map(problem),
         grid_iterators=iterators(problem),
-        narrow=render.indent(narrow, 4),
-        stored=stored,
+        **_store(problem, element, relu),
     )
 
 

@@ -21,7 +21,7 @@ from ..validation import check, check_type, int_tuple, padding_pairs, positive_i
 from . import kernels
 from .plans import KERNEL_DTYPES
 
-ACTIVATIONS = (None, "relu")  # a convolution's input_activation
+ACTIVATIONS = (None, "relu")  # a convolution's or an average pooling's input_activation
 float64_warned: set[str] = set()  # the functions that said, once, that PyTorch's own operator runs float64
 
 
@@ -322,29 +322,35 @@ class _MaxPoolCall:
         return (y, indices) if self.return_indices else y
 
 
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward."""
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None,
+               input_activation=None):
+    """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward; ``input_activation="relu"``
+    computes ``avg_pool3d(relu(input))`` with the ReLU's backward fused into the pooling's backward kernel."""
     return _pool("avg_pool3d", _AvgPoolCall, input,
-                 (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+                 (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, input_activation))
 
 
 class _AvgPoolCall:
     """An ``avg_pool3d`` call's checked arguments, ready (as ``_ConvCall``)."""
 
-    __slots__ = ("unbatched", "arguments", "held")
+    __slots__ = ("unbatched", "arguments", "relu", "held")
 
-    def __init__(self, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    def __init__(self, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                 input_activation):
         name = "avg_pool3d"
+        check(input_activation in ACTIVATIONS,
+              f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
         check_type(isinstance(count_include_pad, bool),
                    f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
         _check_window(input, self.unbatched, _avg_pool_window,
                       (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
         self.arguments = (list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
+        self.relu = input_activation == "relu"
 
     def __call__(self, input: Tensor):
         if input.dtype == torch.float64 and _falls_back("avg_pool3d", input):
-            return F.avg_pool3d(input, *self.arguments)
+            return F.avg_pool3d(torch.relu(input) if self.relu else input, *self.arguments)
         x = input.unsqueeze(0) if self.unbatched else input
-        y = kernels.avg_pool3d(x, *self.arguments)
+        y = kernels.avg_pool3d(x, *self.arguments, self.relu)
         return y.squeeze(0) if self.unbatched else y

@@ -4,8 +4,8 @@ Each kernel (``conv_backward_input``, ``conv_backward_weight``, ``max_pool2d``, 
 ``avg_pool3d_backward``) is a ``KernelOp``: an operator of the ``iree_ck`` library (``torch.library.Library``, so
 ``torch.compile(fullgraph=True)`` traces it) whose real implementation runs the ready call of its arguments'
 signature (``ops/torch/calls.py``, prepared once from the generic plan of ``ops/torch/plans.py``) and whose fake
-one returns the plan's destinations. The forward ops ``conv``, ``relu_conv`` and ``avg_pool3d`` are PyTorch's
-own computations; ``register_autograd`` gives them (and ``max_pool2d``) backwards that call the kernel ops.
+one returns the plan's destinations. The forward ops ``conv``, ``relu_conv``, ``avg_pool3d`` and ``relu_avg_pool3d``
+are PyTorch's own computations; ``register_autograd`` gives them (and ``max_pool2d``) backwards that call the kernel ops.
 
 Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward (through
 its C++ ``apply``: ``_applied``) whose backward calls the kernel ops' ready calls directly. ``Conv``,
@@ -177,7 +177,7 @@ def _linear_gradient(forward: Callable, like: Tensor, size: List[int], grad_outp
 def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, stride, padding, dilation, groups):
     gradient = _linear_gradient(lambda x: torch_conv(x, weight.detach(), None, stride, padding, dilation, groups),
                                 grad_output, input_size, grad_output)
-    return gradient if relu_output is None else torch.where(relu_output <= 0, 0, gradient)  # plans.RELU_BACKWARD
+    return _relu_backward(relu_output, gradient)
 
 
 def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups):
@@ -197,12 +197,18 @@ def _torch_max_pool2d_backward(grad_output, indices, input_size, kernel_size, st
         grad_output, empty(input_size, grad_output, cl), kernel_size, stride, padding, dilation, ceil_mode, indices), cl)
 
 
-def _torch_avg_pool3d_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                               divisor_override):
+def _relu_backward(relu_output: Optional[Tensor], gradient: Tensor) -> Tensor:
+    """The gradient at a ReLU's input from the gradient at its output (None: no ReLU), as PyTorch computes it:
+    ``plans.RELU_BACKWARD``."""
+    return gradient if relu_output is None else torch.where(relu_output <= 0, 0, gradient)
+
+
+def _torch_avg_pool3d_backward(grad_output, relu_output, input_size, kernel_size, stride, padding, ceil_mode,
+                               count_include_pad, divisor_override):
     cl = is_channels_last(grad_output)
-    return conform(torch.ops.aten.avg_pool3d_backward(
+    return conform(_relu_backward(relu_output, torch.ops.aten.avg_pool3d_backward(
         grad_output, empty(input_size, grad_output, cl), kernel_size, stride, padding, ceil_mode, count_include_pad,
-        divisor_override), cl)
+        divisor_override)), cl)
 
 
 def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
@@ -399,42 +405,72 @@ def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], 
     return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+def _relu_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+                     count_include_pad: bool, divisor_override: Optional[int]) -> Tuple[Tensor, Tensor]:
+    """(avg_pool3d(relu(input)), relu(input)), which the backward reads (as PyTorch's ReLU saves it)."""
+    activation = torch.relu(input)
+    return _torch_avg_pool3d(activation, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                             divisor_override), activation
+
+
+def _relu_avg_pool3d_fake(input, *params):
+    activation = torch.empty_like(input)
+    return _torch_avg_pool3d(activation, *params), activation
+
+
 _avg_pool3d_op = _define("avg_pool3d", _schema_of(_torch_avg_pool3d), _torch_avg_pool3d, _torch_avg_pool3d)
+_relu_avg_pool3d_op = _define("relu_avg_pool3d", _schema_of(_relu_avg_pool3d), _relu_avg_pool3d, _relu_avg_pool3d_fake)
 
 
 def _avg_pool_setup(ctx, inputs, output, direct: bool = False):
     input, *params = inputs
     ctx.direct = direct
     ctx.params = (list(input.shape), *params)
+    ctx.fused_relu = isinstance(output, tuple)
+    if ctx.fused_relu:  # relu_avg_pool3d: its backward reads relu(input)
+        ctx.save_for_backward(output[1])
+        ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)
 
 
-def _avg_pool_backward(ctx, grad_output):
-    grad_input = avg_pool3d_backward.call(ctx.direct, grad_output, *ctx.params) if ctx.needs_input_grad[0] else None
+def _avg_pool_backward(ctx, grad_output, *unused):
+    relu_output = ctx.saved_tensors[0] if ctx.fused_relu else None
+    if grad_output is None or not ctx.needs_input_grad[0]:
+        return None, None, None, None, None, None, None
+    grad_input = avg_pool3d_backward.call(ctx.direct, grad_output, relu_output, *ctx.params)
     return grad_input, None, None, None, None, None, None
 
 
 _register_autograd("avg_pool3d", _avg_pool_backward, _avg_pool_setup)
+_register_autograd("relu_avg_pool3d", _avg_pool_backward, _avg_pool_setup)
 
 
 class _AvgPoolFunction(torch.autograd.Function):
-    """``avg_pool3d`` and its backward on the eager path (``_direct``)."""
+    """``avg_pool3d`` (or ``relu_avg_pool3d``) and its backward on the eager path (``_direct``); the last input is
+    the forward (``_torch_avg_pool3d`` or ``_relu_avg_pool3d``)."""
 
     @staticmethod
     def forward(ctx, *inputs):
-        output = _torch_avg_pool3d(*inputs)
+        *inputs, forward = inputs
+        output = forward(*inputs)
         _avg_pool_setup(ctx, inputs, output, direct=True)
         return output
 
     @staticmethod
-    def backward(ctx, grad_output):
-        return _avg_pool_backward(ctx, grad_output)
+    def backward(ctx, *grads):
+        return *_avg_pool_backward(ctx, *grads), None
 
 
 _apply_avg_pool = _applied(_AvgPoolFunction)
 
 
 def avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
-               count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
-    """PyTorch's ``avg_pool3d`` whose backward is the ``avg_pool3d_backward`` kernel."""
+               count_include_pad: bool, divisor_override: Optional[int], relu: bool = False) -> Tensor:
+    """PyTorch's ``avg_pool3d`` (of ``relu(input)`` where ``relu``) whose backward is the ``avg_pool3d_backward``
+    kernel (with the ReLU's backward fused)."""
     arguments = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    return _apply_avg_pool(*arguments) if _direct(input) else _avg_pool3d_op(*arguments)
+    if _direct(input):
+        output = _apply_avg_pool(*arguments, _relu_avg_pool3d if relu else _torch_avg_pool3d)
+    else:
+        output = (_relu_avg_pool3d_op if relu else _avg_pool3d_op)(*arguments)
+    return output[0] if relu else output

@@ -1,5 +1,5 @@
 """The ``torch.nn`` twins (``Conv1d``..``Conv3d``, ``MaxPool2d``, ``AvgPool3d``) and ``convert``, which swaps a model's
-layers for them in place (and fuses a ReLU into the convolution that follows it)."""
+layers for them in place (and fuses a ReLU into the convolution or average pooling that follows it)."""
 
 from __future__ import annotations
 
@@ -76,11 +76,23 @@ class MaxPool2d(nn.MaxPool2d):
 
 
 class AvgPool3d(nn.AvgPool3d):
-    """``torch.nn.AvgPool3d`` whose backward is this library's."""
+    """``torch.nn.AvgPool3d`` whose backward is this library's; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    input_activation = None  # "relu": the layer computes avg_pool3d(relu(x)), the ReLU's backward fused
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        check(input_activation in ACTIVATIONS,
+              f"AvgPool3d: input_activation must be None or 'relu', but got {input_activation!r}")
+        self.input_activation = input_activation
 
     def forward(self, input):
         return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                          self.divisor_override)
+                          self.divisor_override, self.input_activation)
+
+    def extra_repr(self):
+        text = super().extra_repr()
+        return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
 
 
 _TWINS = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d, nn.MaxPool2d: MaxPool2d, nn.AvgPool3d: AvgPool3d}
@@ -104,7 +116,7 @@ def convert(model: nn.Module) -> nn.Module:
     ``nn.Conv1d/2d/3d``, ``nn.MaxPool2d`` and ``nn.AvgPool3d`` (exactly those classes, not subclasses, which
     may change ``forward``) become this module's twins: the same object, parameters and ``state_dict`` (an
     optimizer made before keeps working). Inside ``nn.Sequential``, a ``ReLU`` directly followed by a
-    convolution becomes ``nn.Identity`` and the convolution takes ``input_activation="relu"``, except an
+    convolution or an ``AvgPool3d`` becomes ``nn.Identity`` and that layer takes ``input_activation="relu"``, except an
     in-place ``ReLU`` that opens the Sequential (its input may have other readers, which in-place would have
     changed). Layers of these families it cannot take (another class, float64 parameters) stay PyTorch's, and
     one warning lists them.
@@ -126,11 +138,14 @@ def convert(model: nn.Module) -> nn.Module:
     return model
 
 
+_FUSES_RELU = (_ConvForward, AvgPool3d)  # the twins that take input_activation="relu"
+
+
 def _fuse_relus(sequential: nn.Sequential) -> None:
     names = list(sequential._modules)
     for position, (name, following) in enumerate(zip(names, names[1:])):
-        relu, conv = sequential._modules[name], sequential._modules[following]
-        if (type(relu) is nn.ReLU and isinstance(conv, _ConvForward) and conv.input_activation is None
+        relu, layer = sequential._modules[name], sequential._modules[following]
+        if (type(relu) is nn.ReLU and isinstance(layer, _FUSES_RELU) and layer.input_activation is None
                 and not (position == 0 and relu.inplace)):
-            conv.input_activation = "relu"
+            layer.input_activation = "relu"
             sequential._modules[name] = nn.Identity()

@@ -35,7 +35,8 @@ TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat
                 torch.int64: "int64", torch.int32: "int32"}
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # ReLU's backward as PyTorch computes it (threshold_backward on the ReLU's output: 0 where out <= 0, else the
-# gradient), fused into grouped_conv_bwd_data's epilogue with d0 = the ReLU's output. A NaN activation passes
+# gradient), fused into grouped_conv_bwd_data's epilogue with d0 = the ReLU's output (avgpool3d_bwd takes the
+# output as its relu_output). A NaN activation passes
 # the gradient through, as in PyTorch (the named "relu_grad", ``where(d0 > 0, acc, 0)``, would zero it).
 RELU_BACKWARD = "where(d0 <= 0, 0, acc)"
 
@@ -151,8 +152,8 @@ def _max_pool2d_backward(module, arrays, shapes, input_size, *parameters, layout
 
 
 def _avg_pool3d_backward(module, arrays, shapes, input_size, *parameters, layout):
-    kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override = parameters
-    return module.normalize(*arrays, input_shape=shapes[0], kernel_size=kernel_size, stride=stride, padding=padding,
+    (grad_out, relu_output), (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) = arrays, parameters
+    return module.normalize(grad_out, relu_output=relu_output, input_shape=shapes[0], kernel_size=kernel_size, stride=stride, padding=padding,
                             dilation=1, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
                             divisor_override=divisor_override, layout=layout)
 
@@ -182,9 +183,9 @@ KINDS = {
         "SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> Tensor",
         lambda grad_output, indices, input_size, *_: [(input_size, None)], _max_pool2d_backward),
     "avg_pool3d_backward": Kind(
-        "(Tensor grad_output, SymInt[] input_size, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, "
-        "bool ceil_mode, bool count_include_pad, SymInt? divisor_override) -> Tensor",
-        lambda grad_output, input_size, *_: [(input_size, None)], _avg_pool3d_backward),
+        "(Tensor grad_output, Tensor? relu_output, SymInt[] input_size, SymInt[] kernel_size, SymInt[] stride, "
+        "SymInt[] padding, bool ceil_mode, bool count_include_pad, SymInt? divisor_override) -> Tensor",
+        lambda grad_output, relu_output, input_size, *_: [(input_size, None)], _avg_pool3d_backward),
 }
 # the operator module of each kernel op, from the registry (its entry's ``torch``)
 OPERATORS: dict[str, ModuleType] = {e.torch: e.module for e in registry.OPERATORS.values() if e.torch is not None}
