@@ -21,7 +21,7 @@
 !windows_index = ${windows_index_type}
 ${source_types}
 
-func.func @${function}(%grad_out: !grad_out${source_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
+func.func @${function}(${grad_out_argument}: !grad_out${source_argument}${activation_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero_element = arith.constant 0.0 : ${element}
   %no_window = arith.constant -1 : ${index_type}
 ${prologue}

@@ -29,7 +29,7 @@ ${source_types}
 !acc = ${acc_type}
 !candidates = ${candidates_type}
 
-func.func @${function}(%grad_out: !grad_out${source_argument}${activation_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
+func.func @${function}(${grad_out_argument}: !grad_out${source_argument}${activation_argument}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero = arith.constant 0.0 : f32
 ${prologue}
   %acc_empty = tensor.empty() : !acc
@@ -49,7 +49,6 @@ ${contribution}
   %grad_in = linalg.generic {indexing_maps = [${store_maps}], iterator_types = ${grid_iterators}}
       ins(${store_inputs}) outs(%dst : !grad_in) {
   ^bb0(%a: f32, ${store_arguments}%unused_dst: ${element}):
-${activation}
 ${narrow}
     linalg.yield ${stored} : ${element}
   } -> !grad_in
@@ -137,6 +136,21 @@ ${g_to_f32}
 // Max pooling: the forward takes window o's maximum from x[n, c, indices[n, c, o]] (flat position h*W + w), so
 //     grad_in[n, c, h, w] = sum over windows o with indices[n, c, o] == h*W + w of grad_out[n, c, o];
 // gradients of overlapping windows that share an argmax add up.
+
+// fragment max_relu: (function level) the backward of a ReLU before the pooling, applied to grad_out
+// The ReLU before the pooling: the pooled input is its output r, and max(relu(x)) = relu(max(x)), so r at window
+// o's argmax is the window's output %output[o]. The ReLU's backward (PyTorch's threshold_backward: zero where
+// r <= 0, the gradient elsewhere; a NaN passes) is therefore grad_out's, zeroed where the output is <= 0, before
+// it goes to the argmax.
+%relu_zero = arith.constant 0.0 : ${element}
+%relu_empty = tensor.empty() : !grad_out
+%grad_out = linalg.generic {indexing_maps = [${map}, ${map}, ${map}], iterator_types = ${iterators}}
+    ins(%grad_out_given, %output : !grad_out, !grad_out) outs(%relu_empty : !grad_out) {
+^bb0(%g_given: ${element}, %pooled: ${element}, %unused_relu: ${element}):
+  %relu_off = arith.cmpf ole, %pooled, %relu_zero : ${element}
+  %g_relu = arith.select %relu_off, %relu_zero, %g_given : ${element}
+  linalg.yield %g_relu : ${element}
+} -> !grad_out
 
 // fragment max_indices_types: the operand's type: the forward's indices
 !argmax = ${indices_type}

@@ -96,18 +96,21 @@ def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
 
 
 def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                  indices=None, x=None, layout="NHWC", device=None, out=None):
+                  indices=None, x=None, output=None, layout="NHWC", device=None, out=None):
     """Gradient of 2-D max pooling with respect to its input.
 
     grad_out: one value per window, in ``layout``; ``input_shape``: the forward input's full shape. Give
     exactly one of ``indices`` (maxpool2d_fwd's, int64 or int32) or ``x`` (the forward input: the argmax is
     recomputed with the forward's rules). Each window's gradient goes to its argmax; overlapping windows
-    add up. Other parameters as in :func:`maxpool2d_fwd`. ``out``, optional: a DeviceArray for grad_in.
+    add up. ``output``, optional: where the pooled input was a ReLU's output, the forward's output (grad_out's
+    shape and dtype); grad_in is then the gradient at the ReLU's input, zero where the ReLU's output is <= 0
+    (PyTorch's ReLU backward: at a window's argmax that output is the window's, as max(relu(x)) = relu(max(x))).
+    Other parameters as in :func:`maxpool2d_fwd`. ``out``, optional: a DeviceArray for grad_in.
     """
     problem = maxpool_bwd.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
-                        dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout)
+                        dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout, output=output)
     source = indices if indices is not None else x
-    return run(problem, [grad_out, source], device, out)
+    return run(problem, [grad_out, source] + ([] if output is None else [output]), device, out)
 
 
 def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

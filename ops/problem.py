@@ -216,11 +216,14 @@ class MaxPoolProblem(PoolProblem):
 
 @dataclass(frozen=True)
 class MaxPoolBwdProblem(PoolProblem):
-    """Max pooling's backward: the window, and where each window's argmax comes from: the forward's ``indices``
-    (of ``index_dtype``, int64 or int32) or ``x`` (recomputed; no index dtype)."""
+    """Max pooling's backward: the window, where each window's argmax comes from: the forward's ``indices``
+    (of ``index_dtype``, int64 or int32) or ``x`` (recomputed; no index dtype), and ``input_activation``:
+    ``"relu"`` where the pooled input was a ReLU's output, whose backward the gradient takes."""
 
     source: str
     index_dtype: str | None
+    input_activation: str | None = None
 
     def _name_suffix(self) -> str:
-        return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
+        return (f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
+                + ("_relu" if self.input_activation else ""))

@@ -47,6 +47,10 @@ BWD = {
     for name, params in CASES.items()
     for source in SOURCES[name]
 }
+# after a ReLU (its backward fused, from the forward's output): the ResNet stem's window, both sources
+BWD.update({f"nchw_k3_s2_p1_f32_{source}_relu": op.problem_from_params(**CASES["nchw_k3_s2_p1_f32"], source=source,
+                                                                       index_dtype="int32", input_activation="relu")
+            for source in ("indices", "x")})
 FWD = {name: fwd.problem_from_params(**params) for name, params in CASES.items()}
 
 
@@ -162,6 +166,25 @@ def test_indices_and_x_give_the_same_gradient(rng, name):
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("source", ["indices", "x"])
+def test_the_fused_relu_stops_the_gradient_of_windows_whose_maximum_is_not_positive(rng, source):
+    """After a ReLU, grad_in is the plain backward of grad_out zeroed where the window's output (the ReLU's output
+    at its argmax) is <= 0: every position whose ReLU output is 0 gets exactly 0, the others the plain sum."""
+    problem = BWD[f"nchw_k3_s2_p1_f32_{source}_relu"]
+    grad_out, x, _ = op.random_inputs(op.problem_from_params(**CASES["nchw_k3_s2_p1_f32"], source="x",
+                                                             input_activation="relu"), rng)
+    x[0, 0, :5, :5] = 0  # a ReLU's output that is 0 over whole windows
+    output, indices = (a.astype(t) for a, t in zip(op.reference_fwd(problem, x), (x.dtype, np.int32)))
+    second = x if source == "x" else indices
+    assert (output == 0).any() and (output > 0).any()
+    plain = BWD[f"nchw_k3_s2_p1_f32_{source}"]
+    expected = run_bwd(plain, [np.where(output > 0, grad_out, 0).astype(grad_out.dtype), second])
+    got = run_bwd(problem, [grad_out, second, output])
+    assert np.array_equal(got, expected) and (got[x <= 0] == 0).all()
+    assert np.array_equal(maxpool2d_bwd(grad_out, input_shape=problem.input_shape, **keywords(problem),
+                                        **{source: second}, output=output), got)
+
+
 def test_overlapping_windows_add_up_where_they_share_a_maximum():
     # one large value inside every 3x3 window of a stride-1 pooling: it collects all their gradients
     problem = BWD["nhwc_k3_s1_f16_x"]
@@ -259,6 +282,8 @@ def _with(index, value):
               grad_out=np.ones((2, 1, 3, 3), np.float32), indices=np.zeros((2, 1, 3, 3), np.int64)),
          ValueError, r"window 0 of spatial dim 0 holds no input position"),
         (dict(out=runtime.to_device(np.zeros((2, 7, 6, 4), np.float32))), ValueError, r"out has shape \(2, 7, 6, 4\), but the result has shape \(2, 7, 6, 3\)"),
+        (dict(output=GRAD_OUT[:, :3]), ValueError, r"output has shape \(2, 3, 3, 3\), but grad_out has shape \(2, 4, 3, 3\)"),
+        (dict(output=GRAD_OUT.astype(np.float16)), TypeError, r"grad_out and output must have the same dtype, but got float32 and float16"),
     ],
 )
 def test_bad_backward_input_is_reported_by_name_before_compiling(kwargs, error, message):
@@ -285,8 +310,10 @@ LOWERED = {**{f"fwd_{name}": p for name, p in FWD.items()}, **{f"bwd_{name}": p 
 
 def expected_dispatches(problem) -> int:
     """The window scan and the gather are one dispatch each; the x form needs both (the gather reads the
-    scan's result through tensor.extract, which no producer fuses into)."""
-    return 2 if getattr(problem, "source", None) == "x" else 1  # the forward has no source
+    scan's result through tensor.extract, which no producer fuses into), and so is a fused ReLU's mask of
+    grad_out, for the same reason."""
+    scan = getattr(problem, "source", None) == "x"  # the forward has no source
+    return 1 + scan + (getattr(problem, "input_activation", None) is not None)
 
 
 @needs_compiler

@@ -188,6 +188,26 @@ def test_maxpool2d_bwd_with_nan_in_x_and_grad_out(source, form, seeded):
     assert_same_pattern(ours, x.grad)
 
 
+@pytest.mark.parametrize("form", _forms("maxpool2d_bwd"), indirect=True)
+@pytest.mark.parametrize("source", ["indices", "x"])
+def test_maxpool2d_bwd_through_a_relu(source, form, seeded):
+    """A ReLU before the pooling (its backward fused, from the forward's output), NaN and infinities in its input
+    and in grad_out: PyTorch's ReLU-then-pool gradient pattern (a NaN maximum passes the gradient, 0 stops it)."""
+    x = torch.randn(2, 3, 11, 10)
+    x[0, 0, :5, :5] = -1.0  # windows whose maximum is 0
+    x = poison(x).requires_grad_()
+    kwargs = dict(kernel_size=3, stride=2, padding=1)
+    relu_output = torch.relu(x)
+    y, indices = F.max_pool2d(relu_output, **kwargs, return_indices=True)
+    grad = poison(torch.randn_like(y), count=2)
+    y.backward(grad)
+    assert torch.isnan(y).any() and (y == 0).any()
+    given = {"indices": indices.numpy()} if source == "indices" else {"x": relu_output.detach().numpy()}
+    ours = ops.maxpool2d_bwd(grad.numpy(), input_shape=tuple(x.shape), layout="NCHW", **kwargs, **given,
+                             output=y.detach().numpy())
+    assert_same_pattern(ours, x.grad)
+
+
 @pytest.mark.parametrize("form", _forms("avgpool3d_bwd"), indirect=True)
 @pytest.mark.parametrize("count_include_pad", [True, False])
 def test_avgpool3d_bwd(count_include_pad, form, seeded):

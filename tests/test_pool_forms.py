@@ -54,14 +54,16 @@ def test_forward_forms_give_pytorchs_maxima_and_indices(rng, form):
         np.testing.assert_array_equal(indices, i_ref, err_msg=problem.name)
         np.testing.assert_array_equal(np.asarray(y, np.float64), y_ref, err_msg=problem.name)
 
+@pytest.mark.parametrize("activation", [None, "relu"])
 @pytest.mark.parametrize("source", ["indices", "x"])
 @pytest.mark.parametrize("form", BACKWARD_FORMS, ids=lambda f: f.windows)
-def test_backward_forms_give_pytorchs_gradient(rng, form, source):
-    for problem in _random_problems(rng, maxpool2d, 5, source=source):
-        grad_out, second = maxpool2d.random_inputs(problem, rng)
-        expected = maxpool2d.reference(problem, [grad_out, second])
+def test_backward_forms_give_pytorchs_gradient(rng, form, source, activation):
+    """Each form, with and without a ReLU before the pooling (whose output zeroes many windows' maxima)."""
+    for problem in _random_problems(rng, maxpool2d, 5, source=source, input_activation=activation):
+        inputs = maxpool2d.random_inputs(problem, rng)
+        expected = maxpool2d.reference(problem, inputs)
         dst = poisoned(problem.input_shape, problem.dtype)
-        got = run(problem, [grad_out, second], out=dst, form=form)
+        got = run(problem, inputs, out=dst, form=form)
         got = np.asarray(got.to_host(), np.float64)
         scale = max(1.0, float(np.max(np.abs(expected))))
         tolerance = 1e-6 if problem.dtype == "float32" else 2e-2

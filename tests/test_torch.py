@@ -170,6 +170,49 @@ def test_max_pool2d_matches_pytorch(params, memory_last, seeded):
     assert torch.equal(module(x), y_ref)
 
 
+@pytest.mark.parametrize("memory_last", [False, True])
+@pytest.mark.parametrize("params", MAX_POOL_CASES[:3])
+def test_fused_relu_max_pool2d_matches_relu_then_pool(params, memory_last, monkeypatch, seeded):
+    """max_pool2d(relu(x)) with the ReLU's backward in the pooling's backward kernel: PyTorch's values, indices
+    (ties among a window's zeros included) and gradient, from one kernel call with the mask, through the function
+    and the module."""
+    x = torch.randn(2, 3, 11, 10)
+    x[torch.rand(x.shape) < 0.2] = 0.0
+    x[0, 0] = -1.0  # a plane whose every window's maximum is 0: the ReLU stops every gradient there
+    x = (channels_last(x) if memory_last else x).requires_grad_()
+    launched = []
+    original = calls.Prepared.__call__
+    monkeypatch.setattr(calls.Prepared, "__call__", lambda self, args: launched.append(self.problem) or original(self, args))
+    for function in (lambda t: otorch.max_pool2d(t, **params, return_indices=True, input_activation="relu"),
+                     otorch.MaxPool2d(**params, return_indices=True, input_activation="relu")):
+        (y, indices), (y_ref, indices_ref) = function(x), F.max_pool2d(torch.relu(x), **params, return_indices=True)
+        assert torch.equal(y, y_ref) and torch.equal(indices, indices_ref)
+        grad = torch.randn_like(y)
+        ours, theirs = torch.autograd.grad(y, x, grad)[0], torch.autograd.grad(y_ref, x, grad)[0]
+        assert relative_error(ours, theirs) <= 1e-6 and (ours[x <= 0] == 0).all() and (ours[0, 0] == 0).all()
+    assert [(p.op, getattr(p, "input_activation", None)) for p in launched] == [
+        ("maxpool2d_fwd", None), ("maxpool2d_bwd", "relu")] * 2
+
+
+def test_a_fused_max_pool2d_output_changed_in_place_is_refused_by_autograd(seeded):
+    """The fused ReLU's backward reads the pooled output (the ReLU's output at each argmax): autograd refuses a
+    backward after that output changed in place, rather than a wrong gradient; convert does not fuse where the
+    next module changes it in place, or where it leaves the Sequential."""
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    y = otorch.max_pool2d(x, 2, input_activation="relu")
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    model = otorch.convert(nn.Sequential(nn.Conv2d(3, 3, 1), nn.ReLU(), nn.MaxPool2d(2), nn.ReLU(inplace=True),
+                                         nn.ReLU(), nn.MaxPool2d(2)))
+    assert type(model[1]) is nn.ReLU and type(model[4]) is nn.ReLU
+    assert model[2].input_activation is None and model[5].input_activation is None
+    model = otorch.convert(nn.Sequential(nn.Conv2d(3, 3, 1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten()))
+    assert type(model[1]) is nn.Identity and model[2].input_activation == "relu"
+    with pytest.raises(ValueError, match="MaxPool2d: input_activation must be None or 'relu'"):
+        otorch.MaxPool2d(2, input_activation="gelu")
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_max_pool2d_half_precision(dtype, seeded):
     x = channels_last(torch.randn(2, 4, 9, 9).to(dtype)).requires_grad_()
@@ -308,7 +351,12 @@ def test_pools_propagate_nan_and_inf_as_pytorch(seeded):
     y3, y3_ref = otorch.avg_pool3d(x3, 3, 2, 1), F.avg_pool3d(x3, 3, 2, 1)
     grad3 = poison(torch.randn_like(y3_ref))
     assert_same_pattern(torch.autograd.grad(y3, x3, grad3)[0], torch.autograd.grad(y3_ref, x3, grad3)[0])
-    # the fused ReLU: NaN and infinities in its input (a NaN output passes the gradient) and in the gradient
+    # the fused ReLUs: NaN and infinities in their input (a NaN output passes the gradient) and in the gradient
+    y, y_ref = otorch.max_pool2d(x, 3, 2, 1, input_activation="relu"), F.max_pool2d(torch.relu(x), 3, 2, 1)
+    assert_same_pattern(y, y_ref)
+    for grad in (torch.randn_like(y_ref), poison(torch.randn_like(y_ref))):
+        assert_same_pattern(torch.autograd.grad(y, x, grad, retain_graph=True)[0],
+                            torch.autograd.grad(y_ref, x, grad, retain_graph=True)[0])
     x3 = poison(torch.randn(1, 2, 6, 6, 6), count=4).requires_grad_()
     y3, y3_ref = otorch.avg_pool3d(x3, 3, 2, 1, input_activation="relu"), F.avg_pool3d(torch.relu(x3), 3, 2, 1)
     assert torch.isnan(y3_ref).any()
@@ -533,7 +581,9 @@ OPCHECK_CASES = {
     "conv_backward_weight": lambda: (torch.randn(2, 4, 9, 9), torch.randn(2, 8, 9, 9), [8, 2, 3, 3], [1, 1], [1, 1, 1, 1],
                                      [1, 1], 2),
     "max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False),
-    "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), F.max_pool2d(torch.randn(2, 3, 8, 8), 2, return_indices=True)[1],
+    "relu_max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False),
+    "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), *F.max_pool2d(torch.randn(2, 3, 8, 8).relu(), 2,
+                                                                           return_indices=True)[::-1],
                                     [2, 3, 8, 8], [2, 2], [2, 2], [0, 0], [1, 1], False),
     "avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
     "relu_avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False,
@@ -609,6 +659,8 @@ BAD_CALLS = [
     (lambda x, w: otorch.conv2d(x, w, input_activation="tanh"), ValueError, r"conv2d: input_activation must be None or 'relu'"),
     (lambda x, w: otorch.avg_pool3d(x[None], 2, input_activation="tanh"), ValueError,
      r"avg_pool3d: input_activation must be None or 'relu'"),
+    (lambda x, w: otorch.max_pool2d(x, 2, input_activation=True), ValueError,
+     r"max_pool2d: input_activation must be None or 'relu'"),
     (lambda x, w: otorch.conv2d(x, w, dilation=4, groups=2), ValueError, r"conv2d: the kernel \(3, 3\) \(dilation \(4, 4\)\) does not fit"),
     (lambda x, w: otorch.conv3d(x[0, 0], w), ValueError, r"conv3d: input must be 4-D \(unbatched\) or 5-D"),
     (lambda x, w: otorch.max_pool2d(x, 3, padding=2), ValueError, r"max_pool2d: padding must be at most half the window"),
@@ -746,8 +798,9 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
             (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True)),
         ]
         y, indices = kernels.max_pool2d.run(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
-        pairs.append((kernels.max_pool2d_backward, (torch.randn_like(y), indices, list(x.shape), [3, 3], [2, 2], [1, 1],
-                                                    [1, 1], False)))
+        for output in (None, y):  # without and with a ReLU before the pooling (the kernels take x as its output here)
+            pairs.append((kernels.max_pool2d_backward, (torch.randn_like(y), indices, output, list(x.shape), [3, 3],
+                                                        [2, 2], [1, 1], [1, 1], False)))
         for kernel, args in pairs:
             ours, theirs = kernel.run(*args), kernel.fallback(*args)
             for a, b in zip(ours if isinstance(ours, tuple) else [ours], theirs if isinstance(theirs, tuple) else [theirs]):

@@ -42,8 +42,11 @@ def results(problem: MaxPoolBwdProblem) -> list:
 # --- Normalization --------------------------------------------------------------------------------------
 
 
-def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, indices, x, layout) -> MaxPoolBwdProblem:
-    """Check every argument (indices' values too, for NumPy indices) before anything is compiled."""
+def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, ceil_mode, indices, x, layout,
+              output=None) -> MaxPoolBwdProblem:
+    """Check every argument (indices' values too, for NumPy indices) before anything is compiled. ``output``: the
+    forward's output, where the pooled input was a ReLU's output whose backward grad_in takes
+    (``input_activation="relu"``)."""
     out_shape, out_dtype = array_shape_dtype(OP, "grad_out", grad_out)
     check(
         (indices is None) != (x is None),
@@ -62,8 +65,12 @@ def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, 
     problem = pool_problem(
         MaxPoolBwdProblem, OP, rank=2, layout=layout, dtype=out_dtype, input_shape=input_shape, output_shape=out_shape,
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-        source=source, index_dtype=index_dtype,
+        source=source, index_dtype=index_dtype, input_activation=None if output is None else "relu",
     )
+    if output is not None:
+        shape, dtype = array_shape_dtype(OP, "output", output)
+        check(shape == out_shape, f"{OP}: output has shape {shape!r}, but grad_out has shape {out_shape!r}")
+        check_type(dtype == out_dtype, f"{OP}: grad_out and output must have the same dtype, but got {out_dtype} and {dtype}")
     if x is not None:
         x_shape, x_dtype = array_shape_dtype(OP, "x", x)
         check(x_shape == problem.input_shape, f"{OP}: x has shape {x_shape!r}, but input_shape is {problem.input_shape!r}")
@@ -138,13 +145,26 @@ def _source(problem: MaxPoolBwdProblem, element: str, index_type: str, form: For
     )
 
 
+def _activation(problem: MaxPoolBwdProblem, element: str, source: dict) -> dict:
+    """``source`` with grad_out's argument: as given, or, after a ReLU (``input_activation``), masked by the ReLU's
+    backward from the operand %output (the forward's output) before any form reads it (``pool_bwd.max_relu``)."""
+    if problem.input_activation is None:
+        return {**source, "grad_out_argument": "%grad_out", "activation_argument": ""}
+    domain = mlir.dims("d", len(problem.output_shape))
+    mask = mlir.render("pool_bwd.max_relu", element=element, map=mlir.affine_map(domain, domain),
+                       iterators=mlir.iterators(["parallel"] * len(domain)))
+    return {**source, "inputs": source["inputs"] + ", and the forward's output (of a ReLU's output)",
+            "grad_out_argument": "%grad_out_given", "activation_argument": ", %output: !grad_out",
+            "prologue": mask + "\n" + source["prologue"]}
+
+
 def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst), in ``form``
     (``pool_windows.Form``: the gather over candidate windows, or the stride phases of grad_in, each one
     elementwise pass over its taps' windows)."""
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
-    source = _source(problem, element, index_type, form)
+    source = _activation(problem, element, _source(problem, element, index_type, form))
     transients = mlir.transients(lowering.transients)
     if form.windows == "slices":
         return _render_slices(problem, element, index_type, source, transients)
@@ -183,7 +203,8 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
         windows_g_type=mlir.tensor(layout.windows_shape, element), slot_g_type=mlir.tensor(layout.slot, element),
         windows_index_type=mlir.tensor(layout.windows_shape, index_type),
         source_types=source["source_types"],
-        source_argument=source["source_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
+        source_argument=source["source_argument"], activation_argument=source["activation_argument"],
+        grad_out_argument=source["grad_out_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
         window_pad_low=mlir.index_list(layout.window_low),
         window_pad_high=mlir.index_list(layout.window_high), pad_indices=", ".join(f"%p{i}: index" for i in range(rank)),
         phases=mlir.indent("\n".join(texts), 2), last=acc, **layout.final(element),
@@ -218,7 +239,8 @@ def _render_candidates(problem: MaxPoolBwdProblem, element: str, index_type: str
         grad_out_type=mlir.tensor(problem.output_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         windows_g_type=mlir.tensor(layout.windows_shape, element), slot_g_type=mlir.tensor(layout.slot, element),
         windows_index_type=mlir.tensor(layout.windows_shape, index_type), source_types=source["source_types"],
-        source_argument=source["source_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
+        source_argument=source["source_argument"], activation_argument=source["activation_argument"],
+        grad_out_argument=source["grad_out_argument"], transients=transients, prologue=mlir.indent(source["prologue"], 2),
         window_pad_low=mlir.index_list(layout.window_low), window_pad_high=mlir.index_list(layout.window_high),
         pad_indices=", ".join(f"%p{i}: index" for i in range(len(layout.slot))), slices=mlir.indent("\n".join(slices), 2),
         grid_destination=final["grid_destination"], grad_in=final["grad_in"], grid_type=final["grid_type"],
@@ -361,34 +383,48 @@ def random_params(rng, rank: int) -> dict:
 
 
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
-                        ceil_mode=False, layout="NHWC", dtype="float16", source="indices", index_dtype="int64") -> MaxPoolBwdProblem:
+                        ceil_mode=False, layout="NHWC", dtype="float16", source="indices", index_dtype="int64",
+                        input_activation=None) -> MaxPoolBwdProblem:
     """A problem from parameters, checked like a call's arguments."""
     input_shape = activation_from_params(batch, input_spatial, channels, layout)
     check(source in ("indices", "x"), f"{OP}: source must be one of indices, x, but got {source!r}")
+    check(input_activation in (None, "relu"), f"{OP}: input_activation must be None or 'relu', but got {input_activation!r}")
     check_type(
         source == "x" or index_dtype in POOL_INDEX_DTYPES,
         f"{OP}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",
     )
     return pool_problem(MaxPoolBwdProblem, OP, rank=2, layout=layout, dtype=dtype, input_shape=input_shape,
                         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-                        source=source, index_dtype=index_dtype if source == "indices" else None)
+                        source=source, index_dtype=index_dtype if source == "indices" else None,
+                        input_activation=input_activation)
 
 
 def random_inputs(problem: MaxPoolBwdProblem, rng) -> list:
-    """[grad_out, indices or x]: normal values; indices are the forward's on a random x."""
+    """[grad_out, indices or x] and, after a ReLU, [output]: normal values; indices are the forward's on a random
+    x (after a ReLU: a ReLU's output, zero where it stopped, so some windows hold only zeros), output its windows'
+    maxima."""
     grad_out = dtypes.random_normal(rng, problem.output_shape, problem.dtype)
     x = dtypes.random_normal(rng, problem.input_shape, problem.dtype)
-    if problem.source == "x":
-        return [grad_out, x]
-    return [grad_out, reference_fwd(problem, x)[1].astype(problem.index_dtype)]
+    if problem.input_activation == "relu":
+        x = np.where(x > 0, x, np.zeros_like(x))
+    y, indices = reference_fwd(problem, x)
+    inputs = [grad_out, x if problem.source == "x" else indices.astype(problem.index_dtype)]
+    return inputs + ([y.astype(x.dtype)] if problem.input_activation == "relu" else [])
 
 
 def reference(problem: MaxPoolBwdProblem, inputs) -> np.ndarray:
-    """float64 grad_in: the scatter-add of grad_out at each window's argmax, in the problem's layout."""
-    grad_out, source = inputs
+    """float64 grad_in: the scatter-add of grad_out at each window's argmax, in the problem's layout; after a
+    ReLU, zero where its output is <= 0 (PyTorch's threshold_backward). That output is x where x is given; from
+    indices, it is known at each window's argmax only, where it is the window's output (the operand ``output``)."""
+    grad_out, source, *output = inputs
     indices = reference_fwd(problem, source)[1] if problem.source == "x" else np.asarray(source)
-    return in_layout(problem.channels_last, lambda g, i: reference_ops.maxpool2d_bwd(g, i, problem.input_spatial),
-                     grad_out, indices)
+    if output and problem.source == "indices":
+        grad_out = np.where(np.asarray(output[0], np.float64) <= 0, 0.0, np.asarray(grad_out, np.float64))
+    grad_in = in_layout(problem.channels_last, lambda g, i: reference_ops.maxpool2d_bwd(g, i, problem.input_spatial),
+                        grad_out, indices)
+    if output and problem.source == "x":
+        grad_in = np.where(np.asarray(source, np.float64) <= 0, 0.0, grad_in)
+    return grad_in
 
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------

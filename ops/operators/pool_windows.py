@@ -160,27 +160,27 @@ def _store(problem: PoolProblem, element: str, relu: bool) -> dict:
     activation, result = "", "%a"
     if relu:
         relu_to_f32, relu32 = to_f32("%relu", element)
-        activation, result = render.render("pool_bwd.relu_mask", relu_to_f32=relu_to_f32, relu32=relu32), "%masked"
+        mask = render.render("pool_bwd.relu_mask", relu_to_f32=relu_to_f32, relu32=relu32)
+        activation, result = "\n".join(line for line in mask.splitlines() if line), "%masked"  # f32: no widening
     narrow, stored = dtypes.narrow(result, element, "%v")
     return dict(
-        activation_argument=", %relu_output: !grad_in" if relu else "",
         store_maps=", ".join([grid_map(problem)] * (len(operands) + 1)),
         store_inputs=f"{', '.join(o for o, _, _ in operands)} : {', '.join(t for _, t, _ in operands)}",
         store_arguments="".join(f"{a}: {element}, " for _, _, a in operands[1:]),
-        activation=render.indent(activation, 4),
-        narrow=render.indent(narrow, 4),
+        narrow=render.indent("\n".join(line for line in (activation, narrow) if line), 4),
         stored=stored,
     )
 
 
 def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution_note: str, prologue: str,
                   contribution: str, transients: str, source_types: str = "", source_argument: str = "",
-                  relu: bool = False) -> str:
+                  activation_argument: str = "", grad_out_argument: str = "%grad_out", relu: bool = False) -> str:
     """The backward module (``mlir/pool_bwd.mlir``): the gather over candidate windows, with the operator's
     pieces: its header note, its function-level prologue, the body lines defining ``%contribution`` (from
     ``%zero``, ``%n``, ``%c``, ``%i_<x>``, the windows of :func:`window_indices` and ``%in_window``), the
-    types and argument of a source operand besides grad_out, and ``relu``: the store applies the backward of
-    a ReLU before the pooling, from its output (the operand after them)."""
+    types and argument of a source operand besides grad_out, an activation's operand and grad_out's argument
+    name (where the prologue defines ``%grad_out`` from it: ``max_activation``), and ``relu``: the store applies
+    the backward of a ReLU before the pooling, from its output (the operand ``%relu_output``)."""
     element = dtypes.mlir_element_type(problem.dtype)
     batch, channel, _ = grid_dims(problem)
     count = reductions(problem)
@@ -200,6 +200,8 @@ def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution
         acc_type=render.tensor(problem.input_shape, dtypes.ACCUMULATOR),
         candidates_type=candidates_type(problem),
         source_argument=source_argument,
+        activation_argument=activation_argument + (", %relu_output: !grad_in" if relu else ""),
+        grad_out_argument=grad_out_argument,
         transients=transients,
         prologue=render.indent(prologue, 2),
         candidates_map=trailing_map(problem, count),

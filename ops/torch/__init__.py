@@ -7,8 +7,8 @@
 Forward passes of convolution and average pooling are PyTorch's own; max-pool's forward is ours (it makes the
 indices its backward reads). Every backward is ours: ``grad_input`` by ``conv_bwd_data`` (one group) or
 ``grouped_conv_bwd_data`` (several, or a fused ReLU), ``grad_weight`` by ``grouped_conv_bwd_weight``,
-``grad_bias`` as the sum of ``grad_output``, pooling by ``maxpool2d_bwd`` / ``avgpool3d_bwd``. Only the
-gradients autograd asks for are computed.
+``grad_bias`` as the sum of ``grad_output``, pooling by ``maxpool2d_bwd`` / ``avgpool3d_bwd`` (a ReLU before either
+fused, as before a convolution). Only the gradients autograd asks for are computed.
 
 The PyTorch-facing API:
 - ``functional.py``: ``conv1d/2d/3d``, ``max_pool2d``, ``avg_pool3d`` and their argument checks;

@@ -21,7 +21,7 @@ from ..validation import check, check_type, int_tuple, padding_pairs, positive_i
 from . import kernels
 from .plans import KERNEL_DTYPES
 
-ACTIVATIONS = (None, "relu")  # a convolution's or an average pooling's input_activation
+ACTIVATIONS = (None, "relu")  # a convolution's or a pooling's input_activation
 float64_warned: set[str] = set()  # the functions that said, once, that PyTorch's own operator runs float64
 
 
@@ -294,18 +294,29 @@ def _pool(name: str, ready_call: type, input, given: tuple):
     return ready(input)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's."""
-    return _pool("max_pool2d", _MaxPoolCall, input, (kernel_size, stride, padding, dilation, ceil_mode, return_indices))
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
+               input_activation=None):
+    """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's;
+    ``input_activation="relu"`` computes ``max_pool2d(relu(input))`` with the ReLU's backward fused into the pooling's
+    backward kernel (which reads the output, the ReLU's output at each window's argmax, saved by the forward)."""
+    return _pool("max_pool2d", _MaxPoolCall, input,
+                 (kernel_size, stride, padding, dilation, ceil_mode, return_indices, input_activation))
+
+
+def _check_activation(name: str, input_activation) -> bool:
+    """Whether ``input_activation`` (checked: None or "relu") is a ReLU."""
+    check(input_activation in ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
+    return input_activation == "relu"
 
 
 class _MaxPoolCall:
     """A ``max_pool2d`` call's checked arguments, ready (as ``_ConvCall``)."""
 
-    __slots__ = ("unbatched", "arguments", "return_indices", "held")
+    __slots__ = ("unbatched", "arguments", "return_indices", "relu", "held")
 
-    def __init__(self, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    def __init__(self, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, input_activation):
         name = "max_pool2d"
+        self.relu = _check_activation(name, input_activation)
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
         dilation = positive_int_tuple(name, "dilation", dilation, 2)
         _check_window(input, self.unbatched, _max_pool_window, (kernel, stride, pads, dilation, ceil_mode))
@@ -314,9 +325,10 @@ class _MaxPoolCall:
 
     def __call__(self, input: Tensor):
         if input.dtype == torch.float64 and _falls_back("max_pool2d", input):
-            return F.max_pool2d(input, *self.arguments, return_indices=self.return_indices)
+            return F.max_pool2d(torch.relu(input) if self.relu else input, *self.arguments,
+                                return_indices=self.return_indices)
         x = input.unsqueeze(0) if self.unbatched else input
-        y, indices = kernels.max_pool2d_with_indices(x, *self.arguments)
+        y, indices = kernels.max_pool2d_with_indices(x, *self.arguments, self.relu)
         if self.unbatched:
             y, indices = y.squeeze(0), indices.squeeze(0)
         return (y, indices) if self.return_indices else y
@@ -338,15 +350,13 @@ class _AvgPoolCall:
     def __init__(self, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
                  input_activation):
         name = "avg_pool3d"
-        check(input_activation in ACTIVATIONS,
-              f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
+        self.relu = _check_activation(name, input_activation)
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
         check_type(isinstance(count_include_pad, bool),
                    f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")
         _check_window(input, self.unbatched, _avg_pool_window,
                       (kernel, stride, pads, ceil_mode, count_include_pad, divisor_override))
         self.arguments = (list(kernel), list(stride), list(pads), ceil_mode, count_include_pad, divisor_override)
-        self.relu = input_activation == "relu"
 
     def __call__(self, input: Tensor):
         if input.dtype == torch.float64 and _falls_back("avg_pool3d", input):

@@ -1,5 +1,5 @@
 """The ``torch.nn`` twins (``Conv1d``..``Conv3d``, ``MaxPool2d``, ``AvgPool3d``) and ``convert``, which swaps a model's
-layers for them in place (and fuses a ReLU into the convolution or average pooling that follows it)."""
+layers for them in place (and fuses a ReLU into the convolution or pooling that follows it)."""
 
 from __future__ import annotations
 
@@ -67,32 +67,37 @@ class Conv3d(_ConvForward, nn.Conv3d):
         _init_conv(self, input_activation)
 
 
-class MaxPool2d(nn.MaxPool2d):
-    """``torch.nn.MaxPool2d`` whose forward and backward are this library's."""
+class _InputActivation:
+    """A pooling twin's ``input_activation``: ``"relu"``, the layer pools relu(x), the ReLU's backward fused."""
 
-    def forward(self, input):
-        return max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                          self.return_indices)
-
-
-class AvgPool3d(nn.AvgPool3d):
-    """``torch.nn.AvgPool3d`` whose backward is this library's; ``input_activation="relu"`` fuses a preceding ReLU."""
-
-    input_activation = None  # "relu": the layer computes avg_pool3d(relu(x)), the ReLU's backward fused
+    input_activation = None
 
     def __init__(self, *args, input_activation=None, **kwargs):
         super().__init__(*args, **kwargs)
         check(input_activation in ACTIVATIONS,
-              f"AvgPool3d: input_activation must be None or 'relu', but got {input_activation!r}")
+              f"{type(self).__name__}: input_activation must be None or 'relu', but got {input_activation!r}")
         self.input_activation = input_activation
-
-    def forward(self, input):
-        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                          self.divisor_override, self.input_activation)
 
     def extra_repr(self):
         text = super().extra_repr()
         return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
+
+
+class MaxPool2d(_InputActivation, nn.MaxPool2d):
+    """``torch.nn.MaxPool2d`` whose forward and backward are this library's; ``input_activation="relu"`` fuses a
+    preceding ReLU."""
+
+    def forward(self, input):
+        return max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                          self.return_indices, self.input_activation)
+
+
+class AvgPool3d(_InputActivation, nn.AvgPool3d):
+    """``torch.nn.AvgPool3d`` whose backward is this library's; ``input_activation="relu"`` fuses a preceding ReLU."""
+
+    def forward(self, input):
+        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                          self.divisor_override, self.input_activation)
 
 
 _TWINS = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d, nn.MaxPool2d: MaxPool2d, nn.AvgPool3d: AvgPool3d}
@@ -116,9 +121,10 @@ def convert(model: nn.Module) -> nn.Module:
     ``nn.Conv1d/2d/3d``, ``nn.MaxPool2d`` and ``nn.AvgPool3d`` (exactly those classes, not subclasses, which
     may change ``forward``) become this module's twins: the same object, parameters and ``state_dict`` (an
     optimizer made before keeps working). Inside ``nn.Sequential``, a ``ReLU`` directly followed by a
-    convolution or an ``AvgPool3d`` becomes ``nn.Identity`` and that layer takes ``input_activation="relu"``, except an
-    in-place ``ReLU`` that opens the Sequential (its input may have other readers, which in-place would have
-    changed). Layers of these families it cannot take (another class, float64 parameters) stay PyTorch's, and
+    convolution, a ``MaxPool2d`` or an ``AvgPool3d`` becomes ``nn.Identity`` and that layer takes
+    ``input_activation="relu"``, except an in-place ``ReLU`` that opens the Sequential (its input may have other
+    readers, which in-place would have changed), and a ``MaxPool2d`` that ends the Sequential or is followed by
+    an in-place module (its backward reads its output, which must not change before it). Layers of these families it cannot take (another class, float64 parameters) stay PyTorch's, and
     one warning lists them.
     """
     check_type(isinstance(model, nn.Module), f"convert: model must be a torch.nn.Module, but got {type(model).__name__}")
@@ -138,14 +144,22 @@ def convert(model: nn.Module) -> nn.Module:
     return model
 
 
-_FUSES_RELU = (_ConvForward, AvgPool3d)  # the twins that take input_activation="relu"
+_FUSES_RELU = (_ConvForward, _InputActivation)  # the twins that take input_activation="relu"
 
 
 def _fuse_relus(sequential: nn.Sequential) -> None:
-    names = list(sequential._modules)
-    for position, (name, following) in enumerate(zip(names, names[1:])):
-        relu, layer = sequential._modules[name], sequential._modules[following]
+    modules = list(sequential._modules.items())
+    for position, ((name, relu), (_, layer)) in enumerate(zip(modules, modules[1:])):
         if (type(relu) is nn.ReLU and isinstance(layer, _FUSES_RELU) and layer.input_activation is None
-                and not (position == 0 and relu.inplace)):
+                and not (position == 0 and relu.inplace) and _output_kept(layer, modules[position + 2:])):
             layer.input_activation = "relu"
             sequential._modules[name] = nn.Identity()
+
+
+def _output_kept(layer: nn.Module, after: list) -> bool:
+    """Whether ``layer``'s output stays as it was until the backward, where its fused ReLU's backward needs it (a
+    max pooling's: the ReLU's output at each argmax): the next module of the Sequential is there and changes
+    nothing in place (``inplace`` False), so the output does not leave the Sequential for code that might."""
+    if not isinstance(layer, MaxPool2d):
+        return True
+    return bool(after) and not getattr(after[0][1], "inplace", False)

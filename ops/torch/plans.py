@@ -36,7 +36,7 @@ TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # ReLU's backward as PyTorch computes it (threshold_backward on the ReLU's output: 0 where out <= 0, else the
 # gradient), fused into grouped_conv_bwd_data's epilogue with d0 = the ReLU's output (avgpool3d_bwd takes the
-# output as its relu_output). A NaN activation passes
+# output as its relu_output; maxpool2d_bwd the pooled output, which is the ReLU's output at each argmax). A NaN activation passes
 # the gradient through, as in PyTorch (the named "relu_grad", ``where(d0 > 0, acc, 0)``, would zero it).
 RELU_BACKWARD = "where(d0 <= 0, 0, acc)"
 
@@ -146,9 +146,10 @@ def _max_pool2d(module, arrays, shapes, *parameters, layout):
 
 
 def _max_pool2d_backward(module, arrays, shapes, input_size, *parameters, layout):
-    (grad_out, indices), (kernel_size, stride, padding, dilation, ceil_mode) = arrays, parameters
+    (grad_out, indices, output), (kernel_size, stride, padding, dilation, ceil_mode) = arrays, parameters
     return module.normalize(grad_out, input_shape=shapes[0], kernel_size=kernel_size, stride=stride, padding=padding,
-                            dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=None, layout=layout)
+                            dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=None, output=output,
+                            layout=layout)
 
 
 def _avg_pool3d_backward(module, arrays, shapes, input_size, *parameters, layout):
@@ -179,9 +180,9 @@ KINDS = {
         "bool ceil_mode) -> (Tensor, Tensor)",
         _pooled_sizes, _max_pool2d),
     "max_pool2d_backward": Kind(
-        "(Tensor grad_output, Tensor indices, SymInt[] input_size, SymInt[] kernel_size, SymInt[] stride, "
-        "SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> Tensor",
-        lambda grad_output, indices, input_size, *_: [(input_size, None)], _max_pool2d_backward),
+        "(Tensor grad_output, Tensor indices, Tensor? output, SymInt[] input_size, SymInt[] kernel_size, "
+        "SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> Tensor",
+        lambda grad_output, indices, output, input_size, *_: [(input_size, None)], _max_pool2d_backward),
     "avg_pool3d_backward": Kind(
         "(Tensor grad_output, Tensor? relu_output, SymInt[] input_size, SymInt[] kernel_size, SymInt[] stride, "
         "SymInt[] padding, bool ceil_mode, bool count_include_pad, SymInt? divisor_override) -> Tensor",

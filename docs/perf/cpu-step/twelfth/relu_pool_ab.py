@@ -1,8 +1,8 @@
-"""cnn3d's training step (SGD as build_tools.train) three ways in one process, taking turns step by step: PyTorch's
-model, the converted model as stop 40 converted it (each ReLU before an AvgPool3d stays PyTorch's), and as now
-(that ReLU fused into the pooling's backward kernel). Medians of 40 steps, repeated; ms.
+"""A model's training step (SGD as build_tools.train) three ways in one process, taking turns step by step:
+PyTorch's model, the converted model as stop 40 converted it (each ReLU before a pooling layer stays PyTorch's),
+and as now (that ReLU fused into the pooling's backward kernel). Medians of 40 steps, repeated; ms.
 
-    PYTHONPATH=. python docs/perf/cpu-step/twelfth/relu_pool_ab.py [repeats]
+    PYTHONPATH=. python docs/perf/cpu-step/twelfth/relu_pool_ab.py cnn3d|resnext2d [repeats]
 """
 import copy, statistics, sys, time, torch
 from torch import nn
@@ -10,14 +10,17 @@ import torch.nn.functional as F
 import ops.torch as otorch
 from build_tools import train
 torch.set_num_threads(2)
+name = sys.argv[1] if len(sys.argv) > 1 else "cnn3d"
+build, shape = train.MODELS[name]
 torch.manual_seed(0)
-ref = train.cnn3d()
+ref = build()
 now = otorch.convert(copy.deepcopy(ref))
 before = otorch.convert(copy.deepcopy(ref))
 for i, layer in enumerate(before):  # undo the new fusion: the ReLU back in front of the pooling
-    if isinstance(layer, otorch.AvgPool3d) and layer.input_activation == "relu":
+    if isinstance(layer, (otorch.AvgPool3d, otorch.MaxPool2d)) and layer.input_activation == "relu":
         layer.input_activation, before[i - 1] = None, nn.ReLU()
-x, y = torch.randn(4, 3, 8, 32, 32), torch.randint(0, 10, (4,))
+batch = train.BATCH["cpu"][name]
+x, y = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
 models = {"pytorch": ref, "before": before, "now": now}
 optimizers = {k: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for k, m in models.items()}
 for m in models.values():
@@ -30,7 +33,8 @@ def step(k):
     return time.perf_counter() - t
 for _ in range(5):
     for k in models: step(k)
-for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 5):
+print(f"# {name}, batch {batch}")
+for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 5):
     times = {k: [] for k in models}
     for _ in range(40):
         for k in models: times[k].append(step(k))
