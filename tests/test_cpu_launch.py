@@ -299,3 +299,42 @@ def test_a_cached_module_without_a_plan_gets_one_on_first_use_or_keeps_irees_run
     compiler.ensure_plan(spec, path, data)
     assert "could not be compiled again" in compiler.load_plan(compiler.root_of(path), path, data)
     compiler.unsupported_path(path).unlink()  # the next test's first use reads it again
+
+
+def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_calls, rng, monkeypatch):
+    """On the eager path a convolution's input and weight gradients are one paired call (calls.Paired): both plans
+    in one parallel region (cpu_launch.Kernels.then), with the two separate launches' bits and PyTorch's answer."""
+    paired = []
+    original = cpu_launch.Kernels.then
+    monkeypatch.setattr(cpu_launch.Kernels, "then", lambda self, *args: paired.append(self) or original(self, *args))
+    monkeypatch.setattr(kernels, "_PAIRS", {})
+    x, w, grad = conv_case(rng)
+    for memory_format in (torch.contiguous_format, torch.channels_last):
+        x_, grad_ = (t.detach().contiguous(memory_format=memory_format) for t in (x, grad))
+        x_.requires_grad_()
+        paired.clear()
+        ours = gradients(functional.conv2d, x_, w, grad_)
+        ours_again = gradients(functional.conv2d, x_, w, grad_)  # after the first launch's check
+        assert len(paired) == 2 and all(p.together and p.checked for p in kernels._PAIRS.values())
+        separate = (kernels.conv_backward_input.run(grad_, w.detach(), None, list(x.shape), [2, 2], [1, 1, 1, 1],
+                                                    [1, 1], 2),
+                    kernels.conv_backward_weight.run(x_.detach(), grad_, list(w.shape), [2, 2], [1, 1, 1, 1], [1, 1], 2))
+        for a, b, c, d in zip(ours, ours_again, separate, gradients(F.conv2d, x, w, grad)):
+            assert torch.equal(a, c) and torch.equal(b, c) and a.stride() == c.stride()
+            assert float((a - d).norm() / d.norm()) < 1e-5
+
+
+def test_a_pair_launching_other_bits_than_its_calls_is_given_up(fresh_calls, rng, monkeypatch):
+    """The first paired launch is checked against the two calls': where it differs (here: it writes nothing), the
+    calls' results are returned, the pair is given up, and that is said once."""
+    monkeypatch.setattr(calls.CpuLaunchedKernel, "then", lambda self, *args: None)
+    monkeypatch.setattr(kernels, "_PAIRS", {})
+    x, w, grad = conv_case(rng)
+    with pytest.warns(RuntimeWarning, match="launched together differ from their own launches"):
+        ours = gradients(functional.conv2d, x, w, grad)
+    assert [p.together for p in kernels._PAIRS.values()] == [False]
+    for a, b in zip(ours, gradients(F.conv2d, x, w, grad)):
+        assert float((a - b).norm() / b.norm()) < 1e-5
+    with pytest.raises(ValueError, match="a plan cannot run after itself"):
+        kernel = next(iter(kernels.conv_backward_input.ready.values())).kernel.kernels
+        kernel.then(kernel, [], [], 2)

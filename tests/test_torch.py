@@ -505,9 +505,11 @@ def test_backward_makes_no_host_copy(monkeypatch, seeded):
         original = getattr(calls, name)
         monkeypatch.setattr(calls, name, lambda device, t, original=original: wrapped.append(t.data_ptr())
                             or original(device, t))
-    launch = calls.CpuLaunchedKernel.__call__  # the CPU launcher's pointers: the tensors' own memory
+    launch, then = calls.CpuLaunchedKernel.__call__, calls.CpuLaunchedKernel.then  # the CPU launcher's pointers
     monkeypatch.setattr(calls.CpuLaunchedKernel, "__call__", lambda self, inputs, outputs: wrapped.extend(
         t.data_ptr() for t in outputs) or launch(self, inputs, outputs))
+    monkeypatch.setattr(calls.CpuLaunchedKernel, "then", lambda self, second, *tensors: wrapped.extend(
+        t.data_ptr() for t in tensors[1] + tensors[3]) or then(self, second, *tensors))  # a layer's two gradients
     _, _, grads = forward_backward(lambda *t: otorch.conv2d(*t, **kwargs), tensors)
     _, _, (grad_x,) = forward_backward(lambda t: otorch.max_pool2d(t, 2), [x])
     assert grads[0].data_ptr() in wrapped and grads[1].data_ptr() in wrapped and grad_x.data_ptr() in wrapped

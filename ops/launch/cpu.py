@@ -96,6 +96,26 @@ int ops_run_plan(run_t* run, unsigned threads, const uint64_t* bases) {
   run->parallel(team, run, threads, 0);
   return run->failed;
 }
+
+/* two plans in one parallel region, the second after the first (a barrier between): one team for both */
+typedef struct { run_t* first; run_t* second; } pair_t;
+
+static void team_pair(void* data) {
+  pair_t* pair = (pair_t*)data;
+  team(pair->first);
+  pair->first->barrier();
+  team(pair->second);
+}
+
+int ops_run_pair(run_t* first, const uint64_t* first_bases, run_t* second, const uint64_t* second_bases,
+                 unsigned threads) {
+  pair_t pair = {first, second};
+  place(first, first_bases, threads);
+  place(second, second_bases, threads);
+  first->failed = second->failed = 0;
+  first->parallel(team_pair, &pair, threads, 0);
+  return first->failed | second->failed;
+}
 """
 
 _DISPATCH, _FILL, _COPY = 0, 1, 2
@@ -180,6 +200,8 @@ def _runner(directory: str) -> ctypes.CDLL | str:
     runner = ctypes.CDLL(path)
     runner.ops_run_plan.argtypes = [ctypes.POINTER(_Run), ctypes.c_uint, ctypes.POINTER(ctypes.c_uint64)]
     runner.ops_run_plan.restype = ctypes.c_int
+    runner.ops_run_pair.argtypes = [ctypes.POINTER(_Run), ctypes.POINTER(ctypes.c_uint64)] * 2 + [ctypes.c_uint]
+    runner.ops_run_pair.restype = ctypes.c_int
     return runner
 
 
@@ -244,6 +266,20 @@ class Kernels:
             failed = self._runner.ops_run_plan(self._run_ref, threads, self._bases)
         if failed:
             raise LaunchError(f"a dispatch of {self.plan.function} reported a failure")
+
+    def then(self, second: "Kernels", bases: list[int], second_bases: list[int], threads: int) -> None:
+        """These kernels, then ``second``'s, in one parallel region (one team, a barrier between): what two calls
+        would do, for one fork and join of PyTorch's pool and one trip through the runner."""
+        if second is self:  # one plan's pointers and local memory serve one run at a time
+            raise ValueError("ops.launch.cpu: a plan cannot run after itself in one region")
+        threads = max(1, min(threads, _MAX_THREADS))
+        first_lock, second_lock = sorted((self._lock, second._lock), key=id)  # one order: no deadlock
+        with first_lock, second_lock:
+            self._bases[:len(bases)] = bases
+            second._bases[:len(second_bases)] = second_bases
+            failed = self._runner.ops_run_pair(self._run_ref, self._bases, second._run_ref, second._bases, threads)
+        if failed:
+            raise LaunchError(f"a dispatch of {self.plan.function} or {second.plan.function} reported a failure")
 
 
 HUGE_PAGE = 2 << 20  # x86-64's and arm64's transparent huge page

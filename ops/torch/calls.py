@@ -93,16 +93,76 @@ class Prepared:
         if self.always:  # OPS_VERIFY=always: the known answer first, waited for
             known_answer.check_again(self.problem, str(self.device),
                                      lambda inputs, axes: run_known(self.kernel, self.problem, self.device, inputs, axes))
-        memory_format = self.memory_format
-        inputs = [args[i].contiguous(memory_format=memory_format) if copy else args[i] for i, copy in self.reads]
-        outputs = [torch.empty(shape, dtype=dtype, device=self.device, memory_format=memory_format)
-                   for shape, dtype in self.results]
+        inputs, outputs = self.tensors(args)
         if self.empty:  # an empty batch or channel count: the gradient of nothing is zero (or empty)
             for t in outputs:
                 t.zero_()
         else:
             self.kernel(inputs, outputs)
+        return self.result(outputs)
+
+    def tensors(self, args: tuple) -> tuple[list, list]:
+        """(the kernel's inputs: ``args``' tensors, each in the layout, copied once where it is not; its fresh
+        destinations)."""
+        memory_format = self.memory_format
+        inputs = [args[i].contiguous(memory_format=memory_format) if copy else args[i] for i, copy in self.reads]
+        outputs = [torch.empty(shape, dtype=dtype, device=self.device, memory_format=memory_format)
+                   for shape, dtype in self.results]
+        return inputs, outputs
+
+    @staticmethod
+    def result(outputs: list):
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @property
+    def launched_on_cpu(self) -> bool:
+        """Whether every call runs this signature's kernel through the CPU launcher (nothing else first)."""
+        return type(self.kernel) is CpuLaunchedKernel and not (self.always or self.empty or self.fallback)
+
+
+class Paired:
+    """Two ready calls of one layer, run one after the other (a convolution's input gradient, then its weight
+    gradient): where both launch on the CPU, their plans run in one parallel region of PyTorch's pool (one fork
+    and join, one trip through the runner: ``cpu_launch.Kernels.then``); else each call as it is. The first paired
+    launch is checked: its results must be the two calls' own, bit for bit, or the pair is given up (said once)."""
+
+    __slots__ = ("first", "second", "together", "checked")
+
+    def __init__(self, first: Prepared, second: Prepared):
+        self.first, self.second = first, second
+        self.together = (first.launched_on_cpu and second.launched_on_cpu
+                         and first.kernel.kernels is not second.kernel.kernels)
+        self.checked = False
+
+    def __call__(self, first_args: tuple, second_args: tuple) -> tuple:
+        if not self.together:
+            return self.first(first_args), self.second(second_args)
+        first_inputs, first_outputs = self.first.tensors(first_args)
+        second_inputs, second_outputs = self.second.tensors(second_args)
+        self.first.kernel.then(self.second.kernel, first_inputs, first_outputs, second_inputs, second_outputs)
+        results = self.first.result(first_outputs), self.second.result(second_outputs)
+        if not self.checked:
+            results = self._check(first_args, second_args, results)
+        return results
+
+    def _check(self, first_args: tuple, second_args: tuple, results: tuple) -> tuple:
+        """The first launch's ``results`` against the two calls' own: kept where equal, else the calls' (and the
+        pair given up)."""
+        own = self.first(first_args), self.second(second_args)
+        self.checked = True
+        if all(_equal(a, b) for a, b in zip(results, own)):
+            return results
+        self.together = False
+        say_once(f"ops.torch: {self.first.problem.name} and {self.second.problem.name} launched together differ from "
+                 "their own launches; they run one after the other instead")
+        return own
+
+
+def _equal(a, b) -> bool:
+    """Bitwise equal results (NaNs included): a tensor, or a tuple of them."""
+    if isinstance(a, tuple):
+        return all(_equal(x, y) for x, y in zip(a, b))
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
 # --- Kernels -------------------------------------------------------------------------------------------------
@@ -302,9 +362,21 @@ class CpuLaunchedKernel:
 
     def __call__(self, inputs: list, outputs: list) -> None:
         tensors = aligned(inputs, CPU_ALIGNMENT) + outputs  # held until the launch returns: an aligned copy among them
-        workspace = launch_workspace(self.workspace_bytes) if self.workspace_bytes else 0
-        bases = [tensors[a].data_ptr() + offset if a is not None else workspace + offset for a, offset in self.slots]
-        self.kernels(bases, torch.get_num_threads())
+        self.kernels(self._bases(tensors, self.workspace_bytes), torch.get_num_threads())
+
+    def _bases(self, tensors: list, workspace_bytes: int) -> list[int]:
+        workspace = launch_workspace(workspace_bytes) if workspace_bytes else 0
+        return [tensors[a].data_ptr() + offset if a is not None else workspace + offset for a, offset in self.slots]
+
+    def then(self, second: "CpuLaunchedKernel", inputs: list, outputs: list, second_inputs: list,
+             second_outputs: list) -> None:
+        """This kernel on (inputs, outputs), then ``second`` on its own, in one parallel region. Their transients
+        share the workspace: the second's run after the first's are done with."""
+        tensors = aligned(inputs, CPU_ALIGNMENT) + outputs
+        second_tensors = aligned(second_inputs, CPU_ALIGNMENT) + second_outputs
+        workspace_bytes = max(self.workspace_bytes, second.workspace_bytes)
+        self.kernels.then(second.kernels, self._bases(tensors, workspace_bytes),
+                          second._bases(second_tensors, workspace_bytes), torch.get_num_threads())
 
 
 # backend -> (the IREE driver its verdicts are recorded under, the kernel class, the launcher's name in messages)

@@ -126,11 +126,15 @@ class KernelOp:
     def run(self, *args):
         if _recording is not None:
             return _fake(plans.plan(self.name, *args))
+        return self.prepared(args)(args)
+
+    def prepared(self, args: tuple) -> calls.Prepared:
+        """The ready call of ``args``' signature (prepared on its first call)."""
         key = calls.signature(args)
         call = self.ready.get(key)
         if call is None:
             call = self.ready[key] = _prepare(self.name, args, self.fallback)
-        return call(args)
+        return call
 
     def call(self, direct: bool, *args):
         return self.run(*args) if direct else self.op(*args)
@@ -321,16 +325,36 @@ def _conv_backward(ctx, grad_output, *unused):
 
 
 def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor) -> tuple:
-    """The input and weight gradients the layer needs (None for the others), from the kernels."""
+    """The input and weight gradients the layer needs (None for the others), from the kernels: both, on the eager
+    path, as one paired call (``_paired``)."""
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = None
+    input_args = (grad_output, weight, conv_input if ctx.fused_relu else None, list(conv_input.shape), stride, padding,
+                  dilation, groups)
+    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups)
+    if ctx.direct and _recording is None and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
+        return _paired(input_args, conv_input)(input_args, weight_args)
     if ctx.needs_input_grad[0]:
-        grad_input = conv_backward_input.call(ctx.direct, grad_output, weight, conv_input if ctx.fused_relu else None,
-                                              list(conv_input.shape), stride, padding, dilation, groups)
+        grad_input = conv_backward_input.call(ctx.direct, *input_args)
     if ctx.needs_input_grad[1]:
-        grad_weight = conv_backward_weight.call(ctx.direct, conv_input, grad_output, list(weight.shape), stride,
-                                                padding, dilation, groups)
+        grad_weight = conv_backward_weight.call(ctx.direct, *weight_args)
     return grad_input, grad_weight
+
+
+_PAIRS: dict = {}  # a layer's signature (its input gradient's arguments and the saved input's) -> its paired call
+
+
+def _paired(input_args: tuple, conv_input: Tensor) -> calls.Paired:
+    """The paired call of a layer's two gradients (``calls.Paired``: one launch where both run on the CPU launcher),
+    kept per signature: the input gradient's arguments and the saved input determine the weight gradient's."""
+    key = calls.signature((*input_args, conv_input))
+    paired = _PAIRS.get(key)
+    if paired is None:
+        weight = input_args[1]
+        weight_args = (conv_input, input_args[0], list(weight.shape), *input_args[4:])
+        paired = _PAIRS[key] = calls.Paired(conv_backward_input.prepared(input_args),
+                                            conv_backward_weight.prepared(weight_args))
+    return paired
 
 
 _register_autograd("conv", _conv_backward, _conv_setup)
