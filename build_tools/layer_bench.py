@@ -10,7 +10,8 @@ kernel op (``iree_ck::conv_backward_input``, ``..._weight``, ``max_pool2d``, ...
 calls are grouped by layer (a convolution's input and weight gradients share grad_output), and each distinct
 layer is timed as the step runs it (``KernelOp.run``: our host path and IREE's CPU runtime, destinations
 allocated) and as PyTorch's step runs it (one ``aten.convolution_backward`` for the gradients we compute, with
-ReLU's mask where ours fuses it; the pooling ops' own aten kernels), on the same tensors, interleaved, the median
+ReLU's mask where ours fuses it; the pooling ops' own aten kernels, and ReLU's backward after them where ours
+fuses it), on the same tensors, interleaved, the median
 of ``--repeat``. Convolutions also get IREE's own batch_matmul of each gradient's implicit-GEMM shape
 (``bench.gemm_spec``, summed: the column "GEMM"), pooling layers the bytes they must move over the time, against
 the copy bandwidth measured in the same run. Both sides use ``--threads`` threads (IREE's local-task its own
@@ -78,18 +79,20 @@ def model_and_input(name: str, seed: int):
 
 
 @contextlib.contextmanager
-def each_call(wrap: Callable):
-    """``KernelOp.run`` replaced by ``wrap(run)`` (``run`` the original) while the block runs."""
-    run = kernels.KernelOp.run
-    kernels.KernelOp.run = wrap(run)
+def each_launch(wrap: Callable, wrap_pair: Callable):
+    """``KernelOp.run`` replaced by ``wrap(run)`` and ``kernels.paired_gradients`` (a layer's two gradients in one
+    launch) by ``wrap_pair(paired_gradients)`` (each the original) while the block runs."""
+    run, paired = kernels.KernelOp.run, kernels.paired_gradients
+    kernels.KernelOp.run, kernels.paired_gradients = wrap(run), wrap_pair(paired)
     try:
         yield
     finally:
-        kernels.KernelOp.run = run
+        kernels.KernelOp.run, kernels.paired_gradients = run, paired
 
 
 def kernel_calls(model: nn.Module, x: torch.Tensor) -> list:
-    """(kernel op, its arguments) of every kernel call of one forward and backward, in order."""
+    """(kernel op, its arguments) of every kernel call of one forward and backward, in order (a paired launch as
+    its two calls, the input gradient's first)."""
     seen = []
 
     def keeping(run):
@@ -98,7 +101,13 @@ def kernel_calls(model: nn.Module, x: torch.Tensor) -> list:
             return run(self, *args)
         return keep
 
-    with each_call(keeping):
+    def keeping_pair(paired):
+        def keep(input_args, weight_args):
+            seen.extend([(kernels.conv_backward_input, input_args), (kernels.conv_backward_weight, weight_args)])
+            return paired(input_args, weight_args)
+        return keep
+
+    with each_launch(keeping, keeping_pair):
         model(x).sum().backward()
     return seen
 
@@ -124,12 +133,16 @@ class Layer:
         return [problem_of(op, args) for op, args in self.calls]
 
     def ours(self) -> None:
-        """The layer's calls as its backward makes them: a convolution's two queued behind each other, one wait
+        """The layer's calls as its backward makes them: a convolution's two as one paired call
+        (``kernels.paired_gradients``), which through IREE's runtime are queued behind each other, one wait
         (``policy.cpu_layer_calls_queued``)."""
-        queued = len(self.calls) == 2 and policy.cpu_layer_calls_queued()
-        with calls_module.queued_calls() if queued else contextlib.nullcontext():
+        if len(self.calls) != 2:
             for op, args in self.calls:
                 op.run(*args)
+            return
+        queued = calls_module.cpu_runtime_kernels and policy.cpu_layer_calls_queued()
+        with calls_module.queued_calls() if queued else contextlib.nullcontext():
+            kernels.paired_gradients(self.calls[0][1], self.calls[1][1])
 
     def pytorch(self) -> Callable:
         """``aten.convolution_backward`` computing the gradients the layer's calls compute, in one call (and ReLU's
@@ -137,7 +150,8 @@ class Layer:
         fallback); a convolution with asymmetric padding, its calls' fallbacks."""
         names = {op.name: args for op, args in self.calls}
         if not names.keys() <= {"conv_backward_input", "conv_backward_weight"}:
-            return lambda: [op.fallback(*args) for op, args in self.calls]
+            steps = [_pytorch_pooling(op, args) for op, args in self.calls]
+            return lambda: [step() for step in steps]
         weight_args, input_args = names.get("conv_backward_weight"), names.get("conv_backward_input")
         any_args = input_args or weight_args
         padding = any_args[-3]
@@ -164,9 +178,34 @@ class Layer:
         return call
 
 
+def _pytorch_pooling(op, args) -> Callable:
+    """A pooling call as PyTorch's step runs it: its aten kernel (our op's fallback), and where ours fuses the ReLU
+    before the pooling, PyTorch's ReLU backward after it (``threshold_backward`` on the ReLU's output, which has the
+    input's size: a stand-in of that size here, as max pooling's call holds only the pooled output)."""
+    relu = {"max_pool2d_backward": 2, "avg_pool3d_backward": 1}.get(op.name)
+    if relu is None or args[relu] is None:
+        return lambda: op.fallback(*args)
+    plain = list(args)
+    plain[relu] = None
+    grad_output = args[0]
+    relu_output = torch.rand(plain[relu + 1], dtype=grad_output.dtype).contiguous(memory_format=_format_of(grad_output))
+    return lambda: torch.ops.aten.threshold_backward(op.fallback(*plain), relu_output, 0)
+
+
 def layers(calls: list) -> list[Layer]:
-    """The step's calls by layer, each distinct layer once: a convolution's backward calls its input gradient and
-    then its weight gradient on the same grad_output, one after the other."""
+    """The step's calls by layer, each distinct layer once (``by_layer``)."""
+    distinct, seen = [], set()
+    for layer in by_layer(calls):
+        names = tuple(p.name for p in layer.problems)
+        if names not in seen:
+            seen.add(names)
+            distinct.append(layer)
+    return distinct
+
+
+def by_layer(calls: list) -> list[Layer]:
+    """The step's calls by layer, in order: a convolution's backward calls its input gradient and then its weight
+    gradient on the same grad_output (one paired launch)."""
     grouped, index = [], 0
     while index < len(calls):
         op, args = calls[index]
@@ -178,13 +217,7 @@ def layers(calls: list) -> list[Layer]:
         else:
             grouped.append(Layer([calls[index]]))
             index += 1
-    distinct, seen = [], set()
-    for layer in grouped:
-        names = tuple(p.name for p in layer.problems)
-        if names not in seen:
-            seen.add(names)
-            distinct.append(layer)
-    return distinct
+    return grouped
 
 
 def _format_of(t: torch.Tensor):
@@ -286,13 +319,12 @@ def tiny_call(repeat: int = 1000) -> tuple[float, float]:
     return 1e6 * statistics.median(times["pytorch"]), 1e6 * statistics.median(times["ours"])
 
 
-def _timed_calls(record: list):
-    """A wrapper of ``KernelOp.run`` (``each_call``) that appends each call's wall and calling-thread CPU time to
-    ``record``."""
+def _timed(record: list):
+    """A wrapper (``each_launch``) that appends each launch's wall and calling-thread CPU time to ``record``."""
     def timing(run):
-        def timed(self, *args):
+        def timed(*args):
             started, cpu = time.perf_counter(), time.thread_time()
-            result = run(self, *args)
+            result = run(*args)
             record.append((time.perf_counter() - started, time.thread_time() - cpu))
             return result
         return timed
@@ -300,29 +332,30 @@ def _timed_calls(record: list):
 
 
 def in_step(name: str, steps: int, seed: int) -> dict:
-    """The kernel calls of one forward and backward, in milliseconds a step: alone (each call back to back, the
-    sum of medians) and inside ``steps`` whole steps (PyTorch's ops between them): the sum of each call's median
-    and the mean a step, with the calling thread's CPU time inside the calls."""
+    """The kernel launches of one forward and backward (a convolution's two gradients one paired launch), in
+    milliseconds a step: alone (each launch back to back, the sum of medians) and inside ``steps`` whole steps
+    (PyTorch's ops between them): the sum of each launch's median and the mean a step, with the calling thread's
+    CPU time inside the launches."""
     model, x = model_and_input(name, seed)
     otorch.precompile(model, x)
-    calls = kernel_calls(model, x)
-    alone = sum(_median_ms([_timed_call(op, args) for _ in range(15)]) for op, args in calls)
+    launches = by_layer(kernel_calls(model, x))
+    alone = sum(_median_ms([_timed_launch(layer) for _ in range(15)]) for layer in launches)
     record, step_times = [], []
-    with each_call(_timed_calls(record)):
+    with each_launch(_timed(record), _timed(record)):
         for _ in range(steps + 1):
             started = time.perf_counter()
             model(x).sum().backward()
             step_times.append(time.perf_counter() - started)
-    per_call = [record[i::len(calls)][1:] for i in range(len(calls))]  # the first step left out
-    return {"model": name, "calls": len(calls), "step_ms": _median_ms(step_times[1:]), "alone_ms": alone,
-            "in_step_median_ms": sum(_median_ms([w for w, _ in c]) for c in per_call),
-            "in_step_mean_ms": 1e3 * sum(w for c in per_call for w, _ in c) / steps,
-            "calling_thread_cpu_ms": 1e3 * sum(t for c in per_call for _, t in c) / steps}
+    per_launch = [record[i::len(launches)][1:] for i in range(len(launches))]  # the first step left out
+    return {"model": name, "launches": len(launches), "step_ms": _median_ms(step_times[1:]), "alone_ms": alone,
+            "in_step_median_ms": sum(_median_ms([w for w, _ in c]) for c in per_launch),
+            "in_step_mean_ms": 1e3 * sum(w for c in per_launch for w, _ in c) / steps,
+            "calling_thread_cpu_ms": 1e3 * sum(t for c in per_launch for _, t in c) / steps}
 
 
-def _timed_call(op, args) -> float:
+def _timed_launch(layer: Layer) -> float:
     started = time.perf_counter()
-    op.run(*args)
+    layer.ours()
     return time.perf_counter() - started
 
 
@@ -345,7 +378,7 @@ def main(argv=None) -> int:
     if args.in_step:
         for name in args.models.split(","):
             r = in_step(name, args.steps, args.seed)
-            print(f"{name}: forward+backward {r['step_ms']:.2f} ms; its {r['calls']} kernel calls: alone "
+            print(f"{name}: forward+backward {r['step_ms']:.2f} ms; its {r['launches']} kernel launches: alone "
                   f"{r['alone_ms']:.2f} ms, in the step {r['in_step_median_ms']:.2f} ms (medians) and "
                   f"{r['in_step_mean_ms']:.2f} ms (mean), the calling thread's CPU inside them "
                   f"{r['calling_thread_cpu_ms']:.2f} ms")

@@ -333,7 +333,7 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
                   dilation, groups)
     weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups)
     if ctx.direct and _recording is None and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
-        return _paired(input_args, conv_input)(input_args, weight_args)
+        return paired_gradients(input_args, weight_args)
     if ctx.needs_input_grad[0]:
         grad_input = conv_backward_input.call(ctx.direct, *input_args)
     if ctx.needs_input_grad[1]:
@@ -344,17 +344,16 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
 _PAIRS: dict = {}  # a layer's signature (its input gradient's arguments and the saved input's) -> its paired call
 
 
-def _paired(input_args: tuple, conv_input: Tensor) -> calls.Paired:
-    """The paired call of a layer's two gradients (``calls.Paired``: one launch where both run on the CPU launcher),
-    kept per signature: the input gradient's arguments and the saved input determine the weight gradient's."""
-    key = calls.signature((*input_args, conv_input))
+def paired_gradients(input_args: tuple, weight_args: tuple) -> tuple:
+    """A convolution layer's (input gradient, weight gradient) from the kernel ops' arguments, eagerly, as one
+    paired call (``calls.Paired``: one launch where both run on the CPU launcher), kept per signature: the input
+    gradient's arguments and the saved input (the weight gradient's first) determine the weight gradient's."""
+    key = calls.signature((*input_args, weight_args[0]))
     paired = _PAIRS.get(key)
     if paired is None:
-        weight = input_args[1]
-        weight_args = (conv_input, input_args[0], list(weight.shape), *input_args[4:])
         paired = _PAIRS[key] = calls.Paired(conv_backward_input.prepared(input_args),
                                             conv_backward_weight.prepared(weight_args))
-    return paired
+    return paired(input_args, weight_args)
 
 
 _register_autograd("conv", _conv_backward, _conv_setup)
