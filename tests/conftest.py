@@ -89,13 +89,14 @@ def nothing_compiles():
 
 
 def fresh_kernel_calls(monkeypatch) -> None:
-    """ops.torch's kernel ops forget their prepared calls for the rest of the test: the next call of any signature
-    is prepared again, with the launcher the test chose."""
+    """ops.torch's kernel ops forget their prepared calls (and the paired calls made of them) for the rest of the
+    test: the next call of any signature is prepared again, with the launcher the test chose."""
     from ops.torch import kernels
 
     for op in vars(kernels).values():
         if isinstance(op, kernels.KernelOp):
             monkeypatch.setattr(op, "ready", {})
+    monkeypatch.setattr(kernels, "_PAIRS", {})
 
 
 def iree_threads() -> dict[int, bool]:

@@ -307,7 +307,6 @@ def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_cal
     paired = []
     original = cpu_launch.Kernels.then
     monkeypatch.setattr(cpu_launch.Kernels, "then", lambda self, *args: paired.append(self) or original(self, *args))
-    monkeypatch.setattr(kernels, "_PAIRS", {})
     x, w, grad = conv_case(rng)
     for memory_format in (torch.contiguous_format, torch.channels_last):
         x_, grad_ = (t.detach().contiguous(memory_format=memory_format) for t in (x, grad))
@@ -328,7 +327,6 @@ def test_a_pair_launching_other_bits_than_its_calls_is_given_up(fresh_calls, rng
     """The first paired launch is checked against the two calls': where it differs (here: it writes nothing), the
     calls' results are returned, the pair is given up, and that is said once."""
     monkeypatch.setattr(calls.CpuLaunchedKernel, "then", lambda self, *args: None)
-    monkeypatch.setattr(kernels, "_PAIRS", {})
     x, w, grad = conv_case(rng)
     with pytest.warns(RuntimeWarning, match="launched together differ from their own launches"):
         ours = gradients(functional.conv2d, x, w, grad)

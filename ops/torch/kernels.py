@@ -341,7 +341,9 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
     return grad_input, grad_weight
 
 
-_PAIRS: dict = {}  # a layer's signature (its input gradient's arguments and the saved input's) -> its paired call
+# a layer's signature (its input gradient's arguments and the saved input's) -> its paired call, made of the two ops'
+# ready calls (forgetting those, forget these too)
+_PAIRS: dict = {}
 
 
 def paired_gradients(input_args: tuple, weight_args: tuple) -> tuple:
