@@ -179,7 +179,7 @@ def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution
     pieces: its header note, its function-level prologue, the body lines defining ``%contribution`` (from
     ``%zero``, ``%n``, ``%c``, ``%i_<x>``, the windows of :func:`window_indices` and ``%in_window``), the
     types and argument of a source operand besides grad_out, an activation's operand and grad_out's argument
-    name (where the prologue defines ``%grad_out`` from it: ``max_activation``), and ``relu``: the store applies
+    name (where the prologue defines ``%grad_out`` from it: ``pool_bwd.max_relu``), and ``relu``: the store applies
     the backward of a ReLU before the pooling, from its output (the operand ``%relu_output``)."""
     element = dtypes.mlir_element_type(problem.dtype)
     batch, channel, _ = grid_dims(problem)

@@ -326,7 +326,7 @@ def _conv_backward(ctx, grad_output, *unused):
 
 def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor) -> tuple:
     """The input and weight gradients the layer needs (None for the others), from the kernels: both, on the eager
-    path, as one paired call (``_paired``)."""
+    path, as one paired call (``paired_gradients``)."""
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = None
     input_args = (grad_output, weight, conv_input if ctx.fused_relu else None, list(conv_input.shape), stride, padding,
