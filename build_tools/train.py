@@ -13,6 +13,8 @@ Models (synthetic data, fixed seed):
 Each model is built once, copied, and one copy is converted with ``otorch.convert``; both train from the same
 initialization on the same batches with SGD (momentum 0.9). The script prints both losses per step, at step 1
 the largest normwise relative difference of every parameter's gradient, and the median step time of each.
+PyTorch's steps run first, then ours; ``--interleave`` makes them take turns step by step, so that a machine
+whose speed drifts (a shared virtual machine) slows both alike.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import statistics
 import sys
 import time
+from typing import Callable
 
 import torch
 from torch import nn
@@ -87,8 +90,31 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+class _Run:
+    """One model's training (SGD, momentum 0.9): per step its loss and time, and step 1's gradients."""
+
+    def __init__(self, model: nn.Module):
+        self.model, self.optimizer = model, torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+        self.losses, self.times, self.gradients = [], [], None
+
+    def step(self, x: torch.Tensor, y: torch.Tensor, loss_fn: Callable, device: torch.device) -> None:
+        _synchronize(device)
+        started = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(self.model(x).float(), y)
+        loss.backward()
+        if self.gradients is None:  # before the optimizer reads them: what the step's kernels produced
+            self.gradients = {n: p.grad.detach().clone() for n, p in self.model.named_parameters()}
+        self.optimizer.step()
+        _synchronize(device)
+        self.times.append(time.perf_counter() - started)
+        self.losses.append(loss.item())
+
+
 def train(name: str, device: torch.device, steps: int, batch: int, dtype: torch.dtype, channels_last: bool,
-          seed: int) -> dict:
+          seed: int, interleave: bool = False) -> dict:
+    """Both models' ``steps`` steps: PyTorch's, then ours; or, with ``interleave``, taking turns step by step (so
+    that a machine whose speed drifts slows both alike)."""
     build, sample_shape = MODELS[name]
     torch.manual_seed(seed)
     reference = build().to(device=device, dtype=dtype)
@@ -109,30 +135,19 @@ def train(name: str, device: torch.device, steps: int, batch: int, dtype: torch.
     started = time.perf_counter()
     otorch.precompile(ours, data[0][0])
     precompile_s = time.perf_counter() - started
-    runs = {}
-    for label, model in (("pytorch", reference), ("ours", ours)):
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
-        losses, times, gradients = [], [], None
-        for step in range(steps):
-            x, y = data[step % len(data)]
-            _synchronize(device)
-            started = time.perf_counter()
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x).float(), y)
-            loss.backward()
-            if step == 0:  # before the optimizer reads them: what the step's kernels produced
-                gradients = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
-            optimizer.step()
-            _synchronize(device)
-            times.append(time.perf_counter() - started)
-            losses.append(loss.item())
-        runs[label] = (losses, times, gradients)
-    (torch_losses, torch_times, torch_grads), (our_losses, our_times, our_grads) = runs["pytorch"], runs["ours"]
+    runs = {"pytorch": _Run(reference), "ours": _Run(ours)}
+    order = ([(step, label) for step in range(steps) for label in runs] if interleave
+             else [(step, label) for label in runs for step in range(steps)])
+    for step, label in order:
+        runs[label].step(*data[step % len(data)], loss_fn, device)
+    (torch_losses, torch_times, torch_grads), (our_losses, our_times, our_grads) = (
+        (r.losses, r.times, r.gradients) for r in runs.values())
     grad_differences = {n: (_relative(our_grads[n], torch_grads[n]), _relative(our_grads[n], exact_grads[n]),
                             _relative(torch_grads[n], exact_grads[n])) for n in torch_grads}
     return {
         "model": name, "device": str(device), "dtype": str(dtype).replace("torch.", ""), "batch": batch,
-        "channels_last": memory_format is torch.channels_last, "steps": steps, "precompile_s": precompile_s,
+        "channels_last": memory_format is torch.channels_last, "steps": steps, "interleaved": interleave,
+        "precompile_s": precompile_s,
         "losses_pytorch": torch_losses, "losses_ours": our_losses,
         "max_loss_difference": max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(our_losses, torch_losses)),
         "step1_gradient_difference": grad_differences,
@@ -154,7 +169,8 @@ def report(result: dict) -> None:
         print(f"  {n:<24} {mutual:.1e}   ours {ours:.1e}   PyTorch {theirs:.1e}")
     print(f"  worst against float64: ours {max(d[1] for d in differences.values()):.1e}, "
           f"PyTorch {max(d[2] for d in differences.values()):.1e}")
-    print(f"median step: PyTorch {result['median_step_ms_pytorch']:.2f} ms, ours {result['median_step_ms_ours']:.2f} ms")
+    print(f"median step: PyTorch {result['median_step_ms_pytorch']:.2f} ms, ours {result['median_step_ms_ours']:.2f} ms"
+          + (" (steps interleaved)" if result["interleaved"] else ""))
 
 
 def main(argv=None) -> int:
@@ -169,6 +185,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (the CPU)")
     parser.add_argument("--compile-only", action="store_true",
                         help="only compile the modules the steps need (for --device; no GPU needed), then stop")
+    parser.add_argument("--interleave", action="store_true",
+                        help="the two models' steps take turns (default: PyTorch's steps, then ours)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     if args.threads:
@@ -188,7 +206,8 @@ def main(argv=None) -> int:
     device = torch.device(args.device)
     results = []
     for name in names:
-        result = train(name, device, args.steps, args.batch or BATCH[args.device][name], dtype, args.channels_last, args.seed)
+        result = train(name, device, args.steps, args.batch or BATCH[args.device][name], dtype, args.channels_last,
+                       args.seed, args.interleave)
         report(result)
         results.append(result)
     if args.json:
