@@ -81,17 +81,19 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial, stride=1, pa
     return run(problem, [x, grad_out], device, out)
 
 
-def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, layout="NHWC", device=None, out=None):
+def maxpool2d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, input_activation=None,
+                  layout="NHWC", device=None, out=None):
     """2-D max pooling with PyTorch's indices: ``(y, indices)``.
 
     x: ``(N, H, W, C)`` (``NHWC``) or ``(N, C, H, W)`` (``NCHW``); y and indices (int64, the flat position
     ``h*W + w`` of each window's maximum inside its (n, c) plane) have the output's shape in the same layout.
     ``kernel_size``/``stride`` (default: the kernel size)/``dilation``: an int or one per spatial dim;
     ``padding``: an int, one per dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``.
-    ``out``, optional: a pair of DeviceArrays (y, indices) that receive the results.
+    ``input_activation="relu"`` pools relu(x), each tap through the ReLU as it is read (PyTorch's values and
+    indices of ``max_pool2d(relu(x))``). ``out``, optional: a pair of DeviceArrays (y, indices) for the results.
     """
     problem = maxpool_fwd.normalize(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                        ceil_mode=ceil_mode, layout=layout)
+                        ceil_mode=ceil_mode, layout=layout, input_activation=input_activation)
     return run(problem, [x], device, out)
 
 

@@ -206,12 +206,14 @@ class AvgPoolProblem(PoolProblem):
 
 @dataclass(frozen=True)
 class MaxPoolProblem(PoolProblem):
-    """Max pooling's forward: the window, and the indices' dtype (int64, PyTorch's)."""
+    """Max pooling's forward: the window, the indices' dtype (int64, PyTorch's), and ``input_activation``:
+    ``"relu"`` where the pooled input is relu(x), applied to each tap as it is read."""
 
     index_dtype: str
+    input_activation: str | None = None
 
     def _name_suffix(self) -> str:
-        return f"{super()._name_suffix()}_{self.index_dtype}"
+        return f"{super()._name_suffix()}_{self.index_dtype}" + ("_relu" if self.input_activation else "")
 
 
 @dataclass(frozen=True)

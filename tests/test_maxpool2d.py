@@ -297,6 +297,8 @@ def test_bad_forward_input_is_reported_by_name_before_compiling():
             maxpool2d_fwd(X[0], kernel_size=3)
         with pytest.raises(ValueError, match=r"maxpool2d_fwd: padding must be at most half the window"):
             maxpool2d_fwd(X, kernel_size=2, padding=2)
+        with pytest.raises(ValueError, match=r"maxpool2d_fwd: input_activation must be None or 'relu', but got 'gelu'"):
+            maxpool2d_fwd(X, kernel_size=2, input_activation="gelu")
         with pytest.raises(TypeError, match=r"maxpool2d_fwd: x must be a NumPy array or an IREE DeviceArray, but got list"):
             maxpool2d_fwd(X.tolist(), kernel_size=2)
         with pytest.raises(ValueError, match=r"maxpool2d_fwd: out must hold 2 array\(s\), but got 1"):
@@ -305,15 +307,18 @@ def test_bad_forward_input_is_reported_by_name_before_compiling():
 
 # --- lowering --------------------------------------------------------------------------------------------
 
-LOWERED = {**{f"fwd_{name}": p for name, p in FWD.items()}, **{f"bwd_{name}": p for name, p in BWD.items()}}
+LOWERED = {**{f"fwd_{name}": p for name, p in FWD.items()}, **{f"bwd_{name}": p for name, p in BWD.items()},
+           # the forward of relu(x): each tap through the ReLU as the scan reads it, in the same one dispatch
+           "fwd_nchw_k3_s2_p1_f32_relu": fwd.problem_from_params(**CASES["nchw_k3_s2_p1_f32"], input_activation="relu")}
 
 
 def expected_dispatches(problem) -> int:
     """The window scan and the gather are one dispatch each; the x form needs both (the gather reads the
     scan's result through tensor.extract, which no producer fuses into), and so is a fused ReLU's mask of
-    grad_out, for the same reason."""
-    scan = getattr(problem, "source", None) == "x"  # the forward has no source
-    return 1 + scan + (getattr(problem, "input_activation", None) is not None)
+    grad_out in the backward, for the same reason (the forward's ReLU is inside its scan)."""
+    if problem.op == "maxpool2d_fwd":
+        return 1
+    return 1 + (problem.source == "x") + (problem.input_activation is not None)
 
 
 @needs_compiler

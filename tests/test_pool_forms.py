@@ -42,17 +42,22 @@ def _with_nans_and_ties(x: np.ndarray, rng) -> np.ndarray:
     return x
 
 
+@pytest.mark.parametrize("activation", [None, "relu"])
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.windows)
-def test_forward_forms_give_pytorchs_maxima_and_indices(rng, form):
-    for problem in _random_problems(rng, maxpool2d_fwd, 6):
+def test_forward_forms_give_pytorchs_maxima_and_indices(rng, form, activation):
+    """Each form, of x and of relu(x) (each tap through the ReLU as it is read: whole windows of zeros tie, and -0
+    and NaN pass as PyTorch's relu passes them)."""
+    for problem in _random_problems(rng, maxpool2d_fwd, 6, input_activation=activation):
         (x,) = maxpool2d_fwd.random_inputs(problem, rng)
         x = _with_nans_and_ties(x, rng)
+        x.reshape(-1)[-12:] = -0.0
         y_ref, i_ref = maxpool2d_fwd.reference(problem, [x])
         out = [poisoned(problem.output_shape, problem.dtype),
                runtime.to_device(np.full(problem.output_shape, -1, np.int64), conftest.DEVICE)]
         y, indices = (a.to_host() for a in run(problem, [x], out=out, form=form))
         np.testing.assert_array_equal(indices, i_ref, err_msg=problem.name)
         np.testing.assert_array_equal(np.asarray(y, np.float64), y_ref, err_msg=problem.name)
+        assert np.array_equal(np.signbit(np.asarray(y, np.float64)), np.signbit(y_ref)), problem.name
 
 @pytest.mark.parametrize("activation", [None, "relu"])
 @pytest.mark.parametrize("source", ["indices", "x"])

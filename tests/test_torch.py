@@ -173,9 +173,9 @@ def test_max_pool2d_matches_pytorch(params, memory_last, seeded):
 @pytest.mark.parametrize("memory_last", [False, True])
 @pytest.mark.parametrize("params", MAX_POOL_CASES[:3])
 def test_fused_relu_max_pool2d_matches_relu_then_pool(params, memory_last, monkeypatch, seeded):
-    """max_pool2d(relu(x)) with the ReLU's backward in the pooling's backward kernel: PyTorch's values, indices
-    (ties among a window's zeros included) and gradient, from one kernel call with the mask, through the function
-    and the module."""
+    """max_pool2d(relu(x)) with the ReLU in the pooling's kernels (each tap through it as the forward reads it, its
+    backward from the output): PyTorch's values, indices (ties among a window's zeros included) and gradient,
+    through the function and the module."""
     x = torch.randn(2, 3, 11, 10)
     x[torch.rand(x.shape) < 0.2] = 0.0
     x[0, 0] = -1.0  # a plane whose every window's maximum is 0: the ReLU stops every gradient there
@@ -190,8 +190,7 @@ def test_fused_relu_max_pool2d_matches_relu_then_pool(params, memory_last, monke
         grad = torch.randn_like(y)
         ours, theirs = torch.autograd.grad(y, x, grad)[0], torch.autograd.grad(y_ref, x, grad)[0]
         assert relative_error(ours, theirs) <= 1e-6 and (ours[x <= 0] == 0).all() and (ours[0, 0] == 0).all()
-    assert [(p.op, getattr(p, "input_activation", None)) for p in launched] == [
-        ("maxpool2d_fwd", None), ("maxpool2d_bwd", "relu")] * 2
+    assert [(p.op, p.input_activation) for p in launched] == [("maxpool2d_fwd", "relu"), ("maxpool2d_bwd", "relu")] * 2
 
 
 def test_a_fused_max_pool2d_output_changed_in_place_is_refused_by_autograd(seeded):
@@ -582,8 +581,7 @@ OPCHECK_CASES = {
                                     [2, 4, 9, 9], [2, 2], [1, 1, 1, 1], [1, 1], 2),
     "conv_backward_weight": lambda: (torch.randn(2, 4, 9, 9), torch.randn(2, 8, 9, 9), [8, 2, 3, 3], [1, 1], [1, 1, 1, 1],
                                      [1, 1], 2),
-    "max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False),
-    "relu_max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False),
+    "max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False, True),
     "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), *F.max_pool2d(torch.randn(2, 3, 8, 8).relu(), 2,
                                                                            return_indices=True)[::-1],
                                     [2, 3, 8, 8], [2, 2], [2, 2], [0, 0], [1, 1], False),
@@ -797,9 +795,10 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
             (kernels.conv_backward_weight, (x, g, list(w.shape), *arguments)),
             (kernels.conv_backward_input, (g, w, relu_output, list(x.shape), *arguments)),
             (kernels.conv_backward_input, (g, w, None, list(x.shape), *arguments)),
-            (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True)),
+            (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True, False)),
+            (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True, True)),
         ]
-        y, indices = kernels.max_pool2d.run(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
+        y, indices = kernels.max_pool2d.run(x, [3, 3], [2, 2], [1, 1], [1, 1], False, False)
         for output in (None, y):  # without and with a ReLU before the pooling (the kernels take x as its output here)
             pairs.append((kernels.max_pool2d_backward, (torch.randn_like(y), indices, output, list(x.shape), [3, 3],
                                                         [2, 2], [1, 1], [1, 1], False)))

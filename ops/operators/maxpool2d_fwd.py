@@ -33,14 +33,19 @@ def check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
     check(len(shape) == 4, f"{op}: {name} must be 4-D (N, C, H, W or N, H, W, C), but has shape {shape!r}")
 
 
-def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout) -> MaxPoolProblem:
+def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout, input_activation=None) -> MaxPoolProblem:
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
     check_rank(OP, "x", x_shape)
+    check_activation(input_activation)
     return pool_problem(
         MaxPoolProblem, OP, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-        index_dtype="int64",
+        index_dtype="int64", input_activation=input_activation,
     )
+
+
+def check_activation(input_activation) -> None:
+    check(input_activation in (None, "relu"), f"{OP}: input_activation must be None or 'relu', but got {input_activation!r}")
 
 
 def results(problem: MaxPoolProblem) -> list:
@@ -48,11 +53,12 @@ def results(problem: MaxPoolProblem) -> list:
 
 
 def window_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str,
-                form: Form = Form()) -> str:
+                form: Form = Form(), relu: bool = False) -> str:
     """The forward's window scan, defining ``%max`` and ``%indices`` in the destinations: by ``tensor.extract``
-    per tap (``maxpool2d_fwd.scan``) or over strided slices of the padded input (``maxpool2d_fwd.tap_scan``)."""
+    per tap (``maxpool2d_fwd.scan``) or over strided slices of the padded input (``maxpool2d_fwd.tap_scan``); with
+    ``relu``, of relu(x), each tap through the ReLU as it is read (``maxpool2d_fwd.relu``)."""
     if form.windows == "slices":
-        return _tap_scan(problem, element, index_type, max_destination, argmax_destination)
+        return _tap_scan(problem, element, index_type, max_destination, argmax_destination, relu)
     batch, channel, spatial = windows.grid_dims(problem)
     letters = windows.axis_letters(problem)
     taps = []
@@ -76,20 +82,23 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
         channel_dim=channel,
         taps=mlir.indent("\n".join(taps), 2),
         pick=mlir.indent(_pick(element, index_type, "", "%v", "%best", "%best_position", "%position", "%inside",
-                               "%new_best", "%new_position"), 2),
+                               "%new_best", "%new_position", relu), 2),
         width=problem.input_spatial[1],
         x_indices=windows.layout_indices(problem, "%n", "%c", [f"%i_{x}_clamped" for x in letters]),
     )
 
 
 def _pick(element: str, index_type: str, t: str, v: str, best: str, best_position: str, position: str, inside: str,
-          new_best: str, new_position: str) -> str:
-    return mlir.render("maxpool2d_fwd.pick", element=element, index_type=index_type, t=t, v=v, best=best,
-                       best_position=best_position, position=position, inside=inside, new_best=new_best,
-                       new_position=new_position)
+          new_best: str, new_position: str, relu: bool = False) -> str:
+    lines = [mlir.render("maxpool2d_fwd.relu", element=element, t=t, v=v)] if relu else []
+    lines.append(mlir.render("maxpool2d_fwd.pick", element=element, index_type=index_type, t=t,
+                             v=f"{v}_relu" if relu else v, best=best, best_position=best_position, position=position,
+                             inside=inside, new_best=new_best, new_position=new_position))
+    return "\n".join(lines)
 
 
-def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str) -> str:
+def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str,
+              relu: bool = False) -> str:
     """``maxpool2d_fwd.tap_scan``: the taps (in PyTorch's scan order, h then w) as strided slices of the input
     padded by ``windows.tap_padding``, picked one after another in one elementwise ``linalg.generic``."""
     _, _, spatial = windows.grid_dims(problem)
@@ -116,7 +125,7 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
         picks += [mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
                               width=problem.input_spatial[1], index_type=index_type),
                   _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
-                        f"%best{t}", f"%best_position{t}")]
+                        f"%best{t}", f"%best_position{t}", relu)]
         best, best_position = f"%best{t}", f"%best_position{t}"
     rank = len(problem.output_shape)
     return mlir.render(
@@ -153,7 +162,8 @@ def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lo
         taps_type=mlir.tensor(problem.kernel_size, "i8"),
         neg_inf=NEG_INF[element],
         no_position=problem.input_spatial[0] * problem.input_spatial[1],
-        scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst", form), 2),
+        scan=mlir.indent(window_scan(problem, element, index_type, "%y_dst", "%indices_dst", form,
+                                     problem.input_activation == "relu"), 2),
         form_note=mlir.render(f"maxpool2d_fwd.{form.windows}_note"),
     )
 
@@ -167,12 +177,13 @@ def random_params(rng, rank: int) -> dict:
 
 
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
-                        ceil_mode=False, layout="NHWC", dtype="float16") -> MaxPoolProblem:
+                        ceil_mode=False, layout="NHWC", dtype="float16", input_activation=None) -> MaxPoolProblem:
     """A problem from parameters, checked like a call's arguments."""
+    check_activation(input_activation)
     return pool_problem(MaxPoolProblem, OP, rank=2, layout=layout, dtype=dtype, input_name="x", output_name="x",
                         input_shape=activation_from_params(batch, input_spatial, channels, layout),
                         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
-                        index_dtype="int64")
+                        index_dtype="int64", input_activation=input_activation)
 
 
 def random_inputs(problem: MaxPoolProblem, rng) -> list:
@@ -186,7 +197,11 @@ def window_max(problem: PoolProblem, x) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reference(problem: MaxPoolProblem, inputs) -> tuple[np.ndarray, np.ndarray]:
+    """float64 (y, indices) of x, or of relu(x) (PyTorch's: 0 below 0, else x, -0 and NaN kept)."""
     (x,) = inputs
+    if problem.input_activation == "relu":
+        with np.errstate(invalid="ignore"):  # NaN < 0 is False: NaN kept
+            x = np.where(np.asarray(x) < 0, np.zeros_like(x), x)
     return window_max(problem, x)
 
 

@@ -5,8 +5,8 @@ Each kernel (``conv_backward_input``, ``conv_backward_weight``, ``max_pool2d``, 
 ``torch.compile(fullgraph=True)`` traces it) whose real implementation runs the ready call of its arguments'
 signature (``ops/torch/calls.py``, prepared once from the generic plan of ``ops/torch/plans.py``) and whose fake
 one returns the plan's destinations. The forward ops ``conv``, ``relu_conv``, ``avg_pool3d`` and ``relu_avg_pool3d``
-are PyTorch's own computations, ``relu_max_pool2d`` the ``max_pool2d`` kernel on PyTorch's ReLU; ``register_autograd``
-gives them (and ``max_pool2d``) backwards that call the kernel ops.
+are PyTorch's own computations; ``register_autograd`` gives them (and ``max_pool2d``) backwards that call the kernel
+ops.
 
 Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward (through
 its C++ ``apply``: ``_applied``) whose backward calls the kernel ops' ready calls directly. ``Conv``,
@@ -17,7 +17,6 @@ arguments (a ``Conv`` per ready call).
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from typing import Callable, List, Optional, Tuple
 
@@ -191,9 +190,10 @@ def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding
                             input, weight_size, grad_output)
 
 
-def _torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+def _torch_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, relu):
     cl = is_channels_last(input)
-    y, indices = F.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    y, indices = F.max_pool2d(torch.relu(input) if relu else input, kernel_size, stride, padding, dilation, ceil_mode,
+                              return_indices=True)
     return conform(y, cl), conform(indices, cl)
 
 
@@ -383,20 +383,10 @@ _apply_conv = _applied(_ConvFunction)
 # --- Max pooling: the kernels' forward (with PyTorch's indices) and backward ---------------------------------
 
 
-def _relu_max_pool2d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
-                     dilation: List[int], ceil_mode: bool) -> Tuple[Tensor, Tensor]:
-    """The ``max_pool2d`` kernel on ``relu(input)``."""
-    return max_pool2d.run(torch.relu(input), kernel_size, stride, padding, dilation, ceil_mode)
-
-
-_relu_max_pool2d_op = _define("relu_max_pool2d", plans.KINDS["max_pool2d"].schema, _relu_max_pool2d,
-                              lambda *args: _fake(plans.plan("max_pool2d", *args)))
-
-
-def _max_pool_setup(ctx, inputs, output, direct: bool = False, relu: bool = False):
-    """Saves the indices and, after a fused ReLU (``relu_max_pool2d``), the output: the ReLU's output at each
-    argmax, whose backward masks the gradient there (autograd refuses a backward after an in-place change of it)."""
-    input, kernel_size, stride, padding, dilation, ceil_mode = inputs
+def _max_pool_setup(ctx, inputs, output, direct: bool = False):
+    """Saves the indices and, with the ReLU fused (``relu``), the output: the ReLU's output at each argmax, whose
+    backward masks the gradient there (autograd refuses a backward after an in-place change of it)."""
+    input, kernel_size, stride, padding, dilation, ceil_mode, relu = inputs
     ctx.direct = direct
     ctx.save_for_backward(output[1], output[0] if relu else None)
     ctx.mark_non_differentiable(output[1])
@@ -407,28 +397,26 @@ def _max_pool_setup(ctx, inputs, output, direct: bool = False, relu: bool = Fals
 def _max_pool_backward(ctx, grad_output, _grad_indices):
     indices, pooled = ctx.saved_tensors
     if grad_output is None or not ctx.needs_input_grad[0]:
-        return None, None, None, None, None, None
-    return max_pool2d_backward.call(ctx.direct, grad_output, indices, pooled, *ctx.params), None, None, None, None, None
+        return None, None, None, None, None, None, None
+    return (max_pool2d_backward.call(ctx.direct, grad_output, indices, pooled, *ctx.params),
+            None, None, None, None, None, None)
 
 
 _register_autograd("max_pool2d", _max_pool_backward, _max_pool_setup)
-_register_autograd("relu_max_pool2d", _max_pool_backward, functools.partial(_max_pool_setup, relu=True))
 
 
 class _MaxPoolFunction(torch.autograd.Function):
-    """``max_pool2d`` (or ``relu_max_pool2d``) and its backward on the eager path (``_direct``); the last input is
-    whether the ReLU is fused."""
+    """``max_pool2d`` and its backward on the eager path (``_direct``)."""
 
     @staticmethod
     def forward(ctx, *inputs):
-        *inputs, relu = inputs
-        output = (_relu_max_pool2d if relu else max_pool2d.run)(*inputs)
-        _max_pool_setup(ctx, inputs, output, direct=True, relu=relu)
+        output = max_pool2d.run(*inputs)
+        _max_pool_setup(ctx, inputs, output, direct=True)
         return output
 
     @staticmethod
     def backward(ctx, *grads):
-        return *_max_pool_backward(ctx, *grads), None
+        return _max_pool_backward(ctx, *grads)
 
 
 _apply_max_pool = _applied(_MaxPoolFunction)
@@ -436,12 +424,10 @@ _apply_max_pool = _applied(_MaxPoolFunction)
 
 def max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
                             dilation: List[int], ceil_mode: bool, relu: bool = False) -> Tuple[Tensor, Tensor]:
-    """(output, PyTorch's indices) of the ``max_pool2d`` kernel (on ``relu(input)`` where ``relu``), its backward
-    the kernels' (with the ReLU's backward fused)."""
-    arguments = (input, kernel_size, stride, padding, dilation, ceil_mode)
-    if _direct(input):
-        return _apply_max_pool(*arguments, relu)
-    return (_relu_max_pool2d_op if relu else max_pool2d.op)(*arguments)
+    """(output, PyTorch's indices) of the ``max_pool2d`` kernel (of ``relu(input)`` where ``relu``: the ReLU
+    applied to each tap as the kernel reads it), its backward the kernels' (with the ReLU's backward fused)."""
+    arguments = (input, kernel_size, stride, padding, dilation, ceil_mode, relu)
+    return _apply_max_pool(*arguments) if _direct(input) else max_pool2d.op(*arguments)
 
 
 # --- Average pooling: PyTorch's forward, the kernels' backward ----------------------------------------------

@@ -140,9 +140,9 @@ def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, 
 
 
 def _max_pool2d(module, arrays, shapes, *parameters, layout):
-    kernel_size, stride, padding, dilation, ceil_mode = parameters
+    kernel_size, stride, padding, dilation, ceil_mode, relu = parameters
     return module.normalize(*arrays, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                            ceil_mode=ceil_mode, layout=layout)
+                            ceil_mode=ceil_mode, layout=layout, input_activation="relu" if relu else None)
 
 
 def _max_pool2d_backward(module, arrays, shapes, input_size, *parameters, layout):
@@ -160,7 +160,7 @@ def _avg_pool3d_backward(module, arrays, shapes, input_size, *parameters, layout
 
 
 def _pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
-                  ceil_mode: bool) -> list:
+                  ceil_mode: bool, relu: bool) -> list:
     size = [*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], dilation[a],
                                                            padding[a], padding[a], ceil_mode) for a in range(2))]
     return [(size, None), (size, torch.int64)]
@@ -177,7 +177,7 @@ KINDS = {
         lambda input, grad_output, weight_size, *_: [(weight_size, None)], _conv_backward_weight, layout_from=1),
     "max_pool2d": Kind(
         "(Tensor input, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
-        "bool ceil_mode) -> (Tensor, Tensor)",
+        "bool ceil_mode, bool relu) -> (Tensor, Tensor)",
         _pooled_sizes, _max_pool2d),
     "max_pool2d_backward": Kind(
         "(Tensor grad_output, Tensor indices, Tensor? output, SymInt[] input_size, SymInt[] kernel_size, "
