@@ -297,8 +297,9 @@ def _pool(name: str, ready_call: type, input, given: tuple):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False,
                input_activation=None):
     """``torch.nn.functional.max_pool2d``: forward (with PyTorch's indices) and backward are this library's;
-    ``input_activation="relu"`` computes ``max_pool2d(relu(input))`` with the ReLU's backward fused into the pooling's
-    backward kernel (which reads the output, the ReLU's output at each window's argmax, saved by the forward)."""
+    ``input_activation="relu"`` computes ``max_pool2d(relu(input))``, the ReLU inside both kernels: the forward's
+    applies it to each tap as it reads it, the backward's applies its backward from the saved output (the ReLU's
+    output at each window's argmax)."""
     return _pool("max_pool2d", _MaxPoolCall, input,
                  (kernel_size, stride, padding, dilation, ceil_mode, return_indices, input_activation))
 
