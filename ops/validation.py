@@ -23,6 +23,15 @@ def check_type(condition: bool, message: str) -> None:
         raise TypeError(message)
 
 
+ACTIVATIONS = (None, "relu")  # what an input_activation may be: the activation before a layer, fused into it
+
+
+def check_activation(op: str, input_activation) -> bool:
+    """Whether ``input_activation`` (checked: one of ``ACTIVATIONS``) is a ReLU."""
+    check(input_activation in ACTIVATIONS, f"{op}: input_activation must be None or 'relu', but got {input_activation!r}")
+    return input_activation == "relu"
+
+
 # The largest size, stride, dilation or padding accepted: products of two stay inside the int64 index arithmetic
 # of the compiled modules (a larger value would reach iree-compile and fail there).
 MAX_EXTENT = 2**31 - 1

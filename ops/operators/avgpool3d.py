@@ -25,7 +25,7 @@ from .. import reference as reference_ops
 from ..layouts import activation_from_params, in_layout
 from ..problem import AvgPoolProblem
 from ..problem_checks import array_shape_dtype, avg_pool_fields, pool_problem
-from ..validation import check, check_type
+from ..validation import check, check_activation, check_type
 from . import pool_windows as windows
 
 OP = "avgpool3d_bwd"
@@ -135,7 +135,7 @@ def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=N
                         layout="NDHWC", dtype="float16") -> AvgPoolProblem:
     """A problem from parameters (no arrays needed), checked like a call's arguments."""
     fields = avg_pool_fields(OP, count_include_pad, divisor_override)
-    check(input_activation in (None, "relu"), f"{OP}: input_activation must be None or 'relu', but got {input_activation!r}")
+    check_activation(OP, input_activation)
     return pool_problem(
         AvgPoolProblem, OP, rank=3, layout=layout, dtype=dtype,
         input_shape=activation_from_params(batch, input_spatial, channels, layout),

@@ -26,7 +26,7 @@ from .. import reference as reference_ops
 from ..layouts import activation_from_params, channels_last, in_layout
 from ..problem import POOL_INDEX_DTYPES, MaxPoolBwdProblem
 from ..problem_checks import array_shape_dtype, pool_problem
-from ..validation import check, check_type
+from ..validation import check, check_activation, check_type
 from . import maxpool2d_fwd as fwd, pool_windows as windows
 from .maxpool2d_fwd import window_max as reference_fwd
 from .pool_windows import Form
@@ -388,7 +388,7 @@ def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=N
     """A problem from parameters, checked like a call's arguments."""
     input_shape = activation_from_params(batch, input_spatial, channels, layout)
     check(source in ("indices", "x"), f"{OP}: source must be one of indices, x, but got {source!r}")
-    check(input_activation in (None, "relu"), f"{OP}: input_activation must be None or 'relu', but got {input_activation!r}")
+    check_activation(OP, input_activation)
     check_type(
         source == "x" or index_dtype in POOL_INDEX_DTYPES,
         f"{OP}: indices must be {' or '.join(POOL_INDEX_DTYPES)}, but got {index_dtype}",

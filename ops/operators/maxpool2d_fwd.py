@@ -18,7 +18,7 @@ from ..operator import Lowering
 from ..layouts import activation_from_params, in_layout
 from ..problem import MaxPoolProblem, PoolProblem
 from ..problem_checks import array_shape_dtype, pool_problem
-from ..validation import check
+from ..validation import check, check_activation
 from . import pool_windows as windows
 from .pool_windows import Form
 
@@ -36,16 +36,12 @@ def check_rank(op: str, name: str, shape: tuple[int, ...]) -> None:
 def normalize(x, *, kernel_size, stride, padding, dilation, ceil_mode, layout, input_activation=None) -> MaxPoolProblem:
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
     check_rank(OP, "x", x_shape)
-    check_activation(input_activation)
+    check_activation(OP, input_activation)
     return pool_problem(
         MaxPoolProblem, OP, rank=2, layout=layout, dtype=x_dtype, input_shape=x_shape, input_name="x", output_name="x",
         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,
         index_dtype="int64", input_activation=input_activation,
     )
-
-
-def check_activation(input_activation) -> None:
-    check(input_activation in (None, "relu"), f"{OP}: input_activation must be None or 'relu', but got {input_activation!r}")
 
 
 def results(problem: MaxPoolProblem) -> list:
@@ -179,7 +175,7 @@ def random_params(rng, rank: int) -> dict:
 def problem_from_params(*, batch, channels, input_spatial, kernel_size, stride=None, padding=0, dilation=1,
                         ceil_mode=False, layout="NHWC", dtype="float16", input_activation=None) -> MaxPoolProblem:
     """A problem from parameters, checked like a call's arguments."""
-    check_activation(input_activation)
+    check_activation(OP, input_activation)
     return pool_problem(MaxPoolProblem, OP, rank=2, layout=layout, dtype=dtype, input_name="x", output_name="x",
                         input_shape=activation_from_params(batch, input_spatial, channels, layout),
                         kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil_mode,

@@ -17,11 +17,10 @@ from torch import Tensor
 from .. import geometry
 from ..problem import AvgPoolProblem, MaxPoolProblem
 from ..problem_checks import avg_pool_fields, pool_problem
-from ..validation import check, check_type, int_tuple, padding_pairs, positive_int_tuple
+from ..validation import check, check_activation, check_type, int_tuple, padding_pairs, positive_int_tuple
 from . import kernels
 from .plans import KERNEL_DTYPES
 
-ACTIVATIONS = (None, "relu")  # a convolution's or a pooling's input_activation
 float64_warned: set[str] = set()  # the functions that said, once, that PyTorch's own operator runs float64
 
 
@@ -144,7 +143,7 @@ def _conv_arguments(name: str, rank: int, input_shape: tuple, weight_shape: tupl
                     groups, input_activation) -> tuple:
     """(unbatched?, stride, flat padding pairs, dilation) of a convolution call, checked (once per shapes and
     arguments: ``_checked_once``)."""
-    check(input_activation in ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
+    check_activation(name, input_activation)
     check(len(input_shape) in (rank + 1, rank + 2),
           f"{name}: input must be {rank + 1}-D (unbatched) or {rank + 2}-D (batched), but has shape {input_shape}")
     check(len(weight_shape) == rank + 2,
@@ -304,12 +303,6 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                  (kernel_size, stride, padding, dilation, ceil_mode, return_indices, input_activation))
 
 
-def _check_activation(name: str, input_activation) -> bool:
-    """Whether ``input_activation`` (checked: None or "relu") is a ReLU."""
-    check(input_activation in ACTIVATIONS, f"{name}: input_activation must be None or 'relu', but got {input_activation!r}")
-    return input_activation == "relu"
-
-
 class _MaxPoolCall:
     """A ``max_pool2d`` call's checked arguments, ready (as ``_ConvCall``)."""
 
@@ -317,7 +310,7 @@ class _MaxPoolCall:
 
     def __init__(self, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, input_activation):
         name = "max_pool2d"
-        self.relu = _check_activation(name, input_activation)
+        self.relu = check_activation(name, input_activation)
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 2, kernel_size, stride, padding, ceil_mode)
         dilation = positive_int_tuple(name, "dilation", dilation, 2)
         _check_window(input, self.unbatched, _max_pool_window, (kernel, stride, pads, dilation, ceil_mode))
@@ -351,7 +344,7 @@ class _AvgPoolCall:
     def __init__(self, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
                  input_activation):
         name = "avg_pool3d"
-        self.relu = _check_activation(name, input_activation)
+        self.relu = check_activation(name, input_activation)
         self.unbatched, kernel, stride, pads = _pool_arguments(name, input, 3, kernel_size, stride, padding, ceil_mode)
         check_type(isinstance(count_include_pad, bool),
                    f"{name}: count_include_pad must be a bool, but got {count_include_pad!r}")

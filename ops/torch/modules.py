@@ -8,15 +8,28 @@ import warnings
 import torch.nn.functional as F
 from torch import nn
 
-from ..validation import check, check_type
-from .functional import ACTIVATIONS, avg_pool3d, convolution, max_pool2d
+from ..validation import check_activation, check_type
+from .functional import avg_pool3d, convolution, max_pool2d
 from .plans import KERNEL_DTYPES
 
 
-class _ConvForward:
-    """``_conv_forward`` of the convolution twins: PyTorch's module arguments, this library's backward."""
+class _InputActivation:
+    """A twin's ``input_activation``: ``"relu"``, the layer takes relu(x), the ReLU inside its kernels."""
 
-    input_activation = None  # "relu": the layer computes conv(relu(x)), the ReLU's backward fused
+    input_activation = None
+
+    def __init__(self, *args, input_activation=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        check_activation(type(self).__name__, input_activation)
+        self.input_activation = input_activation
+
+    def extra_repr(self):
+        text = super().extra_repr()
+        return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
+
+
+class _ConvForward(_InputActivation):
+    """``_conv_forward`` of the convolution twins: PyTorch's module arguments, this library's backward."""
 
     def _conv_forward(self, input, weight, bias):
         padding = self.padding
@@ -26,25 +39,11 @@ class _ConvForward:
         return convolution(self._rank, input, weight, bias, self.stride, padding, self.dilation, self.groups,
                            self.input_activation)
 
-    def extra_repr(self):
-        text = super().extra_repr()
-        return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
-
-
-def _init_conv(module, input_activation):
-    check(input_activation in ACTIVATIONS,
-          f"{type(module).__name__}: input_activation must be None or 'relu', but got {input_activation!r}")
-    module.input_activation = input_activation
-
 
 class Conv1d(_ConvForward, nn.Conv1d):
     """``torch.nn.Conv1d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
 
     _rank = 1
-
-    def __init__(self, *args, input_activation=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        _init_conv(self, input_activation)
 
 
 class Conv2d(_ConvForward, nn.Conv2d):
@@ -52,35 +51,11 @@ class Conv2d(_ConvForward, nn.Conv2d):
 
     _rank = 2
 
-    def __init__(self, *args, input_activation=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        _init_conv(self, input_activation)
-
 
 class Conv3d(_ConvForward, nn.Conv3d):
     """``torch.nn.Conv3d`` with this library's backward; ``input_activation="relu"`` fuses a preceding ReLU."""
 
     _rank = 3
-
-    def __init__(self, *args, input_activation=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        _init_conv(self, input_activation)
-
-
-class _InputActivation:
-    """A pooling twin's ``input_activation``: ``"relu"``, the layer pools relu(x), the ReLU's backward fused."""
-
-    input_activation = None
-
-    def __init__(self, *args, input_activation=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        check(input_activation in ACTIVATIONS,
-              f"{type(self).__name__}: input_activation must be None or 'relu', but got {input_activation!r}")
-        self.input_activation = input_activation
-
-    def extra_repr(self):
-        text = super().extra_repr()
-        return text + (f", input_activation={self.input_activation!r}" if self.input_activation else "")
 
 
 class MaxPool2d(_InputActivation, nn.MaxPool2d):
@@ -124,8 +99,8 @@ def convert(model: nn.Module) -> nn.Module:
     convolution, a ``MaxPool2d`` or an ``AvgPool3d`` becomes ``nn.Identity`` and that layer takes
     ``input_activation="relu"``, except an in-place ``ReLU`` that opens the Sequential (its input may have other
     readers, which in-place would have changed), and a ``MaxPool2d`` that ends the Sequential or is followed by
-    an in-place module (its backward reads its output, which must not change before it). Layers of these families it cannot take (another class, float64 parameters) stay PyTorch's, and
-    one warning lists them.
+    an in-place module (its backward reads its output, which must not change before it). Layers of these families
+    it cannot take (another class, float64 parameters) stay PyTorch's, and one warning lists them.
     """
     check_type(isinstance(model, nn.Module), f"convert: model must be a torch.nn.Module, but got {type(model).__name__}")
     left = []
@@ -144,13 +119,10 @@ def convert(model: nn.Module) -> nn.Module:
     return model
 
 
-_FUSES_RELU = (_ConvForward, _InputActivation)  # the twins that take input_activation="relu"
-
-
 def _fuse_relus(sequential: nn.Sequential) -> None:
     modules = list(sequential._modules.items())
     for position, ((name, relu), (_, layer)) in enumerate(zip(modules, modules[1:])):
-        if (type(relu) is nn.ReLU and isinstance(layer, _FUSES_RELU) and layer.input_activation is None
+        if (type(relu) is nn.ReLU and isinstance(layer, _InputActivation) and layer.input_activation is None
                 and not (position == 0 and relu.inplace) and _output_kept(layer, modules[position + 2:])):
             layer.input_activation = "relu"
             sequential._modules[name] = nn.Identity()
