@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import epilogue as epilogues
 from . import geometry
@@ -151,11 +151,18 @@ POOL_INDEX_DTYPES = ("int64", "int32")
 @dataclass(frozen=True)
 class PoolProblem(WindowProblem):
     """A pooling window (PyTorch's max_pool2d / avg_pool3d parameters, CK's window dilation), the geometry of the
-    pooling operators' problems. ``output_spatial`` follows PyTorch's rules (ceil_mode included)."""
+    pooling operators' problems. ``output_spatial`` follows PyTorch's rules (ceil_mode included).
+    ``input_activation``: ``"relu"`` where the pooled input is a ReLU's output, the ReLU inside the kernel (the
+    forward applies it to each tap it reads, a backward applies its backward); its name ends in ``_relu``."""
 
     channels: int
     kernel_size: tuple[int, ...]
     ceil_mode: bool
+    input_activation: str | None = field(default=None, kw_only=True)
+
+    @property
+    def name(self) -> str:
+        return super().name + ("_relu" if self.input_activation else "")
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -190,42 +197,35 @@ class PoolProblem(WindowProblem):
 
 @dataclass(frozen=True)
 class AvgPoolProblem(PoolProblem):
-    """Average pooling: the window, PyTorch's divisor rules, and ``input_activation``: ``"relu"`` where the
-    pooled input was a ReLU's output, whose backward (zero where that output is <= 0) the gradient takes."""
+    """Average pooling: the window, and PyTorch's divisor rules."""
 
     count_include_pad: bool
     divisor_override: int | None
-    input_activation: str | None = None
 
     def _name_suffix(self) -> str:
         suffix = super()._name_suffix() + ("" if self.count_include_pad else "_nopadcount")
         if self.divisor_override is not None:
             suffix += f"_div{self.divisor_override}".replace("-", "m")
-        return suffix + ("_relu" if self.input_activation else "")
+        return suffix
 
 
 @dataclass(frozen=True)
 class MaxPoolProblem(PoolProblem):
-    """Max pooling's forward: the window, the indices' dtype (int64, PyTorch's), and ``input_activation``:
-    ``"relu"`` where the pooled input is relu(x), applied to each tap as it is read."""
+    """Max pooling's forward: the window, and the indices' dtype (int64, PyTorch's)."""
 
     index_dtype: str
-    input_activation: str | None = None
 
     def _name_suffix(self) -> str:
-        return f"{super()._name_suffix()}_{self.index_dtype}" + ("_relu" if self.input_activation else "")
+        return f"{super()._name_suffix()}_{self.index_dtype}"
 
 
 @dataclass(frozen=True)
 class MaxPoolBwdProblem(PoolProblem):
-    """Max pooling's backward: the window, where each window's argmax comes from: the forward's ``indices``
-    (of ``index_dtype``, int64 or int32) or ``x`` (recomputed; no index dtype), and ``input_activation``:
-    ``"relu"`` where the pooled input was a ReLU's output, whose backward the gradient takes."""
+    """Max pooling's backward: the window, and where each window's argmax comes from: the forward's ``indices``
+    (of ``index_dtype``, int64 or int32) or ``x`` (recomputed; no index dtype)."""
 
     source: str
     index_dtype: str | None
-    input_activation: str | None = None
 
     def _name_suffix(self) -> str:
-        return (f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
-                + ("_relu" if self.input_activation else ""))
+        return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
