@@ -36,7 +36,7 @@ from torch import nn
 import ops.torch as otorch
 from build_tools import bench
 from build_tools.train import BATCH, MODELS
-from ops import policy, registry
+from ops import registry
 from ops.torch import calls as calls_module, kernels
 
 
@@ -134,15 +134,12 @@ class Layer:
 
     def ours(self) -> None:
         """The layer's calls as its backward makes them: a convolution's two as one paired call
-        (``kernels.paired_gradients``), which through IREE's runtime are queued behind each other, one wait
-        (``policy.cpu_layer_calls_queued``)."""
-        if len(self.calls) != 2:
-            for op, args in self.calls:
-                op.run(*args)
-            return
-        queued = calls_module.cpu_runtime_kernels and policy.cpu_layer_calls_queued()
-        with calls_module.queued_calls() if queued else contextlib.nullcontext():
+        (``kernels.paired_gradients``: one launch, or through IREE's runtime two queued behind each other)."""
+        if len(self.calls) == 2:
             kernels.paired_gradients(self.calls[0][1], self.calls[1][1])
+            return
+        for op, args in self.calls:
+            op.run(*args)
 
     def pytorch(self) -> Callable:
         """``aten.convolution_backward`` computing the gradients the layer's calls compute, in one call (and ReLU's

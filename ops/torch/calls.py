@@ -123,8 +123,10 @@ class Prepared:
 class Paired:
     """Two ready calls of one layer, run one after the other (a convolution's input gradient, then its weight
     gradient): where both launch on the CPU, their plans run in one parallel region of PyTorch's pool (one fork
-    and join, one trip through the runner: ``cpu_launch.Kernels.then``); else each call as it is. The first paired
-    launch is checked: its results must be the two calls' own, bit for bit, or the pair is given up (said once)."""
+    and join, one trip through the runner: ``cpu_launch.Kernels.then``); else each call as it is, on the CPU queued
+    behind each other with one wait where they run through IREE's runtime (``queued_calls``, where
+    ``policy.cpu_layer_calls_queued`` says so: asked only once some CPU call runs there). The first paired launch is
+    checked: its results must be the two calls' own, bit for bit, or the pair is given up (said once)."""
 
     __slots__ = ("first", "second", "together", "checked")
 
@@ -136,7 +138,9 @@ class Paired:
 
     def __call__(self, first_args: tuple, second_args: tuple) -> tuple:
         if not self.together:
-            return self.first(first_args), self.second(second_args)
+            queued = cpu_runtime_kernels and self.first.device.type == "cpu" and policy.cpu_layer_calls_queued()
+            with queued_calls() if queued else contextlib.nullcontext():
+                return self.first(first_args), self.second(second_args)
         first_inputs, first_outputs = self.first.tensors(first_args)
         second_inputs, second_outputs = self.second.tensors(second_args)
         self.first.kernel.then(self.second.kernel, first_inputs, first_outputs, second_inputs, second_outputs)

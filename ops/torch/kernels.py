@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import known_answer, policy, registry
+from .. import known_answer, registry
 from ..validation import check
 from . import calls, plans
 from .plans import conform, empty, is_channels_last, kernel_view
@@ -310,23 +310,17 @@ def _conv_setup(ctx, inputs, output, direct: bool = False):
 def _conv_backward(ctx, grad_output, *unused):
     conv_input, weight = ctx.saved_tensors
     needs_input, needs_weight, needs_bias = ctx.needs_input_grad[:3]
-    both = needs_input and needs_weight
-    if both:  # in the layout both kernels read (plans: grad_output's), copied once for the two, where it is not
+    if needs_input and needs_weight:
+        # in the layout both kernels read (plans: grad_output's), copied once for the two, where it is not
         grad_output = conform(grad_output, is_channels_last(grad_output))
-    # one wait for both where they run through IREE's runtime on the CPU (none made: no need to ask the policy)
-    if (both and ctx.direct and calls.cpu_runtime_kernels and grad_output.device.type == "cpu"
-            and policy.cpu_layer_calls_queued()):
-        with calls.queued_calls():
-            grad_input, grad_weight = _conv_gradients(ctx, grad_output, conv_input, weight)
-    else:
-        grad_input, grad_weight = _conv_gradients(ctx, grad_output, conv_input, weight)
+    grad_input, grad_weight = _conv_gradients(ctx, grad_output, conv_input, weight)
     grad_bias = grad_output.sum(dim=[0, *range(2, grad_output.dim())]) if ctx.has_bias and needs_bias else None
     return grad_input, grad_weight, grad_bias, None, None, None, None
 
 
 def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor) -> tuple:
     """The input and weight gradients the layer needs (None for the others), from the kernels: both, on the eager
-    path, as one paired call (``paired_gradients``)."""
+    path, as one paired call (``paired_gradients``: one launch, or two queued behind each other)."""
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = None
     input_args = (grad_output, weight, conv_input if ctx.fused_relu else None, list(conv_input.shape), stride, padding,
@@ -446,13 +440,8 @@ def _relu_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], p
                              divisor_override), activation
 
 
-def _relu_avg_pool3d_fake(input, *params):
-    activation = torch.empty_like(input)
-    return _torch_avg_pool3d(activation, *params), activation
-
-
 _avg_pool3d_op = _define("avg_pool3d", _schema_of(_torch_avg_pool3d), _torch_avg_pool3d, _torch_avg_pool3d)
-_relu_avg_pool3d_op = _define("relu_avg_pool3d", _schema_of(_relu_avg_pool3d), _relu_avg_pool3d, _relu_avg_pool3d_fake)
+_relu_avg_pool3d_op = _define("relu_avg_pool3d", _schema_of(_relu_avg_pool3d), _relu_avg_pool3d, _relu_avg_pool3d)
 
 
 def _avg_pool_setup(ctx, inputs, output, direct: bool = False):
