@@ -45,6 +45,14 @@ def rng(request):
     return np.random.default_rng(seed)
 
 
+@pytest.fixture
+def seeded(rng):
+    """PyTorch's generator seeded from ``rng`` (the tests that use it import PyTorch)."""
+    import torch
+
+    torch.manual_seed(int(rng.integers(2**31)))
+
+
 def poisoned(shape, dtype, device: str = DEVICE):
     """A destination full of NaN: any element the kernel fails to write shows up."""
     from ops import dtypes, runtime

@@ -16,11 +16,6 @@ from build_tools import layer_bench  # noqa: E402
 from ops.torch import kernels  # noqa: E402
 
 
-@pytest.fixture
-def seeded(rng):
-    torch.manual_seed(int(rng.integers(2**31)))
-
-
 def test_the_layers_of_a_converted_step_as_the_step_launches_them(seeded):
     model = otorch.convert(nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                                          nn.Conv2d(4, 4, 3, padding=1), nn.Flatten()))

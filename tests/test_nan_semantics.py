@@ -60,11 +60,6 @@ def form(request, monkeypatch):
         request.param(monkeypatch)
 
 
-@pytest.fixture
-def seeded(rng):
-    torch.manual_seed(int(rng.integers(2**31)))
-
-
 def poison(t: torch.Tensor, count: int = 3) -> torch.Tensor:
     """A copy with ``count`` NaN, +inf and -inf each, at random places."""
     t = t.detach().clone()

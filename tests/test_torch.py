@@ -24,11 +24,6 @@ from ops import compiler  # noqa: E402
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}  # normwise relative error
 
 
-@pytest.fixture
-def seeded(rng):
-    torch.manual_seed(int(rng.integers(2**31)))
-
-
 def relative_error(ours, exact) -> float:
     ours, exact = ours.detach().double(), exact.detach().double()
     return float((ours - exact).norm() / exact.norm().clamp_min(1e-300))

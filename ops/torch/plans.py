@@ -36,8 +36,9 @@ TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # ReLU's backward as PyTorch computes it (threshold_backward on the ReLU's output: 0 where out <= 0, else the
 # gradient), fused into grouped_conv_bwd_data's epilogue with d0 = the ReLU's output (avgpool3d_bwd takes the
-# output as its relu_output; maxpool2d_bwd the pooled output, which is the ReLU's output at each argmax). A NaN activation passes
-# the gradient through, as in PyTorch (the named "relu_grad", ``where(d0 > 0, acc, 0)``, would zero it).
+# output as its relu_output; maxpool2d_bwd the pooled output, which is the ReLU's output at each argmax). A NaN
+# activation passes the gradient through, as in PyTorch (the named "relu_grad", ``where(d0 > 0, acc, 0)``, would
+# zero it).
 RELU_BACKWARD = "where(d0 <= 0, 0, acc)"
 
 
@@ -153,10 +154,11 @@ def _max_pool2d_backward(module, arrays, shapes, input_size, *parameters, layout
 
 
 def _avg_pool3d_backward(module, arrays, shapes, input_size, *parameters, layout):
-    (grad_out, relu_output), (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) = arrays, parameters
-    return module.normalize(grad_out, relu_output=relu_output, input_shape=shapes[0], kernel_size=kernel_size, stride=stride, padding=padding,
-                            dilation=1, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
-                            divisor_override=divisor_override, layout=layout)
+    (grad_out, relu_output), (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) = (
+        arrays, parameters)
+    return module.normalize(grad_out, relu_output=relu_output, input_shape=shapes[0], kernel_size=kernel_size,
+                            stride=stride, padding=padding, dilation=1, ceil_mode=ceil_mode,
+                            count_include_pad=count_include_pad, divisor_override=divisor_override, layout=layout)
 
 
 def _pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
