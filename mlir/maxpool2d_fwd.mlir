@@ -79,13 +79,10 @@ ${new_position} = arith.select %take${t}, ${position}, ${best_position} : ${inde
 ${v}_below = arith.cmpf olt, ${v}, %relu_zero${t} : ${element}
 ${v}_relu = arith.select ${v}_below, %relu_zero${t}, ${v} : ${element}
 
-// fragment tap_scan: the same scan over strided slices: the input padded once (with -inf; padded taps are masked
-// all the same), one slice per tap (x_padded[.., d*f + s*o, ..]), read by identity maps, the taps picked in scan
-// order in the body (no tensor.extract: the llvm-cpu backend vectorizes it along the innermost grid axis)
-%x_padded = tensor.pad %x low[${pad_low}] high[${pad_high}] {
-^bb0(${pad_indices}):
-  tensor.yield %neg_inf : ${element}
-} : !x to ${x_padded_type}
+// fragment tap_scan: the same scan over slices: the input padded once (with -inf; padded taps are masked all the
+// same), one slice per tap, read by identity maps, the taps picked in scan order in the body (no tensor.extract:
+// the llvm-cpu backend vectorizes it along the innermost grid axis)
+${padded}
 ${slices}
 %max, %indices = linalg.generic {indexing_maps = [${tap_maps}], iterator_types = ${grid_iterators}}
     ins(${tap_values} : ${tap_types}) outs(${max_destination}, ${argmax_destination} : !window_max, !argmax) {
@@ -99,7 +96,25 @@ ${picks}
   linalg.yield ${last_best}, ${last_position} : ${element}, ${index_type}
 } -> (!window_max, !argmax)
 
-// fragment tap_slice: tap ${t}'s strided slice of the padded input: window o reads x_padded at s*o + d*f
+// fragment tap_pad: the input padded: window o's tap f reads x_padded[.., s*o + d*f, ..], a strided slice
+%x_padded = tensor.pad %x low[${pad_low}] high[${pad_high}] {
+^bb0(${pad_indices}):
+  tensor.yield %neg_inf : ${element}
+} : !x to ${x_padded_type}
+
+// fragment tap_phases: the input split by stride phase along W, its innermost axis, and padded by one -inf fill
+// The split along W (stride ${stride}): x_padded[.., r, q] = x[.., ${stride}*(q - ${front}) + r] (the outer axes padded as
+// tensor.pad would). Window o's tap f reads w = s*o + d*f - p_lo, which is phase (d*f - p_lo) mod s at
+// q = o + (d*f - p_lo) floordiv s + ${front}: a unit-stride slice along o (a strided slice is read one element at
+// a time)
+%x_split = tensor.expand_shape %x [${reassociation}] output_shape [${split_shape}] : !x into ${x_split_type}
+%x_phases_empty = tensor.empty() : ${x_phases_type}
+%x_phases = linalg.transpose ins(%x_split : ${x_split_type}) outs(%x_phases_empty : ${x_phases_type}) permutation = [${permutation}]
+%x_padded_empty = tensor.empty() : ${x_padded_type}
+%x_padded_fill = linalg.fill ins(%neg_inf : ${element}) outs(%x_padded_empty : ${x_padded_type}) -> ${x_padded_type}
+%x_padded = tensor.insert_slice %x_phases into %x_padded_fill[${insert_offsets}] [${phases_shape}] [${unit_strides}] : ${x_phases_type} into ${x_padded_type}
+
+// fragment tap_slice: tap ${t}'s slice of the padded input: its windows' values
 %x_tap${t} = tensor.extract_slice %x_padded[${offsets}] [${sizes}] [${strides}] : ${x_padded_type} to !window_max
 
 // fragment tap_axis: tap f's position i = s*o + d*f - p_lo along one axis, and whether it lies inside the input
@@ -126,3 +141,8 @@ ${picks}
 // fragment slices_note: the header's note on the slices form
 // The slices form: the taps as strided slices of the input padded once, picked in scan order by one
 // elementwise linalg.generic over the output grid (in the layout's order); see the scan below.
+
+// fragment phases_note: the header's note on the phases form
+// The phases form: the taps as slices of the input split by stride phase along W and padded once (one
+// transposing pass), picked in scan order by one elementwise linalg.generic over the output grid; see the scan
+// below.

@@ -294,13 +294,17 @@ def _pool_forms(problem, target: Target) -> list:
     do not overlap: docs/perf/cpu-step/eighth/pool_ab.txt), then the strided slices (vectorized; the extract form's
     per-tap gathers ran 3-7x slower there: docs/PERFORMANCE.md, the CPU training step), then the extract form; a
     backward that recomputes the argmax from x keeps the slices first, or the extract form where windows do not
-    overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). The GPUs keep
-    the extract form, verified and tuned with it."""
+    overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). A forward
+    strided along W in a channels-first layout reads its taps from the input split by stride phase (its strided
+    slices are read one element at a time: docs/PERFORMANCE.md, the thirteenth session). The GPUs keep the extract
+    form, verified and tuned with it."""
     Form = pool_windows.Form
     if not target.cpu:
         return [Form()]
     if problem.op == "maxpool2d_bwd" and problem.source == "indices":
         return [Form(windows="candidates"), Form(windows="slices"), Form()]
+    if problem.op == "maxpool2d_fwd" and problem.stride[-1] > 1 and pool_windows.splits_by_phase(problem):
+        return [Form(windows="phases"), Form(windows="slices"), Form()]
     slices_first = problem.op == "maxpool2d_fwd" or problem.overlapping
     return [Form(windows="slices"), Form()] if slices_first else [Form(), Form(windows="slices")]
 

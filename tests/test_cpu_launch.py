@@ -19,7 +19,7 @@ from ops.launch import cpu as cpu_launch  # noqa: E402
 from ops.launch import elf  # noqa: E402
 from ops.launch import plan as launch_plan  # noqa: E402
 from ops.launch import plan_of  # noqa: E402
-from ops.operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_weight, maxpool2d  # noqa: E402
+from ops.operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
 
 CPU = targets.target_for_device("local-task")
@@ -28,8 +28,8 @@ CPU = targets.target_for_device("local-task")
 def problems(rng) -> dict:
     """One problem of each kind of module: a memoized command buffer (a 1 x 1 backward-data, no workspace), and
     inline ones with a workspace (a strided backward-data, a strided 1 x 1 one, whose result is a copy out of the
-    workspace, a grouped weight gradient, max pooling's pads as fills, a 3-D average pooling); sizes drawn from
-    ``rng``."""
+    workspace, a grouped weight gradient, max pooling's pads as fills, its forward's -inf fills of 4 and 2 bytes, a
+    3-D average pooling); sizes drawn from ``rng``."""
     n, c = int(rng.integers(1, 4)), int(rng.integers(2, 6))
     return {
         "pointwise_data": conv_bwd_data.problem_from_params(
@@ -47,6 +47,12 @@ def problems(rng) -> dict:
         "maxpool_backward": maxpool2d.problem_from_params(
             batch=n, channels=c, input_spatial=(int(rng.integers(7, 12)), 10), kernel_size=3, stride=2, padding=1,
             layout="NCHW", dtype="float32"),
+        "maxpool_forward": maxpool2d_fwd.problem_from_params(  # phases: a 4-byte fill (-inf), then a transpose
+            batch=n, channels=c, input_spatial=(int(rng.integers(7, 12)), 10), kernel_size=3, stride=2, padding=1,
+            layout="NCHW", dtype="float32"),
+        "maxpool_forward_half": maxpool2d_fwd.problem_from_params(  # a 2-byte fill
+            batch=n, channels=c, input_spatial=(int(rng.integers(7, 12)), 10), kernel_size=3, stride=2, padding=1,
+            layout="NCHW", dtype="float16"),
         "avgpool_backward": avgpool3d.problem_from_params(
             batch=n, channels=c, input_spatial=(4, 6, int(rng.integers(4, 9))), kernel_size=2, layout="NCDHW",
             dtype="float32"),
@@ -72,6 +78,9 @@ def test_cpu_modules_have_plans_of_both_kinds(rng):
     pool = found["maxpool_backward"][3]
     assert pool.transients and pool.slots[-1].transient == 0
     assert any(isinstance(c, launch_plan.Fill) for c in pool.commands), "max pooling's pads fill the workspace"
+    for name, pattern_bytes in (("maxpool_forward", 4), ("maxpool_forward_half", 2)):  # -inf, not one byte repeated
+        assert any(isinstance(c, launch_plan.Fill) and c.pattern_bytes == pattern_bytes
+                   for c in found[name][3].commands), name
     assert any(isinstance(c, launch_plan.Copy) for c in found["strided_pointwise_data"][3].commands)
 
 
@@ -85,18 +94,18 @@ def _launched(problem, rng) -> tuple[list, list]:
     assert not isinstance(found, str), found
     kernel = calls.CpuLaunchedKernel(*found, torch.device("cpu"))
     tensors = [torch.from_numpy(np.ascontiguousarray(a)).clone() for a in inputs]
-    ours = [torch.full(shape, float("nan"), dtype=torch.float32) if np.dtype(dtype) == np.float32
-            else torch.full(shape, -1, dtype=torch.int64) for shape, dtype in module.results(problem)]
+    poison = [np.full(shape, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype)
+              for shape, dtype in module.results(problem)]
+    ours = [torch.from_numpy(a).clone() for a in poison]  # PyTorch's allocation: aligned as IREE's code assumes
     kernel(tensors, ours)
     function = runtime.load_specs([spec], "local-task")
-    outs = [runtime.to_device(np.full(shape, np.nan if np.dtype(dtype) == np.float32 else -1, dtype=dtype), "local-task")
-            for shape, dtype in module.results(problem)]
+    outs = [runtime.to_device(a, "local-task") for a in poison]
     function(*[runtime.to_device(a, "local-task") for a in inputs], *outs)
     return [t.numpy() for t in ours], [o.to_host() for o in outs]
 
 
 @pytest.mark.parametrize("name", ["pointwise_data", "strided_data", "strided_pointwise_data", "grouped_weight",
-                                  "maxpool_backward", "avgpool_backward"])
+                                  "maxpool_backward", "maxpool_forward", "maxpool_forward_half", "avgpool_backward"])
 def test_the_launcher_computes_what_irees_runtime_computes(rng, name):
     problem = problems(rng)[name]
     ours, irees = _launched(problem, rng)

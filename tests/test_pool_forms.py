@@ -19,13 +19,19 @@ from lowering import shipped
 
 FORMS = [pool_windows.Form(), pool_windows.Form(windows="slices")]
 BACKWARD_FORMS = [*FORMS, pool_windows.Form(windows="candidates")]
+FORWARD_FORMS = [*FORMS, pool_windows.Form(windows="phases")]
 CPU = targets.parse_target("llvm-cpu")
 
 
-def _random_problems(rng, module, count: int, **fixed) -> list:
+def _random_problems(rng, module, count: int, phase_split: bool = False, **fixed) -> list:
+    """``count`` problems of random parameters (``fixed`` kept); with ``phase_split``, channels-first ones whose W
+    their stride divides (the phases form's)."""
     problems = []
     while len(problems) < count:
         params = {**sweep_params.pool_params(rng, 2), "dtype": str(rng.choice(["float32", "bfloat16"])), **fixed}
+        if phase_split:
+            stride, (height, width) = params["stride"][-1], params["input_spatial"]
+            params.update(layout="NCHW", input_spatial=(height, -(-width // stride) * stride))
         try:
             problems.append(module.problem_from_params(**params))
         except ValueError:  # a drawn window PyTorch rejects
@@ -43,11 +49,12 @@ def _with_nans_and_ties(x: np.ndarray, rng) -> np.ndarray:
 
 
 @pytest.mark.parametrize("activation", [None, "relu"])
-@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.windows)
+@pytest.mark.parametrize("form", FORWARD_FORMS, ids=lambda f: f.windows)
 def test_forward_forms_give_pytorchs_maxima_and_indices(rng, form, activation):
     """Each form, of x and of relu(x) (each tap through the ReLU as it is read: whole windows of zeros tie, and -0
-    and NaN pass as PyTorch's relu passes them)."""
-    for problem in _random_problems(rng, maxpool2d_fwd, 6, input_activation=activation):
+    and NaN pass as PyTorch's relu passes them); the phases form on the problems it takes."""
+    phases = form.windows == "phases"
+    for problem in _random_problems(rng, maxpool2d_fwd, 6, phases, input_activation=activation):
         (x,) = maxpool2d_fwd.random_inputs(problem, rng)
         x = _with_nans_and_ties(x, rng)
         x.reshape(-1)[-12:] = -0.0
@@ -105,12 +112,41 @@ def test_the_cpu_ships_the_candidates_and_slice_forms_and_the_gpus_the_extract_f
         "disjoint windows: one elementwise pass"
     forward = maxpool2d_fwd.problem_from_params(**params)
     assert policy.forms_for(forward, CPU)[0] == pool_windows.Form(windows="slices")
+    channels_first = maxpool2d_fwd.problem_from_params(**params, layout="NCHW")
+    assert policy.forms_for(channels_first, CPU)[0] == pool_windows.Form(windows="phases")
+    odd = maxpool2d_fwd.problem_from_params(**{**params, "input_spatial": (8, 9)}, layout="NCHW")
+    assert policy.forms_for(odd, CPU)[0] == pool_windows.Form(windows="slices"), "W 9 has no split by stride 2"
     assert policy.forms_for(problem, targets.parse_target("cuda:sm_80")) == [pool_windows.Form()]
     spec, lowered = shipped(problem, "llvm-cpu", tmp_path)
     assert not _extracts(spec.mlir), "the candidates form did not compile: the CPU fell back to the extract form"
     assert "in one pass over grad_in" in spec.mlir
     passes = [d.name for d in lowered.dispatches if "memcpy" not in d.name]  # besides the pads' (and rows') copies
     assert len(passes) == 1, [d.name for d in lowered.dispatches]
+
+
+def test_the_phases_form_is_one_transposing_pass_and_the_scan(tmp_path):
+    """resnext2d's stem pool (NCHW, 3 x 3 / 2, a ReLU before it) as the CPU ships it: the split by phase and its
+    padding one transpose dispatch, into the fill, and the scan one elementwise dispatch over unit-stride slices."""
+    problem = maxpool2d_fwd.problem_from_params(batch=2, channels=4, input_spatial=(32, 32), kernel_size=3, stride=2,
+                                                padding=1, layout="NCHW", dtype="float32", input_activation="relu")
+    spec, lowered = shipped(problem, "llvm-cpu", tmp_path)
+    assert "The phases form" in spec.mlir, "the phases form did not compile: the CPU fell back to another form"
+    kinds = sorted(d.name.split("_")[1] for d in lowered.dispatches)
+    assert kinds == ["elementwise", "transpose"], [d.name for d in lowered.dispatches]
+
+
+def test_the_phases_form_is_the_forwards_where_the_stride_divides_w(rng):
+    nhwc = maxpool2d_fwd.problem_from_params(batch=1, channels=2, input_spatial=(8, 8), kernel_size=3, stride=2,
+                                             layout="NHWC", dtype="float32")
+    odd = maxpool2d_fwd.problem_from_params(batch=1, channels=2, input_spatial=(8, 9), kernel_size=3, stride=2,
+                                            layout="NCHW", dtype="float32")
+    for problem in (nhwc, odd):
+        with pytest.raises(ValueError, match="maxpool2d_fwd: the phases form splits W, the innermost axis of a "
+                                             "channels-first layout, by its stride"):
+            maxpool2d_fwd.render(problem, pool_windows.Form(windows="phases"))
+    backward = _random_problems(rng, maxpool2d, 1)[0]
+    with pytest.raises(ValueError, match="maxpool2d_bwd: the phases form is the forward's"):
+        maxpool2d.render(backward, pool_windows.Form(windows="phases"))
 
 
 def test_the_forward_refuses_the_candidates_form(rng):

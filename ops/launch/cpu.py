@@ -59,12 +59,27 @@ static void dispatch(run_t* run, const command_t* c, uint64_t t, uint64_t n) {
   }
 }
 
+/* a fill of IREE's 1-, 2- or 4-byte pattern: memset where its bytes are all one, else stores of a constant size
+   (which the compiler vectorizes; a memcpy call per element ran at a fraction of memory speed) */
+static void fill(char* target, uint64_t bytes, uint32_t pattern, uint64_t unit) {
+  const unsigned char* p = (const unsigned char*)&pattern;
+  int same = 1;
+  for (uint64_t b = 1; b < unit; ++b) same &= p[b] == p[0];
+  if (same) { memset(target, p[0], bytes); return; }
+  if (unit == 2) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    for (uint64_t i = 0; i < bytes; i += 2) memcpy(target + i, &v, 2);
+    return;
+  }
+  for (uint64_t i = 0; i < bytes; i += 4) memcpy(target + i, &pattern, 4);
+}
+
 static void fill_or_copy(const command_t* c, uint64_t t, uint64_t n) {
   uint64_t unit = c->pattern_bytes ? c->pattern_bytes : 1, units = c->length / unit;
   uint64_t begin = units * t / n * unit, end = units * (t + 1) / n * unit;
   if (c->kind == 2) { memcpy(c->target + begin, c->source + begin, end - begin); return; }
-  if (unit == 1) { memset(c->target + begin, (int)c->pattern, end - begin); return; }
-  for (uint64_t i = begin; i < end; i += unit) memcpy(c->target + i, &c->pattern, unit);
+  fill(c->target + begin, end - begin, c->pattern, unit);
 }
 
 static void team(void* data) {

@@ -53,8 +53,9 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
     """The forward's window scan, defining ``%max`` and ``%indices`` in the destinations: by ``tensor.extract``
     per tap (``maxpool2d_fwd.scan``) or over strided slices of the padded input (``maxpool2d_fwd.tap_scan``); with
     ``relu``, of relu(x), each tap through the ReLU as it is read (``maxpool2d_fwd.relu``)."""
-    if form.windows == "slices":
-        return _tap_scan(problem, element, index_type, max_destination, argmax_destination, relu)
+    if form.windows in ("slices", "phases"):
+        return _tap_scan(problem, element, index_type, max_destination, argmax_destination, relu,
+                         form.windows == "phases")
     batch, channel, spatial = windows.grid_dims(problem)
     letters = windows.axis_letters(problem)
     taps = []
@@ -94,13 +95,14 @@ def _pick(element: str, index_type: str, t: str, v: str, best: str, best_positio
 
 
 def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str,
-              relu: bool = False) -> str:
-    """``maxpool2d_fwd.tap_scan``: the taps (in PyTorch's scan order, h then w) as strided slices of the input
-    padded by ``windows.tap_padding``, picked one after another in one elementwise ``linalg.generic``."""
+              relu: bool = False, phases: bool = False) -> str:
+    """``maxpool2d_fwd.tap_scan``: the taps (in PyTorch's scan order, h then w) as slices of the input padded once,
+    picked one after another in one elementwise ``linalg.generic``: strided slices of the input padded by
+    ``windows.tap_padding``, or, with ``phases``, unit-stride slices of its split by stride phase along W
+    (``windows.phase_split``)."""
     _, _, spatial = windows.grid_dims(problem)
     letters = windows.axis_letters(problem)
-    padded_shape, low, high = windows.tap_padding(problem)
-    padded_type = mlir.tensor(padded_shape, element)
+    padded, padded_type, tap_slice = (_phases if phases else _padded)(problem, element)
     taps = list(itertools.product(*(range(k) for k in problem.kernel_size)))
     axes, slices, picks = [], [], []
     for a, x in enumerate(letters):
@@ -113,29 +115,64 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
     best, best_position = "%best", "%best_position"
     for number, (fh, fw) in enumerate(taps):
         t = f"_{number}"
-        offsets = windows.layout_indices(problem, 0, 0, [problem.dilation[a] * f for a, f in enumerate((fh, fw))])
-        strides = windows.layout_indices(problem, 1, 1, problem.stride)
-        slices.append(mlir.render("maxpool2d_fwd.tap_slice", t=t, offsets=offsets,
-                                  sizes=mlir.index_list(problem.output_shape), strides=strides,
+        offsets, sizes, strides = tap_slice(fh, fw)
+        slices.append(mlir.render("maxpool2d_fwd.tap_slice", t=t, offsets=mlir.index_list(offsets),
+                                  sizes=mlir.index_list(sizes), strides=mlir.index_list(strides),
                                   x_padded_type=padded_type))
         picks += [mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
                               width=problem.input_spatial[1], index_type=index_type),
                   _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
                         f"%best{t}", f"%best_position{t}", relu)]
         best, best_position = f"%best{t}", f"%best_position{t}"
-    rank = len(problem.output_shape)
     return mlir.render(
         "maxpool2d_fwd.tap_scan", element=element, index_type=index_type, max_destination=max_destination,
-        argmax_destination=argmax_destination, pad_low=mlir.index_list(low), pad_high=mlir.index_list(high),
-        pad_indices=", ".join(f"%p{i}: index" for i in range(rank)), x_padded_type=padded_type,
-        slices="\n".join(slices), tap_maps=", ".join([windows.grid_map(problem)] * (len(taps) + 2)),
-        grid_iterators=windows.iterators(problem),
+        argmax_destination=argmax_destination, padded=padded, slices="\n".join(slices),
+        tap_maps=", ".join([windows.grid_map(problem)] * (len(taps) + 2)), grid_iterators=windows.iterators(problem),
         tap_values=", ".join(f"%x_tap_{i}" for i in range(len(taps))), tap_types=", ".join(["!window_max"] * len(taps)),
         tap_arguments=", ".join(f"%v_{i}: {element}" for i in range(len(taps))),
         neg_inf=NEG_INF[element], no_position=problem.input_spatial[0] * problem.input_spatial[1],
         axes=mlir.indent("\n".join(axes), 2), picks=mlir.indent("\n".join(picks), 2),
         last_best=best, last_position=best_position,
     )
+
+
+def _padded(problem: PoolProblem, element: str) -> tuple:
+    """(``maxpool2d_fwd.tap_pad``, its type, tap (fh, fw) -> its strided slice's offsets, sizes and strides)."""
+    shape, low, high = windows.tap_padding(problem)
+    padded_type = mlir.tensor(shape, element)
+    text = mlir.render("maxpool2d_fwd.tap_pad", pad_low=mlir.index_list(low), pad_high=mlir.index_list(high),
+                       pad_indices=", ".join(f"%p{i}: index" for i in range(len(shape))), element=element,
+                       x_padded_type=padded_type)
+
+    def tap_slice(fh: int, fw: int) -> tuple:
+        dilated = [problem.dilation[a] * f for a, f in enumerate((fh, fw))]
+        return (windows.layout_values(problem, 0, 0, dilated), problem.output_shape,
+                windows.layout_values(problem, 1, 1, problem.stride))
+    return text, padded_type, tap_slice
+
+
+def _phases(problem: PoolProblem, element: str) -> tuple:
+    """(``maxpool2d_fwd.tap_phases``, its type, tap (fh, fw) -> its unit-stride slice along W, rank-reduced by the
+    phase axis)."""
+    split = windows.phase_split(problem)
+    shape, stride = problem.input_shape, problem.stride[-1]
+    split_shape = (*shape[:-1], shape[-1] // stride, stride)
+    phases_shape = (*shape[:-1], stride, shape[-1] // stride)
+    last = len(shape) - 1
+    text = mlir.render(
+        "maxpool2d_fwd.tap_phases", stride=stride, front=split.offsets[-1], element=element,
+        reassociation=", ".join([f"[{i}]" for i in range(last)] + [f"[{last}, {last + 1}]"]),
+        split_shape=mlir.index_list(split_shape), x_split_type=mlir.tensor(split_shape, element),
+        x_phases_type=mlir.tensor(phases_shape, element), permutation=mlir.index_list([*range(last), last + 1, last]),
+        x_padded_type=mlir.tensor(split.shape, element), insert_offsets=mlir.index_list(split.offsets),
+        phases_shape=mlir.index_list(phases_shape), unit_strides=mlir.index_list([1] * len(phases_shape)))
+
+    def tap_slice(fh: int, fw: int) -> tuple:
+        phase, column = split.taps[fw]
+        window_h, windows_w = problem.output_spatial
+        return ((0, 0, problem.dilation[0] * fh, phase, column), (*problem.output_shape[:2], window_h, 1, windows_w),
+                (1, 1, problem.stride[0], 1, 1))
+    return text, mlir.tensor(split.shape, element), tap_slice
 
 
 def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:

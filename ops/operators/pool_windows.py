@@ -35,13 +35,15 @@ class Form:
     (``"extract"``), or as strided slices of the input padded once, through identity maps (``"slices"``: the
     forward's scan an elementwise pass over the windows, the backward one elementwise pass per stride phase of
     grad_in over its taps' windows: ``mlir/maxpool2d_bwd_slices.mlir``), or, the backward only, grad_in's phases in
-    one elementwise pass over the windows of every tap shift (``"candidates"``: ``mlir/maxpool2d_bwd_candidates.mlir``).
+    one elementwise pass over the windows of every tap shift (``"candidates"``: ``mlir/maxpool2d_bwd_candidates.mlir``),
+    or, the forward only, in a channels-first layout, as slices of the input split by stride phase along its
+    innermost axis (``"phases"``: ``phase_split``), which no tap reads with a stride there.
     """
 
     windows: str = "extract"
 
     def __post_init__(self):
-        one_of("maxpool2d_fwd and maxpool2d_bwd", "windows", self.windows, ("extract", "slices", "candidates"))
+        one_of("maxpool2d_fwd and maxpool2d_bwd", "windows", self.windows, ("extract", "slices", "candidates", "phases"))
 
 
 def axis_letters(problem: PoolProblem) -> list[str]:
@@ -57,9 +59,13 @@ def grid_dims(problem: PoolProblem) -> tuple[int, int, list[int]]:
     return 0, 1, [2 + a for a in range(rank)]
 
 
+def layout_values(problem: PoolProblem, batch, channel, spatial: list) -> list:
+    """(batch, channel, spatial) in the problem's layout's order."""
+    return [batch, *spatial, channel] if problem.channels_last else [batch, channel, *spatial]
+
+
 def layout_indices(problem: PoolProblem, batch: str, channel: str, spatial: list[str]) -> str:
-    values = [batch, *spatial, channel] if problem.channels_last else [batch, channel, *spatial]
-    return render.index_list(values)
+    return render.index_list(layout_values(problem, batch, channel, spatial))
 
 
 def tap_padding(problem: PoolProblem) -> tuple[list[int], list[int], list[int]]:
@@ -73,6 +79,40 @@ def tap_padding(problem: PoolProblem) -> tuple[list[int], list[int], list[int]]:
         high[dim] = max(0, last - low[dim] - (problem.input_spatial[a] - 1))
     shape = [size + lo + hi for size, lo, hi in zip(problem.input_shape, low, high)]
     return shape, low, high
+
+
+@dataclass(frozen=True)
+class PhaseSplit:
+    """A channels-first activation split by stride phase along its innermost axis (W, stride s) and padded for
+    every tap (``phase_split``): ``shape`` is (..., s, Q'), the input's (..., W) = (..., s*Q) transposed from
+    (..., Q, s) to (..., s, Q) and inserted at ``offsets`` into a fill of that shape; window o's tap f reads phase
+    ``taps[f][0]`` at q = o + ``taps[f][1]``. The outer spatial axes are padded as ``tap_padding`` pads them."""
+
+    shape: tuple
+    offsets: tuple
+    taps: tuple
+
+
+def splits_by_phase(problem: PoolProblem) -> bool:
+    """Whether ``phase_split`` applies: a channels-first layout (W innermost) whose W the stride there divides."""
+    return not problem.channels_last and problem.input_spatial[-1] % problem.stride[-1] == 0
+
+
+def phase_split(problem: PoolProblem) -> PhaseSplit:
+    """The input split by stride phase along W: tap f of window o reads w = s*o + d*f - p_lo, which is
+    s*(q - P) + r at the split's (r, q) with P = ceil(p_lo / s) phases' columns of padding in front: r and
+    q - o depend on f alone, so each tap's windows are a unit-stride slice along q. Needs a channels-first layout
+    (W innermost) whose W the stride divides."""
+    s, d, (p, _) = problem.stride[-1], problem.dilation[-1], problem.padding[-1]
+    width, windows = problem.input_spatial[-1], problem.output_spatial[-1]
+    if not splits_by_phase(problem):
+        raise ValueError(f"{problem.op}: the phases form splits W, the innermost axis of a channels-first layout, by "
+                         f"its stride; {problem.layout} with W {width} and stride {s} has no such split")
+    shape, low, _ = tap_padding(problem)
+    front = -(-p // s)
+    taps = tuple(divmod(d * f - p + front * s, s)[::-1] for f in range(problem.kernel_size[-1]))
+    columns = max(width // s + front, max(q for _, q in taps) + windows)
+    return PhaseSplit(shape=(*shape[:-1], s, columns), offsets=(*low[:-1], 0, front), taps=taps)
 
 
 def grid_map(problem: PoolProblem, extra_dims: int = 0) -> str:
