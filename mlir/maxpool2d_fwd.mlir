@@ -96,27 +96,6 @@ ${picks}
   linalg.yield ${last_best}, ${last_position} : ${element}, ${index_type}
 } -> (!window_max, !argmax)
 
-// fragment tap_pad: the input padded: window o's tap f reads x_padded[.., s*o + d*f, ..], a strided slice
-%x_padded = tensor.pad %x low[${pad_low}] high[${pad_high}] {
-^bb0(${pad_indices}):
-  tensor.yield %neg_inf : ${element}
-} : !x to ${x_padded_type}
-
-// fragment tap_phases: the input split by stride phase along W, its innermost axis, and padded by one -inf fill
-// The split along W (stride ${stride}): x_padded[.., r, q] = x[.., ${stride}*(q - ${front}) + r] (the outer axes padded as
-// tensor.pad would). Window o's tap f reads w = s*o + d*f - p_lo, which is phase (d*f - p_lo) mod s at
-// q = o + (d*f - p_lo) floordiv s + ${front}: a unit-stride slice along o (a strided slice is read one element at
-// a time)
-%x_split = tensor.expand_shape %x [${reassociation}] output_shape [${split_shape}] : !x into ${x_split_type}
-%x_phases_empty = tensor.empty() : ${x_phases_type}
-%x_phases = linalg.transpose ins(%x_split : ${x_split_type}) outs(%x_phases_empty : ${x_phases_type}) permutation = [${permutation}]
-%x_padded_empty = tensor.empty() : ${x_padded_type}
-%x_padded_fill = linalg.fill ins(%neg_inf : ${element}) outs(%x_padded_empty : ${x_padded_type}) -> ${x_padded_type}
-%x_padded = tensor.insert_slice %x_phases into %x_padded_fill[${insert_offsets}] [${phases_shape}] [${unit_strides}] : ${x_phases_type} into ${x_padded_type}
-
-// fragment tap_slice: tap ${t}'s slice of the padded input: its windows' values
-%x_tap${t} = tensor.extract_slice %x_padded[${offsets}] [${sizes}] [${strides}] : ${x_padded_type} to !window_max
-
 // fragment tap_axis: tap f's position i = s*o + d*f - p_lo along one axis, and whether it lies inside the input
 %i_${x}${f} = affine.apply affine_map<(o) -> (o * ${s} ${offset})>(%o_${x})
 %i_${x}${f}_ge = arith.cmpi sge, %i_${x}${f}, %c0 : index

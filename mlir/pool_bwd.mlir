@@ -120,7 +120,7 @@ ${reads}
 ${products}
 
 // fragment avg_tap_count: window o's tap count along one axis, from its table
-%divisor_${x} = tensor.extract %tap_counts_${x}[%o_${x}_clamped] : ${table_type}
+%divisor_${x} = tensor.extract %tap_counts_${x}[${window}] : ${table_type}
 
 // fragment avg_multiply: one factor of the divisor's product
 ${result} = arith.mulf ${a}, ${b} : f32

@@ -8,7 +8,7 @@ problem algebra, the templates and their tests need neither.
 """
 
 from .compiler import CompileError, DamagedModuleError, MissingModuleError
-from .api import avgpool3d_bwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d_bwd, maxpool2d_fwd
+from .api import avgpool3d_bwd, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d_bwd, maxpool2d_fwd
 
 
 def to_device(array, device: str = "local-task"):
@@ -24,6 +24,7 @@ __all__ = [
     "grouped_conv_bwd_weight",
     "maxpool2d_fwd",
     "maxpool2d_bwd",
+    "avgpool3d_fwd",
     "avgpool3d_bwd",
     "to_device",
     "CompileError",

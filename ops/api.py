@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .operators import avgpool3d as avgpool_bwd, conv_bwd_data as conv, grouped_conv_bwd_data as grouped_data
-from .operators import grouped_conv_bwd_weight as grouped_weight, maxpool2d as maxpool_bwd, maxpool2d_fwd as maxpool_fwd
+from .operators import avgpool3d_fwd as avgpool_fwd, grouped_conv_bwd_weight as grouped_weight, maxpool2d as maxpool_bwd
+from .operators import maxpool2d_fwd as maxpool_fwd
 
 
 def run(problem, arrays: list, device: str | None = None, out=None, *, form: Any = None):
@@ -113,6 +114,20 @@ def maxpool2d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0,
                         dilation=dilation, ceil_mode=ceil_mode, indices=indices, x=x, layout=layout, output=output)
     source = indices if indices is not None else x
     return run(problem, [grad_out, source] + ([] if output is None else [output]), device, out)
+
+
+def avgpool3d_fwd(x, *, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True,
+                  divisor_override=None, input_activation=None, layout="NDHWC", device=None, out=None):
+    """3-D average pooling: ``torch.nn.functional.avg_pool3d(x, ...)``.
+
+    x: ``(N, D, H, W, C)`` (``NDHWC``) or ``(N, C, D, H, W)`` (``NCDHW``); y has the output's shape in the same
+    layout. Parameters as in :func:`avgpool3d_bwd`. ``input_activation="relu"`` pools relu(x), each tap through the
+    ReLU as it is read. ``out``, optional: a DeviceArray for y.
+    """
+    problem = avgpool_fwd.normalize(x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+                                    ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                                    divisor_override=divisor_override, layout=layout, input_activation=input_activation)
+    return run(problem, [x], device, out)
 
 
 def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -289,7 +289,8 @@ def _has_weight_taps_form(problem) -> bool:
 
 
 def _pool_forms(problem, target: Target) -> list:
-    """The max-pooling forms for ``target``: on llvm-cpu, a backward from the forward's indices in one pass over its
+    """The pooling forms for ``target``: average pooling's forward reads its taps as slices, split by stride phase
+    where max pooling's forward is (below), on every target; max pooling's on llvm-cpu, a backward from the forward's indices in one pass over its
     candidate windows first (1.1-3.1x faster than the stride phases, and 2x the extract form's one pass where windows
     do not overlap: docs/perf/cpu-step/eighth/pool_ab.txt), then the strided slices (vectorized; the extract form's
     per-tap gathers ran 3-7x slower there: docs/PERFORMANCE.md, the CPU training step), then the extract form; a
@@ -299,6 +300,9 @@ def _pool_forms(problem, target: Target) -> list:
     slices are read one element at a time: docs/PERFORMANCE.md, the thirteenth session). The GPUs keep the extract
     form, verified and tuned with it."""
     Form = pool_windows.Form
+    if problem.op == "avgpool3d_fwd":  # its taps are slices only
+        phases = target.cpu and problem.stride[-1] > 1 and pool_windows.splits_by_phase(problem)
+        return [Form(windows="phases"), Form(windows="slices")] if phases else [Form(windows="slices")]
     if not target.cpu:
         return [Form()]
     if problem.op == "maxpool2d_bwd" and problem.source == "indices":

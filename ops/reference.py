@@ -114,19 +114,38 @@ def avgpool_bwd(grad_out, input_spatial, kernel, stride, dilation, padding, coun
     grad_in = np.zeros((grad_out.shape[0], *input_spatial, grad_out.shape[-1]))
     rank = len(input_spatial)
     for o in itertools.product(*(range(size) for size in grad_out.shape[1:-1])):
-        taps = [_window_taps(o[a], input_spatial[a], kernel[a], stride[a], dilation[a], padding[a][0]) for a in range(rank)]
-        inside = [[i for i in taps[a] if 0 <= i < input_spatial[a]] for a in range(rank)]
-        in_padded = [[i for i in taps[a] if i < input_spatial[a] + padding[a][1]] for a in range(rank)]
-        if divisor_override is not None:
-            divisor = divisor_override
-        elif count_include_pad:
-            divisor = len(list(itertools.product(*in_padded)))
-        else:
-            divisor = len(list(itertools.product(*inside)))
+        inside, divisor = _avg_window(o, input_spatial, kernel, stride, dilation, padding, count_include_pad,
+                                      divisor_override)
         share = grad_out[(slice(None), *o, slice(None))] / divisor  # (N, C)
         positions = np.ix_(*inside)
         np.add.at(grad_in, (slice(None), *positions, slice(None)), share[(slice(None), *([None] * rank), slice(None))])
     return grad_in
+
+
+def avgpool_fwd(x, output_spatial, kernel, stride, dilation, padding, count_include_pad: bool, divisor_override=None):
+    """N-D average pooling: each window's taps inside the input, summed, over PyTorch's divisor (``avgpool_bwd``'s).
+    x: (N, *input_spatial, C); returns (N, *output_spatial, C), float64."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.empty((x.shape[0], *output_spatial, x.shape[-1]))
+    for o in itertools.product(*(range(size) for size in output_spatial)):
+        inside, divisor = _avg_window(o, x.shape[1:-1], kernel, stride, dilation, padding, count_include_pad,
+                                      divisor_override)
+        taps = x[(slice(None), *np.ix_(*inside), slice(None))]
+        y[(slice(None), *o, slice(None))] = taps.sum(axis=tuple(range(1, 1 + len(o)))) / divisor
+    return y
+
+
+def _avg_window(o, input_spatial, kernel, stride, dilation, padding, count_include_pad: bool, divisor_override):
+    """(per axis, window ``o``'s taps inside the input; its divisor: ``divisor_override``, or its taps inside the
+    padded input [-p_lo, in + p_hi) (count_include_pad; a ceil_mode window running past the padded end is clipped
+    there), or inside the input)."""
+    rank = len(input_spatial)
+    taps = [_window_taps(o[a], input_spatial[a], kernel[a], stride[a], dilation[a], padding[a][0]) for a in range(rank)]
+    inside = [[i for i in taps[a] if 0 <= i < input_spatial[a]] for a in range(rank)]
+    in_padded = [[i for i in taps[a] if i < input_spatial[a] + padding[a][1]] for a in range(rank)]
+    if divisor_override is not None:
+        return inside, divisor_override
+    return inside, int(np.prod([len(t) for t in (in_padded if count_include_pad else inside)]))
 
 
 # --- Convolution backward-weight ------------------------------------------------------------------------

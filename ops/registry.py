@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Mapping
 
-from .operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
+from .operators import avgpool3d, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
 from .validation import check
 
 # Normwise relative error allowed of a result against its float64 reference (ops/verify.py): float16 and
@@ -42,6 +42,7 @@ OPERATORS: dict[str, Entry] = {entry.op: entry for entry in (
     Entry(maxpool2d, SUMMED, manifest=True, bench="torch_maxpool2d_bwd", torch="max_pool2d_backward"),
     Entry(avgpool3d, SUMMED, manifest=True, bench="torch_avgpool3d_bwd", torch="avg_pool3d_backward"),
     Entry(maxpool2d_fwd, None, manifest=False, bench=None, torch="max_pool2d"),
+    Entry(avgpool3d_fwd, SUMMED, manifest=False, bench=None, torch="avg_pool3d"),
 )}
 
 

@@ -19,6 +19,7 @@ from torch import nn  # noqa: E402
 import ops.torch as otorch  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
 from ops import compiler  # noqa: E402
+from conftest import compiles_nothing  # noqa: E402
 
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}  # normwise relative error
@@ -246,8 +247,9 @@ def test_avg_pool3d_matches_pytorch(params, memory_last, seeded):
 @pytest.mark.parametrize("memory_last", [False, True])
 @pytest.mark.parametrize("params", AVG_POOL_CASES[1:3])
 def test_fused_relu_avg_pool3d_matches_relu_then_pool(params, memory_last, monkeypatch, seeded):
-    """avg_pool3d(relu(x)) with the ReLU's backward in the pooling kernel: PyTorch's values and gradient (0 where
-    x <= 0, exact zeros included), from one kernel call with the mask, through the function and the module."""
+    """avg_pool3d(relu(x)) with the ReLU in the pooling kernels: PyTorch's values and gradient (0 where x <= 0,
+    exact zeros included), from the forward kernel reading relu(x) and one backward call with the mask, through the
+    function and the module."""
     x = torch.randn(2, 3, 5, 8, 7)
     x[torch.rand(x.shape) < 0.2] = 0.0
     x = (channels_last(x) if memory_last else x).requires_grad_()
@@ -261,7 +263,7 @@ def test_fused_relu_avg_pool3d_matches_relu_then_pool(params, memory_last, monke
         grad = torch.randn_like(y)
         ours, theirs = torch.autograd.grad(y, x, grad)[0], torch.autograd.grad(y_ref, x, grad)[0]
         assert relative_error(ours, theirs) <= 1e-6 and (ours[x <= 0] == 0).all()
-    assert [(p.op, p.input_activation) for p in launched] == [("avgpool3d_bwd", "relu")] * 2
+    assert [(p.op, p.input_activation) for p in launched] == [("avgpool3d_fwd", "relu"), ("avgpool3d_bwd", "relu")] * 2
 
 
 def test_unbatched_inputs(seeded):
@@ -580,9 +582,8 @@ OPCHECK_CASES = {
     "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), *F.max_pool2d(torch.randn(2, 3, 8, 8).relu(), 2,
                                                                            return_indices=True)[::-1],
                                     [2, 3, 8, 8], [2, 2], [2, 2], [0, 0], [1, 1], False),
-    "avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
-    "relu_avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False,
-                                True, None),
+    "avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None,
+                           True),
     "avg_pool3d_backward": lambda: (torch.randn(1, 2, 2, 3, 3), torch.randn(1, 2, 4, 6, 6).relu(), [1, 2, 4, 6, 6],
                                     [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
 }
@@ -693,14 +694,14 @@ EQUAL_BUT_BAD = [  # (a good call, then one whose bad argument compares equal to
 
 
 @pytest.mark.parametrize("good,bad,error,message", EQUAL_BUT_BAD)
-def test_checks_remembered_per_call_still_refuse_an_equal_value_of_another_type(good, bad, error, message,
-                                                                                 nothing_compiles):
+def test_checks_remembered_per_call_still_refuse_an_equal_value_of_another_type(good, bad, error, message):
     """The checks of a call's arguments run once per shapes and arguments (ops/torch/functional._checked_once);
-    True, 1.0 and 1 compare equal, so the remembered key holds each entry's type too."""
+    True, 1.0 and 1 compare equal, so the remembered key holds each entry's type too. The bad call compiles and
+    loads nothing (the good one may: average pooling's forward is a kernel)."""
     x = torch.randn(2, 4, 7, 7, requires_grad=True)
     w = torch.randn(6, 2, 3, 3, requires_grad=True)
     good(x, w)
-    with pytest.raises(error, match=message):
+    with compiles_nothing(), pytest.raises(error, match=message):
         bad(x, w)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes, sweep_params, geometry
+from .. import dtypes, sweep_params
 from .. import render as mlir
 from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
@@ -60,49 +60,10 @@ def normalize(grad_out, *, input_shape, kernel_size, stride, padding, dilation, 
     return problem
 
 
-def tap_counts(problem: AvgPoolProblem) -> list[tuple[int, ...]]:
-    """Per axis, per window: the taps the divisor counts (its product over the axes is the divisor)."""
-    return [
-        geometry.pool_tap_counts(
-            problem.input_spatial[a], problem.output_spatial[a], problem.kernel_size[a], problem.stride[a],
-            problem.dilation[a], *problem.padding[a], problem.count_include_pad,
-        )
-        for a in range(problem.rank)
-    ]
-
-
-def _divisor(problem: AvgPoolProblem) -> tuple[str, str]:
-    """(function-level tables, body lines defining ``%divisor``): the override, or the product of the per-axis
-    tap counts, folded into one constant over the axes where every window counts the same, and read from a
-    table (indexed by the window) on the others."""
-    if problem.divisor_override is not None:
-        return (mlir.render("pool_bwd.avg_override", divisor=problem.divisor_override),
-                mlir.render("pool_bwd.avg_divisor", divisor=float(problem.divisor_override)))
-    uniform, table_axes = 1, []
-    for x, counts in zip(windows.axis_letters(problem), tap_counts(problem)):
-        if len(set(counts)) == 1:
-            uniform *= counts[0]
-        else:
-            table_axes.append((x, counts))
-    if not table_axes:
-        return mlir.render("pool_bwd.avg_uniform"), mlir.render("pool_bwd.avg_divisor", divisor=float(uniform))
-    tables, reads = [], []
-    for x, counts in table_axes:
-        table_type = mlir.tensor([len(counts)], "f32")
-        tables.append(mlir.render("pool_bwd.avg_table", x=x, counts=mlir.index_list(float(c) for c in counts),
-                                    table_type=table_type))
-        reads.append(mlir.render("pool_bwd.avg_tap_count", x=x, table_type=table_type))
-    factors = ["%divisor_uniform", *(f"%divisor_{x}" for x, _ in table_axes)]
-    products = windows.fold("pool_bwd.avg_multiply", "%divisor", factors)
-    return (mlir.render("pool_bwd.avg_tables", tables="\n".join(tables)),
-            mlir.render("pool_bwd.avg_divisor_product", uniform=float(uniform), reads="\n".join(reads),
-                          products=products))
-
-
 def render(problem: AvgPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, dst)."""
     element = dtypes.mlir_element_type(problem.dtype)
-    tables, divisor = _divisor(problem)
+    tables, divisor = windows.avg_divisor(problem, "%o_{x}_clamped")
     g_to_f32, g32 = windows.to_f32("%g", element)
     relu = problem.input_activation == "relu"
     return windows.render_gather(

@@ -102,7 +102,7 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
     (``windows.phase_split``)."""
     _, _, spatial = windows.grid_dims(problem)
     letters = windows.axis_letters(problem)
-    padded, padded_type, tap_slice = (_phases if phases else _padded)(problem, element)
+    padded, tap_slice = windows.tap_source(problem, element, "%neg_inf", phases)
     taps = list(itertools.product(*(range(k) for k in problem.kernel_size)))
     axes, slices, picks = [], [], []
     for a, x in enumerate(letters):
@@ -115,10 +115,7 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
     best, best_position = "%best", "%best_position"
     for number, (fh, fw) in enumerate(taps):
         t = f"_{number}"
-        offsets, sizes, strides = tap_slice(fh, fw)
-        slices.append(mlir.render("maxpool2d_fwd.tap_slice", t=t, offsets=mlir.index_list(offsets),
-                                  sizes=mlir.index_list(sizes), strides=mlir.index_list(strides),
-                                  x_padded_type=padded_type))
+        slices.append(tap_slice(t, (fh, fw), "!window_max"))
         picks += [mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
                               width=problem.input_spatial[1], index_type=index_type),
                   _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
@@ -134,45 +131,6 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
         axes=mlir.indent("\n".join(axes), 2), picks=mlir.indent("\n".join(picks), 2),
         last_best=best, last_position=best_position,
     )
-
-
-def _padded(problem: PoolProblem, element: str) -> tuple:
-    """(``maxpool2d_fwd.tap_pad``, its type, tap (fh, fw) -> its strided slice's offsets, sizes and strides)."""
-    shape, low, high = windows.tap_padding(problem)
-    padded_type = mlir.tensor(shape, element)
-    text = mlir.render("maxpool2d_fwd.tap_pad", pad_low=mlir.index_list(low), pad_high=mlir.index_list(high),
-                       pad_indices=", ".join(f"%p{i}: index" for i in range(len(shape))), element=element,
-                       x_padded_type=padded_type)
-
-    def tap_slice(fh: int, fw: int) -> tuple:
-        dilated = [problem.dilation[a] * f for a, f in enumerate((fh, fw))]
-        return (windows.layout_values(problem, 0, 0, dilated), problem.output_shape,
-                windows.layout_values(problem, 1, 1, problem.stride))
-    return text, padded_type, tap_slice
-
-
-def _phases(problem: PoolProblem, element: str) -> tuple:
-    """(``maxpool2d_fwd.tap_phases``, its type, tap (fh, fw) -> its unit-stride slice along W, rank-reduced by the
-    phase axis)."""
-    split = windows.phase_split(problem)
-    shape, stride = problem.input_shape, problem.stride[-1]
-    split_shape = (*shape[:-1], shape[-1] // stride, stride)
-    phases_shape = (*shape[:-1], stride, shape[-1] // stride)
-    last = len(shape) - 1
-    text = mlir.render(
-        "maxpool2d_fwd.tap_phases", stride=stride, front=split.offsets[-1], element=element,
-        reassociation=", ".join([f"[{i}]" for i in range(last)] + [f"[{last}, {last + 1}]"]),
-        split_shape=mlir.index_list(split_shape), x_split_type=mlir.tensor(split_shape, element),
-        x_phases_type=mlir.tensor(phases_shape, element), permutation=mlir.index_list([*range(last), last + 1, last]),
-        x_padded_type=mlir.tensor(split.shape, element), insert_offsets=mlir.index_list(split.offsets),
-        phases_shape=mlir.index_list(phases_shape), unit_strides=mlir.index_list([1] * len(phases_shape)))
-
-    def tap_slice(fh: int, fw: int) -> tuple:
-        phase, column = split.taps[fw]
-        window_h, windows_w = problem.output_spatial
-        return ((0, 0, problem.dilation[0] * fh, phase, column), (*problem.output_shape[:2], window_h, 1, windows_w),
-                (1, 1, problem.stride[0], 1, 1))
-    return text, mlir.tensor(split.shape, element), tap_slice
 
 
 def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:

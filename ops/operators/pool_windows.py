@@ -22,28 +22,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes, render
+from .. import dtypes, geometry, render
 from ..operator import one_of
 from ..problem import PoolProblem
 
 
 @dataclass(frozen=True)
 class Form:
-    """The max-pooling templates' forms (which one a target takes, and why: ``ops/policy.py``).
+    """The pooling templates' forms (which one a target takes, and why: ``ops/policy.py``); average pooling's
+    forward reads its taps as slices or phases, its backward has one form (``SingleForm``).
 
     ``windows``: a kernel reads each window's taps by ``tensor.extract`` at positions computed in the body
     (``"extract"``), or as strided slices of the input padded once, through identity maps (``"slices"``: the
     forward's scan an elementwise pass over the windows, the backward one elementwise pass per stride phase of
     grad_in over its taps' windows: ``mlir/maxpool2d_bwd_slices.mlir``), or, the backward only, grad_in's phases in
     one elementwise pass over the windows of every tap shift (``"candidates"``: ``mlir/maxpool2d_bwd_candidates.mlir``),
-    or, the forward only, in a channels-first layout, as slices of the input split by stride phase along its
+    or, the forwards only, in a channels-first layout, as slices of the input split by stride phase along its
     innermost axis (``"phases"``: ``phase_split``), which no tap reads with a stride there.
     """
 
     windows: str = "extract"
 
     def __post_init__(self):
-        one_of("maxpool2d_fwd and maxpool2d_bwd", "windows", self.windows, ("extract", "slices", "candidates", "phases"))
+        one_of("the pooling operators", "windows", self.windows, ("extract", "slices", "candidates", "phases"))
 
 
 def axis_letters(problem: PoolProblem) -> list[str]:
@@ -113,6 +114,95 @@ def phase_split(problem: PoolProblem) -> PhaseSplit:
     taps = tuple(divmod(d * f - p + front * s, s)[::-1] for f in range(problem.kernel_size[-1]))
     columns = max(width // s + front, max(q for _, q in taps) + windows)
     return PhaseSplit(shape=(*shape[:-1], s, columns), offsets=(*low[:-1], 0, front), taps=taps)
+
+
+def tap_source(problem: PoolProblem, element: str, pad_value: str, phases: bool = False) -> tuple:
+    """(the forward's padded input, ``pool_taps.tap_pad`` or, with ``phases``, ``pool_taps.tap_phases``; a function
+    rendering ``pool_taps.tap_slice``: tap ``t``'s slice, of taps ``f`` (one per spatial axis), as ``window_type``).
+    Padded taps hold ``pad_value`` (an SSA name)."""
+    if phases:
+        return _phase_source(problem, element, pad_value)
+    shape, low, high = tap_padding(problem)
+    padded_type = render.tensor(shape, element)
+    text = render.render("pool_taps.tap_pad", pad_low=render.index_list(low), pad_high=render.index_list(high),
+                         pad_indices=", ".join(f"%p{i}: index" for i in range(len(shape))), pad_value=pad_value,
+                         element=element, x_padded_type=padded_type)
+
+    def tap_slice(t: str, f: tuple, window_type: str) -> str:
+        dilated = [problem.dilation[a] * tap for a, tap in enumerate(f)]
+        return render.render("pool_taps.tap_slice", t=t, x_padded_type=padded_type, window_type=window_type,
+                             offsets=render.index_list(layout_values(problem, 0, 0, dilated)),
+                             sizes=render.index_list(problem.output_shape),
+                             strides=render.index_list(layout_values(problem, 1, 1, problem.stride)))
+    return text, tap_slice
+
+
+def _phase_source(problem: PoolProblem, element: str, pad_value: str) -> tuple:
+    """``tap_source`` of the input split by stride phase along W (``phase_split``): each tap's slice is unit-stride
+    along W's windows, rank-reduced by the phase axis."""
+    split = phase_split(problem)
+    shape, stride, last = problem.input_shape, problem.stride[-1], len(problem.input_shape) - 1
+    split_shape = (*shape[:-1], shape[-1] // stride, stride)
+    phases_shape = (*shape[:-1], stride, shape[-1] // stride)
+    padded_type = render.tensor(split.shape, element)
+    text = render.render(
+        "pool_taps.tap_phases", stride=stride, front=split.offsets[-1], element=element, pad_value=pad_value,
+        reassociation=", ".join([f"[{i}]" for i in range(last)] + [f"[{last}, {last + 1}]"]),
+        split_shape=render.index_list(split_shape), x_split_type=render.tensor(split_shape, element),
+        x_phases_type=render.tensor(phases_shape, element), x_padded_type=padded_type,
+        permutation=render.index_list([*range(last), last + 1, last]), insert_offsets=render.index_list(split.offsets),
+        phases_shape=render.index_list(phases_shape), unit_strides=render.index_list([1] * len(phases_shape)))
+    outer = range(problem.rank - 1)
+
+    def tap_slice(t: str, f: tuple, window_type: str) -> str:
+        phase, column = split.taps[f[-1]]
+        offsets = (0, 0, *(problem.dilation[a] * f[a] for a in outer), phase, column)
+        sizes = (*problem.output_shape[:-1], 1, problem.output_shape[-1])
+        strides = (1, 1, *(problem.stride[a] for a in outer), 1, 1)
+        return render.render("pool_taps.tap_slice", t=t, x_padded_type=padded_type, window_type=window_type,
+                             offsets=render.index_list(offsets), sizes=render.index_list(sizes),
+                             strides=render.index_list(strides))
+    return text, tap_slice
+
+
+def avg_tap_counts(problem: PoolProblem) -> list[tuple[int, ...]]:
+    """Average pooling's per axis, per window: the taps the divisor counts (its product over the axes is the
+    divisor)."""
+    return [
+        geometry.pool_tap_counts(
+            problem.input_spatial[a], problem.output_spatial[a], problem.kernel_size[a], problem.stride[a],
+            problem.dilation[a], *problem.padding[a], problem.count_include_pad,
+        )
+        for a in range(problem.rank)
+    ]
+
+
+def avg_divisor(problem: PoolProblem, window: str) -> tuple[str, str]:
+    """Average pooling's (function-level tables, body lines defining ``%divisor``): the override, or the product of
+    the per-axis tap counts, folded into one constant over the axes where every window counts the same, and read
+    from a table on the others at the window ``window`` (an SSA name with ``{x}`` for the axis letter)."""
+    if problem.divisor_override is not None:
+        return (render.render("pool_bwd.avg_override", divisor=problem.divisor_override),
+                render.render("pool_bwd.avg_divisor", divisor=float(problem.divisor_override)))
+    uniform, table_axes = 1, []
+    for x, counts in zip(axis_letters(problem), avg_tap_counts(problem)):
+        if len(set(counts)) == 1:
+            uniform *= counts[0]
+        else:
+            table_axes.append((x, counts))
+    if not table_axes:
+        return render.render("pool_bwd.avg_uniform"), render.render("pool_bwd.avg_divisor", divisor=float(uniform))
+    tables, reads = [], []
+    for x, counts in table_axes:
+        table_type = render.tensor([len(counts)], "f32")
+        tables.append(render.render("pool_bwd.avg_table", x=x, counts=render.index_list(float(c) for c in counts),
+                                    table_type=table_type))
+        reads.append(render.render("pool_bwd.avg_tap_count", x=x, window=window.format(x=x), table_type=table_type))
+    factors = ["%divisor_uniform", *(f"%divisor_{x}" for x, _ in table_axes)]
+    products = fold("pool_bwd.avg_multiply", "%divisor", factors)
+    return (render.render("pool_bwd.avg_tables", tables="\n".join(tables)),
+            render.render("pool_bwd.avg_divisor_product", uniform=float(uniform), reads="\n".join(reads),
+                          products=products))
 
 
 def grid_map(problem: PoolProblem, extra_dims: int = 0) -> str:

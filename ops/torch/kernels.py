@@ -1,12 +1,12 @@
 """The ``iree_ck`` operators: the kernel ops, the forward ops with their autograd, and PyTorch's fallbacks.
 
 Each kernel (``conv_backward_input``, ``conv_backward_weight``, ``max_pool2d``, ``max_pool2d_backward``,
-``avg_pool3d_backward``) is a ``KernelOp``: an operator of the ``iree_ck`` library (``torch.library.Library``, so
+``avg_pool3d``, ``avg_pool3d_backward``) is a ``KernelOp``: an operator of the ``iree_ck`` library (``torch.library.Library``, so
 ``torch.compile(fullgraph=True)`` traces it) whose real implementation runs the ready call of its arguments'
 signature (``ops/torch/calls.py``, prepared once from the generic plan of ``ops/torch/plans.py``) and whose fake
-one returns the plan's destinations. The forward ops ``conv``, ``relu_conv``, ``avg_pool3d`` and ``relu_avg_pool3d``
-are PyTorch's own computations; ``register_autograd`` gives them (and ``max_pool2d``) backwards that call the kernel
-ops.
+one returns the plan's destinations. The forward ops ``conv`` and ``relu_conv`` are PyTorch's own computations;
+``register_autograd`` gives them (and the pooling forwards ``max_pool2d`` and ``avg_pool3d``) backwards that call
+the kernel ops.
 
 Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward (through
 its C++ ``apply``: ``_applied``) whose backward calls the kernel ops' ready calls directly. ``Conv``,
@@ -219,6 +219,12 @@ def _torch_avg_pool3d_backward(grad_output, relu_output, input_size, kernel_size
         divisor_override)), cl)
 
 
+def _torch_avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, relu):
+    cl = is_channels_last(input)
+    return conform(F.avg_pool3d(torch.relu(input) if relu else input, kernel_size, stride, padding, ceil_mode,
+                                count_include_pad, divisor_override), cl)
+
+
 def torch_conv(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride, padding, dilation, groups: int) -> Tensor:
     """PyTorch's own forward convolution, with flat (low, high) padding pairs."""
     return Conv(stride, padding, dilation, groups, False).convolve(input, weight, bias)
@@ -229,6 +235,7 @@ conv_backward_weight = KernelOp("conv_backward_weight", _torch_conv_backward_wei
 max_pool2d = KernelOp("max_pool2d", _torch_max_pool2d)
 max_pool2d_backward = KernelOp("max_pool2d_backward", _torch_max_pool2d_backward)
 avg_pool3d_backward = KernelOp("avg_pool3d_backward", _torch_avg_pool3d_backward)
+avg_pool3d_forward = KernelOp("avg_pool3d", _torch_avg_pool3d)
 
 
 # --- Convolution: PyTorch's forward, the kernels' backward ------------------------------------------------
@@ -424,63 +431,43 @@ def max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[
     return _apply_max_pool(*arguments) if _direct(input) else max_pool2d.op(*arguments)
 
 
-# --- Average pooling: PyTorch's forward, the kernels' backward ----------------------------------------------
-
-
-def _torch_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
-                      count_include_pad: bool, divisor_override: Optional[int]) -> Tensor:
-    return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
-
-def _relu_avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
-                     count_include_pad: bool, divisor_override: Optional[int]) -> Tuple[Tensor, Tensor]:
-    """(avg_pool3d(relu(input)), relu(input)), which the backward reads (as PyTorch's ReLU saves it)."""
-    activation = torch.relu(input)
-    return _torch_avg_pool3d(activation, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                             divisor_override), activation
-
-
-_avg_pool3d_op = _define("avg_pool3d", _schema_of(_torch_avg_pool3d), _torch_avg_pool3d, _torch_avg_pool3d)
-_relu_avg_pool3d_op = _define("relu_avg_pool3d", _schema_of(_relu_avg_pool3d), _relu_avg_pool3d, _relu_avg_pool3d)
+# --- Average pooling: the kernels' forward and backward ----------------------------------------------------
 
 
 def _avg_pool_setup(ctx, inputs, output, direct: bool = False):
-    input, *params = inputs
+    """Saves, with the ReLU fused (``relu``), the pooled input: its backward masks where the ReLU's output is <= 0,
+    which is where the input is (relu(x) <= 0 exactly where x <= 0, NaN in neither), so relu(x) is never kept."""
+    input, *params, relu = inputs
     ctx.direct = direct
     ctx.params = (list(input.shape), *params)
-    ctx.fused_relu = isinstance(output, tuple)
-    if ctx.fused_relu:  # relu_avg_pool3d: its backward reads relu(input)
-        ctx.save_for_backward(output[1])
-        ctx.mark_non_differentiable(output[1])
-        ctx.set_materialize_grads(False)
+    ctx.fused_relu = relu
+    if relu:
+        ctx.save_for_backward(input)
 
 
-def _avg_pool_backward(ctx, grad_output, *unused):
-    relu_output = ctx.saved_tensors[0] if ctx.fused_relu else None
-    if grad_output is None or not ctx.needs_input_grad[0]:
-        return None, None, None, None, None, None, None
+def _avg_pool_backward(ctx, grad_output):
+    relu_output = ctx.saved_tensors[0] if ctx.fused_relu else None  # the mask's source: the ReLU's input
+    if not ctx.needs_input_grad[0]:
+        return None, None, None, None, None, None, None, None
     grad_input = avg_pool3d_backward.call(ctx.direct, grad_output, relu_output, *ctx.params)
-    return grad_input, None, None, None, None, None, None
+    return grad_input, None, None, None, None, None, None, None
 
 
 _register_autograd("avg_pool3d", _avg_pool_backward, _avg_pool_setup)
-_register_autograd("relu_avg_pool3d", _avg_pool_backward, _avg_pool_setup)
 
 
 class _AvgPoolFunction(torch.autograd.Function):
-    """``avg_pool3d`` (or ``relu_avg_pool3d``) and its backward on the eager path (``_direct``); the last input is
-    the forward (``_torch_avg_pool3d`` or ``_relu_avg_pool3d``)."""
+    """``avg_pool3d`` and its backward on the eager path (``_direct``)."""
 
     @staticmethod
     def forward(ctx, *inputs):
-        *inputs, forward = inputs
-        output = forward(*inputs)
+        output = avg_pool3d_forward.run(*inputs)
         _avg_pool_setup(ctx, inputs, output, direct=True)
         return output
 
     @staticmethod
-    def backward(ctx, *grads):
-        return *_avg_pool_backward(ctx, *grads), None
+    def backward(ctx, grad_output):
+        return _avg_pool_backward(ctx, grad_output)
 
 
 _apply_avg_pool = _applied(_AvgPoolFunction)
@@ -488,11 +475,7 @@ _apply_avg_pool = _applied(_AvgPoolFunction)
 
 def avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
                count_include_pad: bool, divisor_override: Optional[int], relu: bool = False) -> Tensor:
-    """PyTorch's ``avg_pool3d`` (of ``relu(input)`` where ``relu``) whose backward is the ``avg_pool3d_backward``
-    kernel (with the ReLU's backward fused)."""
-    arguments = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    if _direct(input):
-        output = _apply_avg_pool(*arguments, _relu_avg_pool3d if relu else _torch_avg_pool3d)
-    else:
-        output = (_relu_avg_pool3d_op if relu else _avg_pool3d_op)(*arguments)
-    return output[0] if relu else output
+    """``avg_pool3d`` (of ``relu(input)`` where ``relu``, the ReLU inside the kernel) whose backward is the
+    ``avg_pool3d_backward`` kernel (with the ReLU's backward fused)."""
+    arguments = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, relu)
+    return _apply_avg_pool(*arguments) if _direct(input) else avg_pool3d_forward.op(*arguments)

@@ -161,6 +161,19 @@ def _avg_pool3d_backward(module, arrays, shapes, input_size, *parameters, layout
                             count_include_pad=count_include_pad, divisor_override=divisor_override, layout=layout)
 
 
+def _avg_pool3d(module, arrays, shapes, *parameters, layout):
+    kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, relu = parameters
+    return module.normalize(*arrays, kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                            count_include_pad=count_include_pad, divisor_override=divisor_override, layout=layout,
+                            input_activation="relu" if relu else None)
+
+
+def _avg_pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+                      *_) -> list:
+    return [([*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], 1, padding[a],
+                                                             padding[a], ceil_mode) for a in range(3))], None)]
+
+
 def _pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
                   ceil_mode: bool, relu: bool) -> list:
     size = [*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], dilation[a],
@@ -185,6 +198,10 @@ KINDS = {
         "(Tensor grad_output, Tensor indices, Tensor? output, SymInt[] input_size, SymInt[] kernel_size, "
         "SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> Tensor",
         lambda grad_output, indices, output, input_size, *_: [(input_size, None)], _max_pool2d_backward),
+    "avg_pool3d": Kind(
+        "(Tensor input, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, bool ceil_mode, "
+        "bool count_include_pad, SymInt? divisor_override, bool relu) -> Tensor",
+        _avg_pooled_sizes, _avg_pool3d),
     "avg_pool3d_backward": Kind(
         "(Tensor grad_output, Tensor? relu_output, SymInt[] input_size, SymInt[] kernel_size, SymInt[] stride, "
         "SymInt[] padding, bool ceil_mode, bool count_include_pad, SymInt? divisor_override) -> Tensor",
