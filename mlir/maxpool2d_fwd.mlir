@@ -73,6 +73,21 @@ ${best}_number = arith.xori ${best}_nan, %true : i1
 ${new_best} = arith.select %take${t}, ${v}, ${best} : ${element}
 ${new_position} = arith.select %take${t}, ${position}, ${best_position} : ${index_type}
 
+// fragment pick_in_order: tap ${t}, value ${v} at ${position} (inside the input when ${inside}), in scan order,
+// as PyTorch's loop picks it: the window's first tap inside the input is taken whatever its value (PyTorch's scan
+// starts from -inf at that tap's position), a later one when v > best or v is NaN, so the first maximum or the
+// last NaN wins; ${taken}: whether a tap inside the input came before. The taps come in scan order here, so this
+// gives the order-free pick's answer with no position comparisons.
+${v}_nan = arith.cmpf uno, ${v}, ${v} : ${element}
+%greater${t} = arith.cmpf ogt, ${v}, ${best} : ${element}
+%first${t} = arith.xori ${taken}, %true : i1
+%greater_or_nan${t} = arith.ori %greater${t}, ${v}_nan : i1
+%wins${t} = arith.ori %greater_or_nan${t}, %first${t} : i1
+%take${t} = arith.andi ${inside}, %wins${t} : i1
+${new_best} = arith.select %take${t}, ${v}, ${best} : ${element}
+${new_position} = arith.select %take${t}, ${position}, ${best_position} : ${index_type}
+%taken${t} = arith.ori ${taken}, ${inside} : i1
+
 // fragment relu: tap value ${v} through the ReLU before the pooling, as PyTorch's relu computes it: 0 below 0, else
 // the value itself (-0 and NaN kept)
 %relu_zero${t} = arith.constant 0.0 : ${element}
@@ -81,7 +96,7 @@ ${v}_relu = arith.select ${v}_below, %relu_zero${t}, ${v} : ${element}
 
 // fragment tap_scan: the same scan over slices: the input padded once (with -inf; padded taps are masked all the
 // same), one slice per tap, read by identity maps, the taps picked in scan order in the body (no tensor.extract:
-// the llvm-cpu backend vectorizes it along the innermost grid axis)
+// the llvm-cpu backend vectorizes it along the innermost grid axis), each as PyTorch's loop picks it (pick_in_order)
 ${padded}
 ${slices}
 %max, %indices = linalg.generic {indexing_maps = [${tap_maps}], iterator_types = ${grid_iterators}}
@@ -90,6 +105,7 @@ ${slices}
   %true = arith.constant true
   %best = arith.constant ${neg_inf} : ${element}
   %best_position = arith.constant ${no_position} : ${index_type}
+  %taken = arith.constant false
   %c0 = arith.constant 0 : index
 ${axes}
 ${picks}

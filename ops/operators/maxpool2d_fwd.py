@@ -86,11 +86,17 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
 
 
 def _pick(element: str, index_type: str, t: str, v: str, best: str, best_position: str, position: str, inside: str,
-          new_best: str, new_position: str, relu: bool = False) -> str:
+          new_best: str, new_position: str, relu: bool = False, taken: str | None = None) -> str:
+    """A tap's pick: in any order (``maxpool2d_fwd.pick``), or, where ``taken`` names whether a tap inside the input
+    came before, in scan order (``maxpool2d_fwd.pick_in_order``)."""
     lines = [mlir.render("maxpool2d_fwd.relu", element=element, t=t, v=v)] if relu else []
-    lines.append(mlir.render("maxpool2d_fwd.pick", element=element, index_type=index_type, t=t,
-                             v=f"{v}_relu" if relu else v, best=best, best_position=best_position, position=position,
-                             inside=inside, new_best=new_best, new_position=new_position))
+    values = dict(element=element, index_type=index_type, t=t, v=f"{v}_relu" if relu else v, best=best,
+                  best_position=best_position, position=position, inside=inside, new_best=new_best,
+                  new_position=new_position)
+    if taken is None:
+        lines.append(mlir.render("maxpool2d_fwd.pick", **values))
+    else:
+        lines.append(mlir.render("maxpool2d_fwd.pick_in_order", **values, taken=taken))
     return "\n".join(lines)
 
 
@@ -112,15 +118,15 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
             offset = d * f - p_lo
             axes.append(mlir.render("maxpool2d_fwd.tap_axis", x=x, f=f"_{f}", s=s,
                                     offset=f"+ {offset}" if offset >= 0 else f"- {-offset}"))
-    best, best_position = "%best", "%best_position"
+    best, best_position, taken = "%best", "%best_position", "%taken"
     for number, (fh, fw) in enumerate(taps):
         t = f"_{number}"
         slices.append(tap_slice(t, (fh, fw), "!window_max"))
         picks += [mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
                               width=problem.input_spatial[1], index_type=index_type),
                   _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
-                        f"%best{t}", f"%best_position{t}", relu)]
-        best, best_position = f"%best{t}", f"%best_position{t}"
+                        f"%best{t}", f"%best_position{t}", relu, taken)]
+        best, best_position, taken = f"%best{t}", f"%best_position{t}", f"%taken{t}"
     return mlir.render(
         "maxpool2d_fwd.tap_scan", element=element, index_type=index_type, max_destination=max_destination,
         argmax_destination=argmax_destination, padded=padded, slices="\n".join(slices),
