@@ -34,20 +34,10 @@ ${narrow}
   return %y : !y
 }
 
-// fragment tap: tap ${t}'s value (0 in the padding) in float32, added to the sum in scan order
-${widen}
-${add}
-
 // fragment add: ${result} = ${sum} + ${value}
 ${result} = arith.addf ${sum}, ${value} : f32
 
-// fragment relu: tap ${t}'s float32 value through the ReLU before the pooling, as PyTorch's relu computes it: 0
-// below 0, else the value (-0 and NaN kept)
-%relu_zero${t} = arith.constant 0.0 : f32
-${v}_below = arith.cmpf olt, ${v}, %relu_zero${t} : f32
-${v}_relu = arith.select ${v}_below, %relu_zero${t}, ${v} : f32
-
-// fragment window: window o along one axis, where windows count different taps (the divisor's table index)
+// fragment window: window o along one axis (where windows count different taps, the index of its divisor table)
 %o_${x} = linalg.index ${dim} : index
 
 // fragment slices_note: the header's note on the slices form

@@ -88,12 +88,6 @@ ${new_best} = arith.select %take${t}, ${v}, ${best} : ${element}
 ${new_position} = arith.select %take${t}, ${position}, ${best_position} : ${index_type}
 %taken${t} = arith.ori ${taken}, ${inside} : i1
 
-// fragment relu: tap value ${v} through the ReLU before the pooling, as PyTorch's relu computes it: 0 below 0, else
-// the value itself (-0 and NaN kept)
-%relu_zero${t} = arith.constant 0.0 : ${element}
-${v}_below = arith.cmpf olt, ${v}, %relu_zero${t} : ${element}
-${v}_relu = arith.select ${v}_below, %relu_zero${t}, ${v} : ${element}
-
 // fragment tap_scan: the same scan over slices: the input padded once (with -inf; padded taps are masked all the
 // same), one slice per tap, read by identity maps, the taps picked in scan order in the body (no tensor.extract:
 // the llvm-cpu backend vectorizes it along the innermost grid axis), each as PyTorch's loop picks it (pick_in_order)

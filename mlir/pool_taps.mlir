@@ -2,7 +2,8 @@
 // scans): each tap's values over every window are one slice, read by the scan's identity maps, so the scan is one
 // elementwise linalg.generic with no tensor.extract. Per spatial axis (s stride, d dilation, p_lo low padding),
 // window o's tap f reads i = s*o + d*f - p_lo; padded taps hold the pad value, which the scans mask or which adds
-// nothing. ops/operators/pool_windows.py (tap_source) picks the fragment and computes its values.
+// nothing. ops/operators/pool_windows.py (tap_source) picks the fragment and computes its values. Below them, the
+// ReLU both forwards apply to each tap they read, where one is fused.
 
 // fragment tap_pad: the input padded: window o's tap f reads x_padded[.., s*o + d*f, ..], a strided slice
 %x_padded = tensor.pad %x low[${pad_low}] high[${pad_high}] {
@@ -24,3 +25,9 @@
 
 // fragment tap_slice: tap ${t}'s slice of the padded input: its windows' values
 %x_tap${t} = tensor.extract_slice %x_padded[${offsets}] [${sizes}] [${strides}] : ${x_padded_type} to ${window_type}
+
+// fragment relu: tap value ${v} through the ReLU before the pooling, as PyTorch's relu computes it: 0 below 0, else
+// the value itself (-0 and NaN kept)
+%relu_zero${t} = arith.constant 0.0 : ${element}
+${v}_below = arith.cmpf olt, ${v}, %relu_zero${t} : ${element}
+${v}_relu = arith.select ${v}_below, %relu_zero${t}, ${v} : ${element}

@@ -8,7 +8,8 @@ problem algebra, the templates and their tests need neither.
 """
 
 from .compiler import CompileError, DamagedModuleError, MissingModuleError
-from .api import avgpool3d_bwd, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d_bwd, maxpool2d_fwd
+from .api import avgpool3d_bwd, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight
+from .api import maxpool2d_bwd, maxpool2d_fwd
 
 
 def to_device(array, device: str = "local-task"):

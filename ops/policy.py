@@ -289,28 +289,28 @@ def _has_weight_taps_form(problem) -> bool:
 
 
 def _pool_forms(problem, target: Target) -> list:
-    """The pooling forms for ``target``: average pooling's forward reads its taps as slices, split by stride phase
-    where max pooling's forward is (below), on every target; max pooling's on llvm-cpu, a backward from the forward's indices in one pass over its
+    """The pooling forms for ``target``. A forward strided along W in a channels-first layout whose W the stride
+    divides reads its taps, on llvm-cpu, from the input split by stride phase first (its strided slices are read one
+    element at a time there: docs/PERFORMANCE.md, the thirteenth session). Average pooling's forward has the slices
+    forms only, on every target. Max pooling on llvm-cpu: a backward from the forward's indices in one pass over its
     candidate windows first (1.1-3.1x faster than the stride phases, and 2x the extract form's one pass where windows
     do not overlap: docs/perf/cpu-step/eighth/pool_ab.txt), then the strided slices (vectorized; the extract form's
     per-tap gathers ran 3-7x slower there: docs/PERFORMANCE.md, the CPU training step), then the extract form; a
     backward that recomputes the argmax from x keeps the slices first, or the extract form where windows do not
-    overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). A forward
-    strided along W in a channels-first layout reads its taps from the input split by stride phase (its strided
-    slices are read one element at a time: docs/PERFORMANCE.md, the thirteenth session). The GPUs keep the extract
-    form, verified and tuned with it."""
+    overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). The GPUs keep
+    max pooling's extract form, verified and tuned with it."""
     Form = pool_windows.Form
-    if problem.op == "avgpool3d_fwd":  # its taps are slices only
-        phases = target.cpu and problem.stride[-1] > 1 and pool_windows.splits_by_phase(problem)
-        return [Form(windows="phases"), Form(windows="slices")] if phases else [Form(windows="slices")]
+    split = (target.cpu and problem.op.endswith("_fwd") and problem.stride[-1] > 1
+             and pool_windows.splits_by_phase(problem))
+    phases = [Form(windows="phases")] if split else []
+    if problem.op == "avgpool3d_fwd":
+        return [*phases, Form(windows="slices")]
     if not target.cpu:
         return [Form()]
     if problem.op == "maxpool2d_bwd" and problem.source == "indices":
         return [Form(windows="candidates"), Form(windows="slices"), Form()]
-    if problem.op == "maxpool2d_fwd" and problem.stride[-1] > 1 and pool_windows.splits_by_phase(problem):
-        return [Form(windows="phases"), Form(windows="slices"), Form()]
     slices_first = problem.op == "maxpool2d_fwd" or problem.overlapping
-    return [Form(windows="slices"), Form()] if slices_first else [Form(), Form(windows="slices")]
+    return [*phases, *([Form(windows="slices"), Form()] if slices_first else [Form(), Form(windows="slices")])]
 
 
 # Forms per template, keyed by the operator's Form type; an operator of one form (SingleForm) needs no rule.

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Mapping
 
-from .operators import avgpool3d, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd
+from .operators import avgpool3d, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight
+from .operators import maxpool2d, maxpool2d_fwd
 from .validation import check
 
 # Normwise relative error allowed of a result against its float64 reference (ops/verify.py): float16 and

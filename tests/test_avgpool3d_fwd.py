@@ -16,7 +16,8 @@ from lowering import shipped
 
 CPU = targets.parse_target("llvm-cpu")
 FORMS = [pool_windows.Form(windows="slices"), pool_windows.Form(windows="phases")]
-needs_compiler = pytest.mark.skipif(compiler.installed_compiler_version() is None, reason="iree-base-compiler is not installed")
+needs_compiler = pytest.mark.skipif(compiler.installed_compiler_version() is None,
+                                    reason="iree-base-compiler is not installed")
 
 
 def _random_problems(rng, count: int, phases: bool, **fixed) -> list:
@@ -136,7 +137,7 @@ def test_the_forms_it_has_not_are_refused():
     ],
 )
 def test_bad_input_is_reported_by_name_before_compiling(kwargs, error, message):
-    arguments = dict(x=np.zeros((2, 3, 4, 4, 4), np.float32), kernel_size=2, layout="NCDHW", **{})
+    arguments = dict(x=np.zeros((2, 3, 4, 4, 4), np.float32), kernel_size=2, layout="NCDHW")
     arguments.update(kwargs)
     with compiles_nothing(), pytest.raises(error, match="avgpool3d_fwd: " + message):
         avgpool3d_fwd(**arguments)

@@ -1,8 +1,9 @@
-"""The max-pooling forms: the extract form (every target; the GPUs ship it), the strided-slice form and the
-backward's candidates form (the CPU's, ``ops/policy._pool_forms``) give PyTorch's answers on random problems of every
-kind the operators take (layouts, padding, dilation, ceil_mode, both index sources), NaNs and ties included, into
-poisoned destinations; the slice form reads no tensor with ``tensor.extract`` (its taps are slices, its backward
-stride phases); and the CPU ships the candidates form for a backward from the indices, the slice form otherwise."""
+"""The max-pooling forms: the extract form (every target; the GPUs ship it), the strided-slice form, the forward's
+phases form and the backward's candidates form (the CPU's, ``ops/policy._pool_forms``) give PyTorch's answers on
+random problems of every kind the operators take (layouts, padding, dilation, ceil_mode, both index sources), NaNs
+and ties included, into poisoned destinations; the slice form reads no tensor with ``tensor.extract`` (its taps are
+slices, its backward stride phases); and the CPU ships the candidates form for a backward from the indices, the
+phases form for a forward strided along a channels-first W the stride divides, the slice form otherwise."""
 
 from __future__ import annotations
 
@@ -97,7 +98,8 @@ def test_the_slice_forms_read_no_tensor_by_extract(rng):
 
 def test_the_cpu_ships_the_candidates_and_slice_forms_and_the_gpus_the_extract_form(tmp_path):
     """A backward from the indices: the candidates form, overlapping windows or not; from x: the slices form where
-    windows overlap, the extract form where they do not. The forward: the slices form. (A fixed problem: a random
+    windows overlap, the extract form where they do not. The forward: the phases form in a channels-first layout
+    whose W the stride divides, else the slices form. (A fixed problem: a random
     3 x 3 / 2 one can have a single window, which overlaps nothing; seed 931255569 drew one.)"""
     problem = maxpool2d.problem_from_params(batch=2, channels=3, input_spatial=(9, 10), kernel_size=3, stride=2,
                                             padding=1, dtype="float32")

@@ -582,8 +582,8 @@ OPCHECK_CASES = {
     "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), *F.max_pool2d(torch.randn(2, 3, 8, 8).relu(), 2,
                                                                            return_indices=True)[::-1],
                                     [2, 3, 8, 8], [2, 2], [2, 2], [0, 0], [1, 1], False),
-    "avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None,
-                           True),
+    "avg_pool3d": lambda: (torch.randn(1, 2, 4, 6, 6, requires_grad=True), [2, 2, 2], [2, 2, 2], [0, 0, 0], False,
+                           True, None, True),
     "avg_pool3d_backward": lambda: (torch.randn(1, 2, 2, 3, 3), torch.randn(1, 2, 4, 6, 6).relu(), [1, 2, 4, 6, 6],
                                     [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True, None),
 }

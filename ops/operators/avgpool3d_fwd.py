@@ -63,14 +63,14 @@ def render(problem: AvgPoolProblem, form: Form = Form(windows="slices"), lowerin
         widen, value = windows.to_f32(f"%v{t}", element)
         lines = [widen] if widen else []
         if relu:
-            lines.append(mlir.render("avgpool3d_fwd.relu", t=t, v=value))
+            lines.append(mlir.render("pool_taps.relu", element="f32", t=t, v=value))
             value = f"{value}_relu"
         lines.append(mlir.render("avgpool3d_fwd.add", result=f"%sum{t}", sum=total, value=value))
         body.append("\n".join(lines))
         total = f"%sum{t}"
     _, _, spatial = windows.grid_dims(problem)
     window_lines = [mlir.render("avgpool3d_fwd.window", x=x, dim=spatial[a])
-                    for a, x in enumerate(windows.axis_letters(problem)) if f"%o_{x}]" in divisor]
+                    for a, x in enumerate(windows.axis_letters(problem))]
     narrow = dtypes.narrow("%mean", element, "%mean_out")
     return mlir.render(
         "avgpool3d_fwd",

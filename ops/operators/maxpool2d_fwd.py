@@ -51,8 +51,9 @@ def results(problem: MaxPoolProblem) -> list:
 def window_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str,
                 form: Form = Form(), relu: bool = False) -> str:
     """The forward's window scan, defining ``%max`` and ``%indices`` in the destinations: by ``tensor.extract``
-    per tap (``maxpool2d_fwd.scan``) or over strided slices of the padded input (``maxpool2d_fwd.tap_scan``); with
-    ``relu``, of relu(x), each tap through the ReLU as it is read (``maxpool2d_fwd.relu``)."""
+    per tap (``maxpool2d_fwd.scan``) or over slices of the input padded once, strided or split by phase
+    (``maxpool2d_fwd.tap_scan``); with ``relu``, of relu(x), each tap through the ReLU as it is read
+    (``pool_taps.relu``)."""
     if form.windows in ("slices", "phases"):
         return _tap_scan(problem, element, index_type, max_destination, argmax_destination, relu,
                          form.windows == "phases")
@@ -89,7 +90,7 @@ def _pick(element: str, index_type: str, t: str, v: str, best: str, best_positio
           new_best: str, new_position: str, relu: bool = False, taken: str | None = None) -> str:
     """A tap's pick: in any order (``maxpool2d_fwd.pick``), or, where ``taken`` names whether a tap inside the input
     came before, in scan order (``maxpool2d_fwd.pick_in_order``)."""
-    lines = [mlir.render("maxpool2d_fwd.relu", element=element, t=t, v=v)] if relu else []
+    lines = [mlir.render("pool_taps.relu", element=element, t=t, v=v)] if relu else []
     values = dict(element=element, index_type=index_type, t=t, v=f"{v}_relu" if relu else v, best=best,
                   best_position=best_position, position=position, inside=inside, new_best=new_best,
                   new_position=new_position)

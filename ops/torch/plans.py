@@ -170,8 +170,9 @@ def _avg_pool3d(module, arrays, shapes, *parameters, layout):
 
 def _avg_pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
                       *_) -> list:
-    return [([*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], 1, padding[a],
-                                                             padding[a], ceil_mode) for a in range(3))], None)]
+    spatial = [geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], 1, padding[a], padding[a],
+                                         ceil_mode) for a in range(3)]
+    return [([*input.shape[:2], *spatial], None)]
 
 
 def _pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
