@@ -139,8 +139,9 @@ def avgpool3d_bwd(grad_out, *, input_shape, kernel_size, stride=None, padding=0,
     the kernel size)/``dilation`` (CK's extension): an int or one per spatial dim; ``padding``: an int, one per
     dim, or ``(low, high)`` pairs, each at most ``kernel_size // 2``. ``ceil_mode``, ``count_include_pad`` and
     ``divisor_override`` as in PyTorch. ``relu_output``, optional: where the pooled input was a ReLU's output,
-    that output (``input_shape``, grad_out's dtype); grad_in is then the gradient at the ReLU's input, zero
-    where the output is <= 0 (PyTorch's ReLU backward). ``out``, optional: a DeviceArray of grad_in's shape and
+    that output (``input_shape``, grad_out's dtype), or the ReLU's input, which is <= 0 at the same positions
+    (``ops.torch`` passes the input); grad_in is then the gradient at the ReLU's input, zero where the output is
+    <= 0 (PyTorch's ReLU backward). ``out``, optional: a DeviceArray of grad_in's shape and
     dtype.
     """
     problem = avgpool_bwd.normalize(grad_out, input_shape=input_shape, kernel_size=kernel_size, stride=stride, padding=padding,
