@@ -66,14 +66,15 @@ def test_each_form_gives_the_window_means(rng, form, activation):
 
 @pytest.mark.parametrize("activation", [None, "relu"])
 def test_it_is_pytorchs_avg_pool3d(rng, activation):
-    """Against torch.nn.functional.avg_pool3d itself (float64, of torch.relu(x)), which has no dilation."""
+    """Against torch.nn.functional.avg_pool3d itself (float64, of torch.relu(x)), which has no dilation: NaN and
+    infinities where it has them (inf and -inf in one window: NaN), -0, the finite values close."""
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
     for problem in _random_problems(rng, 4, False, dilation=1, dtype="float32", layout="NCDHW",
                                     input_activation=activation):
         (x,) = op.random_inputs(problem, rng)
         x = _with_nans(x, rng)
-        x[0, 0, 0, 0, 0] = -0.0
+        x.reshape(-1)[rng.choice(x.size, size=3, replace=False)] = [np.inf, -np.inf, -0.0]
         t = torch.from_numpy(np.asarray(x, np.float64))
         pads = [lo for lo, _ in problem.padding]
         expected = F.avg_pool3d(torch.relu(t) if activation else t, problem.kernel_size, problem.stride, pads,
@@ -83,7 +84,8 @@ def test_it_is_pytorchs_avg_pool3d(rng, activation):
                                        divisor_override=problem.divisor_override, layout="NCDHW",
                                        input_activation=activation), np.float64)
         assert np.array_equal(np.isnan(got), np.isnan(expected)), problem.name
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=problem.name)
+        assert np.array_equal(np.isinf(got), np.isinf(expected)), problem.name
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=problem.name)  # infinities equal
 
 
 def test_the_cpu_splits_w_by_phase_where_the_stride_divides_it_and_every_target_reads_slices():

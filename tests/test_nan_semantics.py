@@ -215,10 +215,12 @@ def test_avgpool3d_bwd(count_include_pad, form, seeded):
     assert_same_pattern(ours, x.grad)
 
 
+@pytest.mark.parametrize("mask_from", ["output", "input"])
 @pytest.mark.parametrize("form", _forms("avgpool3d_bwd"), indirect=True)
-def test_avgpool3d_bwd_through_a_relu(form, seeded):
-    """relu_output (the fused ReLU's output) with NaN, infinities and zeros of both signs, grad_out with NaN and
-    infinities: PyTorch's ReLU-then-pool backward pattern (a NaN output passes the gradient; 0 and -0 stop it)."""
+def test_avgpool3d_bwd_through_a_relu(form, mask_from, seeded):
+    """relu_output (the fused ReLU's output, or its input, as ops.torch passes it: <= 0 at the same positions) with
+    NaN, infinities and zeros of both signs, grad_out with NaN and infinities: PyTorch's ReLU-then-pool backward
+    pattern (a NaN output passes the gradient; 0 and -0 stop it)."""
     x = poison(torch.randn(2, 3, 6, 7, 5), count=4)
     x.view(-1)[torch.randperm(x.numel())[:8]] = torch.tensor([0.0, -0.0] * 4)
     x.requires_grad_()
@@ -227,7 +229,8 @@ def test_avgpool3d_bwd_through_a_relu(form, seeded):
     y = F.avg_pool3d(relu_output, **kwargs)
     grad = poison(torch.randn_like(y), count=2)
     y.backward(grad)
+    mask = relu_output if mask_from == "output" else x
     ours = ops.avgpool3d_bwd(grad.numpy(), input_shape=tuple(x.shape), layout="NCDHW",
-                             relu_output=relu_output.detach().numpy(), **kwargs)
+                             relu_output=mask.detach().numpy(), **kwargs)
     assert torch.isnan(relu_output).any() and (relu_output == 0).any()
     assert_same_pattern(ours, x.grad)
