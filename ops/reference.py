@@ -59,6 +59,13 @@ def conv_bwd_data(grad_out, weight, input_spatial, stride, dilation, padding, gr
 # --- Pooling: loops over windows, straight from the forward's definition -------------------------------
 
 
+def relu(x) -> np.ndarray:
+    """PyTorch's relu: 0 below 0, else x itself (-0 and NaN kept: NaN < 0 is False), in x's dtype."""
+    x = np.asarray(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(x < 0, np.zeros_like(x), x)
+
+
 def _window_taps(o, in_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> list[int]:
     """Input positions s*o + d*f - p_lo of window o's taps, in scan order, padding included (may be out of range)."""
     return [stride * o + dilation * f - pad_lo for f in range(window)]

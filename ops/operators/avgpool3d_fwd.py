@@ -119,8 +119,7 @@ def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
     (x,) = inputs
     x = np.asarray(x, np.float64)
     if problem.input_activation == "relu":
-        with np.errstate(invalid="ignore"):  # NaN < 0 is False: NaN kept
-            x = np.where(x < 0, 0.0, x)
+        x = reference_ops.relu(x)
     return in_layout(problem.channels_last, lambda a: reference_ops.avgpool_fwd(
         a, problem.output_spatial, problem.kernel_size, problem.stride, problem.dilation, problem.padding,
         problem.count_include_pad, problem.divisor_override), x)

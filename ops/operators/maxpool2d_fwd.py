@@ -197,10 +197,7 @@ def window_max(problem: PoolProblem, x) -> tuple[np.ndarray, np.ndarray]:
 def reference(problem: MaxPoolProblem, inputs) -> tuple[np.ndarray, np.ndarray]:
     """float64 (y, indices) of x, or of relu(x) (PyTorch's: 0 below 0, else x, -0 and NaN kept)."""
     (x,) = inputs
-    if problem.input_activation == "relu":
-        with np.errstate(invalid="ignore"):  # NaN < 0 is False: NaN kept
-            x = np.where(np.asarray(x) < 0, np.zeros_like(x), x)
-    return window_max(problem, x)
+    return window_max(problem, reference_ops.relu(x) if problem.input_activation == "relu" else x)
 
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------

@@ -4,8 +4,8 @@
     y = otorch.conv2d(x, weight, bias, stride=2, padding=1, groups=4, input_activation="relu")
     model = otorch.convert(model)              # nn.Conv*d, nn.MaxPool2d, nn.AvgPool3d -> these twins
 
-Forward passes of convolution and average pooling are PyTorch's own; max-pool's forward is ours (it makes the
-indices its backward reads). Every backward is ours: ``grad_input`` by ``conv_bwd_data`` (one group) or
+Forward passes of convolution are PyTorch's own; the pooling forwards are ours (``maxpool2d_fwd`` makes the
+indices its backward reads; ``avgpool3d_fwd``). Every backward is ours: ``grad_input`` by ``conv_bwd_data`` (one group) or
 ``grouped_conv_bwd_data`` (several, or a fused ReLU), ``grad_weight`` by ``grouped_conv_bwd_weight``,
 ``grad_bias`` as the sum of ``grad_output``, pooling by ``maxpool2d_bwd`` / ``avgpool3d_bwd`` (a ReLU before either
 fused, as before a convolution). Only the gradients autograd asks for are computed.

@@ -330,8 +330,9 @@ class _MaxPoolCall:
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None,
                input_activation=None):
-    """``torch.nn.functional.avg_pool3d``: PyTorch's forward, this library's backward; ``input_activation="relu"``
-    computes ``avg_pool3d(relu(input))`` with the ReLU's backward fused into the pooling's backward kernel."""
+    """``torch.nn.functional.avg_pool3d``: forward and backward are this library's; ``input_activation="relu"``
+    computes ``avg_pool3d(relu(input))``, the ReLU inside both kernels: the forward's applies it to each tap as it
+    reads it, the backward's applies its backward from the saved input (<= 0 where the ReLU's output is)."""
     return _pool("avg_pool3d", _AvgPoolCall, input,
                  (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, input_activation))
 

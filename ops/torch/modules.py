@@ -68,7 +68,8 @@ class MaxPool2d(_InputActivation, nn.MaxPool2d):
 
 
 class AvgPool3d(_InputActivation, nn.AvgPool3d):
-    """``torch.nn.AvgPool3d`` whose backward is this library's; ``input_activation="relu"`` fuses a preceding ReLU."""
+    """``torch.nn.AvgPool3d`` whose forward and backward are this library's; ``input_activation="relu"`` fuses a
+    preceding ReLU."""
 
     def forward(self, input):
         return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,

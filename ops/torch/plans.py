@@ -36,7 +36,8 @@ TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat
 KERNEL_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # ReLU's backward as PyTorch computes it (threshold_backward on the ReLU's output: 0 where out <= 0, else the
 # gradient), fused into grouped_conv_bwd_data's epilogue with d0 = the ReLU's output (avgpool3d_bwd takes the
-# output as its relu_output; maxpool2d_bwd the pooled output, which is the ReLU's output at each argmax). A NaN
+# ReLU's input as its relu_output, <= 0 at the same positions; maxpool2d_bwd the pooled output, which is the ReLU's
+# output at each argmax). A NaN
 # activation passes the gradient through, as in PyTorch (the named "relu_grad", ``where(d0 > 0, acc, 0)``, would
 # zero it).
 RELU_BACKWARD = "where(d0 <= 0, 0, acc)"
@@ -168,18 +169,21 @@ def _avg_pool3d(module, arrays, shapes, *parameters, layout):
                             input_activation="relu" if relu else None)
 
 
-def _avg_pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
-                      *_) -> list:
-    spatial = [geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], 1, padding[a], padding[a],
-                                         ceil_mode) for a in range(3)]
-    return [([*input.shape[:2], *spatial], None)]
+def _pooled(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
+            ceil_mode: bool) -> list:
+    """A pooling's output size, (N, C, *windows), PyTorch's padding on both sides of each axis."""
+    return [*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], dilation[a],
+                                                           padding[a], padding[a], ceil_mode)
+                                for a in range(input.dim() - 2))]
 
 
-def _pooled_sizes(input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], dilation: List[int],
-                  ceil_mode: bool, relu: bool) -> list:
-    size = [*input.shape[:2], *(geometry.pool_output_size(input.shape[2 + a], kernel_size[a], stride[a], dilation[a],
-                                                           padding[a], padding[a], ceil_mode) for a in range(2))]
+def _max_pooled_sizes(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool, relu: bool) -> list:
+    size = _pooled(input, kernel_size, stride, padding, dilation, ceil_mode)
     return [(size, None), (size, torch.int64)]
+
+
+def _avg_pooled_sizes(input: Tensor, kernel_size, stride, padding, ceil_mode: bool, *_) -> list:
+    return [(_pooled(input, kernel_size, stride, padding, [1] * len(kernel_size), ceil_mode), None)]
 
 
 KINDS = {
@@ -194,7 +198,7 @@ KINDS = {
     "max_pool2d": Kind(
         "(Tensor input, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
         "bool ceil_mode, bool relu) -> (Tensor, Tensor)",
-        _pooled_sizes, _max_pool2d),
+        _max_pooled_sizes, _max_pool2d),
     "max_pool2d_backward": Kind(
         "(Tensor grad_output, Tensor indices, Tensor? output, SymInt[] input_size, SymInt[] kernel_size, "
         "SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool ceil_mode) -> Tensor",
