@@ -5,8 +5,8 @@
     model = otorch.convert(model)              # nn.Conv*d, nn.MaxPool2d, nn.AvgPool3d -> these twins
 
 Forward passes of convolution are PyTorch's own; the pooling forwards are ours (``maxpool2d_fwd`` makes the
-indices its backward reads; ``avgpool3d_fwd``). Every backward is ours: ``grad_input`` by ``conv_bwd_data`` (one group) or
-``grouped_conv_bwd_data`` (several, or a fused ReLU), ``grad_weight`` by ``grouped_conv_bwd_weight``,
+indices its backward reads; ``avgpool3d_fwd``). Every backward is ours: ``grad_input`` by ``conv_bwd_data`` (one
+group) or ``grouped_conv_bwd_data`` (several, or a fused ReLU), ``grad_weight`` by ``grouped_conv_bwd_weight``,
 ``grad_bias`` as the sum of ``grad_output``, pooling by ``maxpool2d_bwd`` / ``avgpool3d_bwd`` (a ReLU before either
 fused, as before a convolution). Only the gradients autograd asks for are computed.
 

@@ -4,9 +4,9 @@ Each kernel (``conv_backward_input``, ``conv_backward_weight``, ``max_pool2d``, 
 ``avg_pool3d``, ``avg_pool3d_backward``) is a ``KernelOp``: an operator of the ``iree_ck`` library
 (``torch.library.Library``, so ``torch.compile(fullgraph=True)`` traces it) whose real implementation runs the
 ready call of its arguments' signature (``ops/torch/calls.py``, prepared once from the generic plan of
-``ops/torch/plans.py``) and whose fake one returns the plan's destinations. The forward ops ``conv`` and ``relu_conv`` are PyTorch's own computations;
-``register_autograd`` gives them (and the pooling forwards ``max_pool2d`` and ``avg_pool3d``) backwards that call
-the kernel ops.
+``ops/torch/plans.py``) and whose fake one returns the plan's destinations. The forward ops ``conv`` and
+``relu_conv`` are PyTorch's own computations; ``register_autograd`` gives them (and the pooling forwards
+``max_pool2d`` and ``avg_pool3d``) backwards that call the kernel ops.
 
 Eager calls on plain tensors skip the dispatcher (``_direct``): a ``torch.autograd.Function`` per forward (through
 its C++ ``apply``: ``_applied``) whose backward calls the kernel ops' ready calls directly. ``Conv``,
