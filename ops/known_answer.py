@@ -8,12 +8,13 @@ without running it again, and a failed one is never served (``ops.compiler.load_
 
 What is compared:
 - Results of at most ``WHOLE`` elements whose reference sums at most ``WORK`` terms, whole.
-- Larger ones on a stratified sample that keeps every spatial position (so every stride phase, padded border,
-  first and last row and column) and every group, and of each group a few channels: the first, the last and two
-  drawn at random (backward-weight: of both its input and its output channels); and of the batch the first, the
-  last and two drawn at random index (backward-weight sums over the batch, so it keeps every one). Only those
-  are computed, by the same reference on the sliced inputs (every operator here is separable by channel within
-  a group and, but backward-weight, by batch index), so the reference costs that fraction of the whole.
+- Larger ones on a stratified sample, chosen by what each axis is (the operator's ``roles``, ``ops/roles.py``),
+  never by its size: every spatial position (so every stride phase, padded border, first and last row and
+  column) and every group are kept; of each batch or channel index that indexes every result (a result reads only
+  the same values of it), the first, the last and two drawn at random. A channel the results do not index (a
+  reduced one, backward-data's K) and a batch summed over (backward-weight's) stay whole. Only the kept positions
+  are computed, by the same reference on the inputs sliced along the same indices, so the reference costs that
+  fraction of the whole.
 - Each position's tolerance scales with the sum of the magnitudes of its terms (the reference on the inputs'
   absolute values): ``(2 u_out + 8 sqrt(L) u_32) * sum |terms|``, where ``u`` is the unit roundoff of the result's
   dtype and of the float32 accumulator and ``L`` the largest number of terms of a position, plus the result
@@ -41,13 +42,16 @@ from typing import Callable
 
 import numpy as np
 
+from . import roles
 from .validation import check
 
 MODES = ("first", "always", "off")
 WHOLE = 1 << 18  # results up to this many elements are checked whole ...
 WORK = 1 << 27  # ... if their reference sums no more terms than this (a weight gradient's sums are long)
-CHANNELS_KEPT = 4  # per group, in a sampled check: the first, the last, two at random
-BATCHES_KEPT = 4  # likewise of the batch, where it is not summed over
+KEPT = 4  # of each sampled index (a channel within its group, a batch index): the first, the last, two at random
+SAMPLED_KINDS = ("batch", "channel")  # the pointwise kinds sampled; groups are kept whole
+# 2: the sample by declared roles (version 1 sliced any input whose first extent equalled the batch, a weight too)
+CHECK_VERSION = 2
 _ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 _TINY = {"float32": 2.0 ** -126, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}
 
@@ -166,40 +170,64 @@ def _terms(problem) -> int:
     return _operator(problem).terms(problem)
 
 
-# --- Samples: the channels kept, the inputs sliced to them ----------------------------------------------------
+# --- Samples: by the operator's declared roles (ops/roles.py) ---------------------------------------------------
 
 
 @dataclass(frozen=True)
 class _Sample:
-    inputs: list  # the inputs, sliced to the kept channels
-    axes: tuple  # the result's (axis, kept indices) pairs
+    inputs: list  # the inputs, sliced to the kept positions
+    axes: tuple  # the results' (axis, kept positions) pairs
 
     def take(self, result):
         return take(result, self.axes)
 
 
-def _kept(per_group: int, groups: int, whole: bool, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(within a group, across all groups) indices of the channels kept (or, one group, of the batch indices)."""
-    if whole or per_group <= CHANNELS_KEPT:
-        within = np.arange(per_group)
-    else:
-        within = np.unique(np.concatenate([[0, per_group - 1], rng.choice(np.arange(1, per_group - 1), 2, replace=False)]))
-    return within, (np.arange(groups)[:, None] * per_group + within).ravel()
+def _kept(extent: int, rng) -> np.ndarray:
+    """The values kept of a sampled index: the first, the last, two drawn at random (all of a short one)."""
+    if extent <= KEPT:
+        return np.arange(extent)
+    drawn = rng.choice(np.arange(1, extent - 1), KEPT - 2, replace=False)
+    return np.unique(np.concatenate([[0, extent - 1], drawn]))
+
+
+def _sampled(declared: roles.Roles, rng) -> dict:
+    """The sampled indices and their kept values: the batch and channel indices that index every result (a
+    result reads only the same values of them), in the order the first result's axes name them."""
+    per_result = [{index for axis in axes for index in axis} for axes in declared.results]
+    shared = set.intersection(*per_result)
+    ordered = dict.fromkeys(index for axis in declared.results[0] for index in axis)
+    return {index: _kept(index.extent, rng) for index in ordered
+            if index in shared and index.kind in SAMPLED_KINDS and index.extent > KEPT}
+
+
+def _positions(axes: tuple, kept: dict) -> tuple:
+    """(axis, kept positions) of each axis holding a sampled index; a fused axis keeps every combination of its
+    indices' kept values (the others whole), outer first."""
+    pairs = []
+    for number, axis in enumerate(axes):
+        if not any(index in kept for index in axis):
+            continue
+        positions = np.zeros(1, dtype=np.int64)
+        for index in axis:
+            values = kept.get(index, np.arange(index.extent))
+            positions = (positions[:, None] * index.extent + values[None, :]).ravel()
+        pairs.append((number, positions))
+    return tuple(pairs)
 
 
 def _sample(problem, inputs: list, whole: bool) -> _Sample:
-    """The operator's channel sample (its ``sample``), then, where its results are separable by batch index
-    (``BATCH_SEPARABLE``), the batch too: the first, the last, two at random."""
-    rng = np.random.default_rng(zlib.crc32(problem.name.encode()) + 1)
-    channel = -1 if problem.channels_last else 1
-    operator = _operator(problem)
-    sample = _Sample(*operator.sample(problem, inputs, lambda per_group, groups: _kept(per_group, groups, whole, rng),
-                                      channel))
-    if whole or not operator.BATCH_SEPARABLE or problem.batch <= BATCHES_KEPT:
-        return sample
-    kept, _ = _kept(problem.batch, 1, whole, rng)
-    batched = [np.take(a, kept, 0) if np.ndim(a) > 2 and np.shape(a)[0] == problem.batch else a for a in sample.inputs]
-    return _Sample(batched, ((0, kept), *sample.axes))
+    """Every result position, or a sample of the batch and channel indices that every result keeps (see the module
+    docstring): each input sliced by the roles its operator declares for its axes, never by its sizes."""
+    if whole:
+        return _Sample(list(inputs), ())
+    declared = _operator(problem).roles(problem)
+    check(len(declared.inputs) == len(inputs), f"{problem.op}: roles declares {len(declared.inputs)} inputs, "
+                                               f"but the check has {len(inputs)}")
+    kept = _sampled(declared, np.random.default_rng(zlib.crc32(problem.name.encode()) + 1))
+    sliced = [take(a, _positions(axes, kept)) for a, axes in zip(inputs, declared.inputs)]
+    result_axes = {tuple((axis, tuple(p)) for axis, p in _positions(axes, kept)) for axes in declared.results}
+    check(len(result_axes) == 1, f"{problem.op}: its results keep different sampled axes ({result_axes})")
+    return _Sample(sliced, _positions(declared.results[0], kept))
 
 
 def _expected(problem, inputs: list) -> tuple[list, list]:
@@ -224,8 +252,10 @@ def runtime_version() -> str:
 
 
 def record_key(module_sha256: str, device: str, path: str) -> str:
-    """What a verdict is recorded under: the module's bytes, the device, the launch path, the runtime's version."""
-    parts = (module_sha256, device, path, runtime_version())
+    """What a verdict is recorded under: the module's bytes, the device, the launch path, the runtime's version and
+    the check's (``CHECK_VERSION``: a verdict of an earlier check, which may have refused a right module, is not
+    recalled)."""
+    parts = (module_sha256, device, path, runtime_version(), f"check-{CHECK_VERSION}")
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

@@ -17,9 +17,9 @@ Each module in ``ops/operators/`` is one operator and declares::
 and the known-answer check's hooks (``ops/known_answer.py``)::
 
     terms(problem)                      the most terms summed into one result position
-    sample(problem, inputs, keep, ch)   (inputs, axes): the inputs sliced to the channels ``keep`` keeps, the
-                                        results' axes those channels are
-    BATCH_SEPARABLE                     whether a result's batch index reads that batch index of the inputs only
+    roles(problem)                      what every axis of each input and result is (``ops.roles.Roles``: batch,
+                                        group, channel, spatial, tap, parameter, broadcast); the check samples by
+                                        these alone
     magnitudes(problem, inputs, values) each result position's sum of term magnitudes (float64)
 
 An operator module never asks which target it renders for: ``ops/policy.py`` picks the forms per target, and
@@ -70,6 +70,5 @@ class Operator(Protocol):
     results: Callable[[Any], list]
     render: Callable[[Any, Any, Lowering], str]
     terms: Callable[[Any], int]
-    sample: Callable
-    BATCH_SEPARABLE: bool
+    roles: Callable
     magnitudes: Callable

@@ -18,9 +18,9 @@ from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 CPU = targets.parse_target("llvm-cpu")
 
 
-def _strided_problem(batch: int = 2, layout: str = "NHWC"):
+def _strided_problem(batch: int = 2, layout: str = "NHWC", in_channels: int = 4):
     return conv_bwd_data.problem_from_params(
-        batch=batch, in_channels=4, out_channels=8, input_spatial=(7, 7), filter_spatial=(3, 3), stride=(2, 2),
+        batch=batch, in_channels=in_channels, out_channels=8, input_spatial=(7, 7), filter_spatial=(3, 3), stride=(2, 2),
         dilation=(1, 1), padding=((1, 1), (1, 1)), layout=layout, dtype="float32")
 
 
@@ -167,12 +167,12 @@ def test_the_torch_path_gathers_the_sampled_positions_before_they_reach_the_host
     from ops.torch import calls
 
     monkeypatch.setattr(known_answer, "WHOLE", 0)
-    problem = _strided_problem(batch=9)  # NHWC: channels-last tensors
+    problem = _strided_problem(batch=9, in_channels=6)  # NHWC: channels-last tensors
     cpu = torch.device("cpu")
     kernel = calls.kernel_for(problem, cpu, lambda tensors: [t.permute(0, 2, 3, 1) for t in tensors])
     inputs = known_answer.inputs_for(problem)
     sample = known_answer.sample_of(problem, inputs)
-    assert [axis for axis, _ in sample.axes] == [0, -1]  # batch indices, then channels
+    assert [axis for axis, _ in sample.axes] == [0, 3]  # batch indices, then channels
     gathered = calls.run_known(kernel, problem, cpu, inputs, sample.axes)
     whole = calls.run_known(kernel, problem, cpu, inputs)
     assert gathered[0].shape == (4, 7, 7, 4) and np.array_equal(gathered[0], known_answer.take(whole[0], sample.axes))

@@ -20,6 +20,8 @@ import numpy as np
 
 from .. import dtypes, sweep_params
 from .. import render as mlir
+from .. import roles as axis_roles
+from ..roles import Roles
 from ..operator import Lowering, SingleForm as Form
 from .. import reference as reference_ops
 from ..layouts import activation_from_params, in_layout
@@ -128,7 +130,14 @@ def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
 
-BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+terms = windows.terms
+
+
+def roles(problem: AvgPoolProblem) -> Roles:
+    """grad_out and, with a ReLU, its output (input-shaped); grad_in: pooling mixes neither batch indices nor
+    channels."""
+    grad_in, grad_out = axis_roles.pooling(problem)
+    return Roles((grad_out, *((grad_in,) if problem.input_activation == "relu" else ())), (grad_in,))
 
 
 def magnitudes(problem, inputs: list, values: list) -> list:

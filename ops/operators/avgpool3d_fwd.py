@@ -17,6 +17,8 @@ import numpy as np
 from .. import dtypes
 from .. import reference as reference_ops
 from .. import render as mlir
+from .. import roles as axis_roles
+from ..roles import Roles
 from ..layouts import activation_from_params, in_layout
 from ..operator import Lowering
 from ..problem import AvgPoolProblem
@@ -127,7 +129,13 @@ def reference(problem: AvgPoolProblem, inputs) -> np.ndarray:
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
 
-BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+terms = windows.terms
+
+
+def roles(problem: AvgPoolProblem) -> Roles:
+    """x; y: pooling mixes neither batch indices nor channels."""
+    x, y = axis_roles.pooling(problem)
+    return Roles((x,), (y,))
 
 
 def magnitudes(problem: AvgPoolProblem, inputs: list, values: list) -> list:

@@ -14,7 +14,9 @@ import numpy as np
 
 from .. import dtypes, sweep_params
 from .. import reference as reference_ops
+from .. import roles as axis_roles
 from ..operator import Lowering
+from ..roles import Roles
 from ..layouts import activation_from_params, in_layout
 from ..problem import ConvBwdDataProblem
 from ..problem_checks import array_shape_dtype, conv_problem, conv_problem_from_params
@@ -88,31 +90,19 @@ def reference(problem: ConvBwdDataProblem, inputs):
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
 
-BATCH_SEPARABLE = True  # a batch index of grad_in depends on that batch index of grad_out alone
-
-
 def terms(problem: ConvBwdDataProblem) -> int:
     """The most terms summed into one grad_in position: a group's output channels times the taps."""
     return problem.out_channels * math.prod(problem.filter_spatial)
 
 
-def sample(problem: ConvBwdDataProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:
-    """(inputs, axes) for the channels ``keep(per_group, groups)`` keeps: grad_in's channel c reads the weight's
-    channel c only (and a D tensor's channel c where it spans them)."""
-    within, kept = keep(problem.in_channels, problem.groups)
-    total = problem.groups * problem.in_channels
-    sliced = [inputs[0], np.take(inputs[1], within, channel)]
-    for d in inputs[2:2 + len(problem.d_shapes)]:
-        sliced.append(_slice_broadcast(d, len(problem.input_shape), channel, total, kept))
-    return sliced + inputs[len(sliced):], ((channel, kept),)
-
-
-def _slice_broadcast(d, rank: int, channel: int, total: int, kept) -> np.ndarray:
-    """A D tensor (broadcast against the result, aligned right) sliced where it spans the result's channels."""
-    axis = (channel % rank) - (rank - np.ndim(d))
-    if 0 <= axis < np.ndim(d) and np.shape(d)[axis] == total:
-        return np.take(d, kept, axis)
-    return d
+def roles(problem: ConvBwdDataProblem) -> Roles:
+    """grad_out (N, (G, K), *O), the weight, the D tensors broadcast against grad_in, the parameter vector; grad_in
+    (N, (G, C), *I): channel c of grad_in reads channel c of the weight (and of a D tensor) only, K is summed."""
+    grad_in, grad_out, weight = axis_roles.convolution(problem)
+    ds = tuple(axis_roles.broadcast(grad_in, shape) for shape in problem.d_shapes)
+    names = problem.epilogue_params
+    parameters = (((axis_roles.Index("p", "parameter", len(names)),),),) if names else ()
+    return Roles((grad_out, weight, *ds, *parameters), (grad_in,))
 
 
 def magnitudes(problem: ConvBwdDataProblem, inputs: list, values: list) -> list:

@@ -236,9 +236,8 @@ def reference(problem: ConvBwdDataProblem, inputs) -> np.ndarray:
 
 # --- The known-answer check's hooks (ops/known_answer.py): the convolution's, plus the epilogue's term ----------
 
-BATCH_SEPARABLE = conv.BATCH_SEPARABLE
 terms = conv.terms
-sample = conv.sample
+roles = conv.roles
 
 
 def magnitudes(problem: ConvBwdDataProblem, inputs: list, values: list) -> list:

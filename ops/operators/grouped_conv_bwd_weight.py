@@ -22,7 +22,9 @@ import numpy as np
 from .. import dtypes, sweep_params, geometry
 from .. import render as mlir
 from .. import reference as reference_ops
+from .. import roles as axis_roles
 from ..operator import Lowering, one_of
+from ..roles import Roles
 from ..layouts import activation_from_params, in_layout, join_activation
 from ..problem import ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
@@ -723,20 +725,16 @@ def reference(problem: ConvBwdWeightProblem, inputs) -> np.ndarray:
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
 
-BATCH_SEPARABLE = False  # grad_w sums over the batch
-
-
 def terms(problem: ConvBwdWeightProblem) -> int:
     """The most terms summed into one grad_w position: the batch times the output positions."""
     return problem.batch * math.prod(problem.output_spatial)
 
 
-def sample(problem: ConvBwdWeightProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:
-    """(inputs, axes) for the channels kept: grad_w[k, .., c] reads x's channel c and grad_out's channel k only."""
-    c_within, c_all = keep(problem.in_channels, problem.groups)
-    k_within, k_all = keep(problem.out_channels, problem.groups)
-    x, grad_out = inputs
-    return [np.take(x, c_all, channel), np.take(grad_out, k_all, channel)], ((0, k_all), (channel, c_within))
+def roles(problem: ConvBwdWeightProblem) -> Roles:
+    """x (N, (G, C), *I) and grad_out (N, (G, K), *O); grad_w ((G, K), .., C): grad_w[k, .., c] reads x's channel c
+    and grad_out's channel k only, and sums over the batch."""
+    x, grad_out, grad_w = axis_roles.convolution(problem)
+    return Roles((x, grad_out), (grad_w,))
 
 
 def magnitudes(problem: ConvBwdWeightProblem, inputs: list, values: list) -> list:

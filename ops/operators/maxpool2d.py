@@ -21,6 +21,8 @@ import numpy as np
 
 from .. import dtypes, sweep_params
 from .. import render as mlir
+from .. import roles as axis_roles
+from ..roles import Roles
 from ..operator import Lowering
 from .. import reference as reference_ops
 from ..layouts import activation_from_params, channels_last, in_layout
@@ -431,7 +433,16 @@ def reference(problem: MaxPoolBwdProblem, inputs) -> np.ndarray:
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
 
-BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+terms = windows.terms
+
+
+def roles(problem: MaxPoolBwdProblem) -> Roles:
+    """grad_out, then indices (output-shaped) or x (input-shaped), then after a ReLU its output at the windows'
+    maxima (output-shaped); grad_in: pooling mixes neither batch indices nor channels."""
+    grad_in, grad_out = axis_roles.pooling(problem)
+    source = grad_in if problem.source == "x" else grad_out
+    relu = (grad_out,) if problem.input_activation == "relu" else ()
+    return Roles((grad_out, source, *relu), (grad_in,))
 
 
 def magnitudes(problem, inputs: list, values: list) -> list:

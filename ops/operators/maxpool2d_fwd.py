@@ -14,6 +14,8 @@ import numpy as np
 from .. import dtypes, sweep_params
 from .. import reference as reference_ops
 from .. import render as mlir
+from .. import roles as axis_roles
+from ..roles import Roles
 from ..operator import Lowering
 from ..layouts import activation_from_params, in_layout
 from ..problem import MaxPoolProblem, PoolProblem
@@ -202,7 +204,13 @@ def reference(problem: MaxPoolProblem, inputs) -> tuple[np.ndarray, np.ndarray]:
 
 # --- The known-answer check's hooks (ops/known_answer.py) ------------------------------------------------------
 
-BATCH_SEPARABLE, terms, sample = windows.BATCH_SEPARABLE, windows.terms, windows.sample
+terms = windows.terms
+
+
+def roles(problem: MaxPoolProblem) -> Roles:
+    """x; y and its indices: pooling mixes neither batch indices nor channels."""
+    x, y = axis_roles.pooling(problem)
+    return Roles((x,), (y, y))
 
 
 def magnitudes(problem: MaxPoolProblem, inputs: list, values: list) -> list:

@@ -347,19 +347,12 @@ def render_gather(problem: PoolProblem, *, title: str, inputs: str, contribution
 
 
 # --- The known-answer check's hooks (ops/known_answer.py), shared by the pooling operators --------------------
-
-BATCH_SEPARABLE = True  # pooling never mixes batch indices, nor channels
-
+#
+# Their roles: ops.roles.pooling's (input, output) axes, each operator's arrays in its own order.
 
 def terms(problem: PoolProblem) -> int:
     """The most terms in one result position: the window's taps."""
     return math.prod(problem.kernel_size)
-
-
-def sample(problem: PoolProblem, inputs: list, keep, channel: int) -> tuple[list, tuple]:
-    """(inputs, axes) for the channels kept: every activation-shaped input sliced to them."""
-    _, kept = keep(problem.channels, 1)
-    return [np.take(a, kept, channel) if np.ndim(a) > 2 else a for a in inputs], ((channel, kept),)
 
 
 def backward_magnitudes(reference, problem: PoolProblem, inputs: list) -> list:
