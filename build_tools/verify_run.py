@@ -117,11 +117,11 @@ def check_on_gpu(problem, device) -> dict:
               "check_s": sum(checks), "modules": seen}
     inputs = registry.module(problem).random_inputs(problem, np.random.default_rng(1))
     if kernel is not None:  # the served kernel on other inputs, judged as the check judges (sampled when large)
-        results = calls.run_known(kernel, problem, device, inputs)
+        results = calls.run_known(kernel, problem, device, inputs).results
     elif outcome == "no plan":  # IREE's runtime serves it, checked on its load
         try:
             function = runtime.function_for(problem, "cuda")
-            results = runtime.known_run(function, problem, inputs)
+            results = runtime.known_run(function, problem, inputs).results
             record["outcome"] = "no plan: iree.runtime"
         except known_answer.WrongResultError as error:
             record["outcome"], results = f"no plan: iree.runtime refused every form: {error}", None
@@ -138,7 +138,7 @@ def _through_runtime(problem, spec, data: bytes) -> str:
     """A module the launcher's check refused, run through IREE's runtime instead: the same verdict or not."""
     function = runtime.loaded_function(spec, data, "cuda", runtime.get_device("cuda"))
     inputs = known_answer.inputs_for(problem)
-    return known_answer.judge(problem, inputs, runtime.known_run(function, problem, inputs)).describe()
+    return known_answer.judge(problem, inputs, runtime.known_run(function, problem, inputs).results).describe()
 
 
 def run(sets: list[str], out: str | None) -> int:

@@ -50,7 +50,8 @@ WHOLE = 1 << 18  # results up to this many elements are checked whole ...
 WORK = 1 << 27  # ... if their reference sums no more terms than this (a weight gradient's sums are long)
 KEPT = 4  # of each sampled index (a channel within its group, a batch index): the first, the last, two at random
 SAMPLED_KINDS = ("batch", "channel")  # the pointwise kinds sampled; groups are kept whole
-# 2: the sample by declared roles (version 1 sliced any input whose first extent equalled the batch, a weight too)
+# 2: the sample by declared roles (version 1 sliced any input whose first extent equalled the batch, a weight too),
+# and no unwritten position anywhere in the results
 CHECK_VERSION = 2
 _ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 _TINY = {"float32": 2.0 ** -126, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}
@@ -68,10 +69,23 @@ class Verdict:
     expected: float
     got: float
     checked: int  # positions compared
+    unwritten: int = 0  # positions of the whole results, compared or not, left NaN, infinite or -1 (an index)
 
     def describe(self) -> str:
-        return (f"{self.checked} positions checked; worst at {self.position}: {self.got!r} where {self.expected!r} "
+        text = (f"{self.checked} positions checked; worst at {self.position}: {self.got!r} where {self.expected!r} "
                 f"was expected ({self.worst:.3g} times its tolerance)")
+        return text + (f"; {self.unwritten} positions of the whole results are NaN, infinite or -1 (unwritten or "
+                       "wrong)" if self.unwritten else "")
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a check's run returns: its results reduced to the sampled positions, and how many positions of the
+    whole results are NaN, infinite or (an index) negative. The inputs are finite and every operator's answer is
+    finite on them, so any such position is wrong, sampled or not: a NaN-filled destination left unwritten shows."""
+
+    results: list
+    unwritten: int
 
 
 def mode() -> str:
@@ -90,19 +104,35 @@ def inputs_for(problem) -> list:
     return module(problem).random_inputs(problem, np.random.default_rng(zlib.crc32(problem.name.encode())))
 
 
-def verify(problem, run: Callable[[list, tuple], list]) -> Verdict:
-    """Run ``problem``'s module on ``inputs_for(problem)`` and judge its results. ``run(inputs, axes)`` returns them
-    as host arrays reduced to the sampled positions: ``axes``, (axis, kept indices) pairs applied in order (on a
-    GPU, gathered there, so that only they come to the host)."""
+def verify(problem, run: Callable[[list, tuple], "Ran"]) -> Verdict:
+    """Run ``problem``'s module on ``inputs_for(problem)`` and judge its results. ``run(inputs, axes)`` returns a
+    ``Ran``: the results as host arrays reduced to the sampled positions (``axes``, (axis, kept indices) pairs
+    applied in order; on a GPU, gathered there, so that only they come to the host) and the whole results' count of
+    unwritten positions."""
     inputs = inputs_for(problem)
     sample = sample_of(problem, inputs)
-    return _judged(problem, sample, run(inputs, sample.axes))
+    ran = run(inputs, sample.axes)
+    return _judged(problem, sample, ran.results, ran.unwritten)
 
 
 def judge(problem, inputs: list, results: list) -> Verdict:
     """Whole ``results`` of ``problem`` on ``inputs`` against the float64 reference (see the module docstring)."""
     sample = sample_of(problem, inputs)
-    return _judged(problem, sample, [sample.take(np.asarray(r)) for r in results])
+    ran = gathered(results, sample.axes)
+    return _judged(problem, sample, ran.results, ran.unwritten)
+
+
+def gathered(results: list, axes: tuple) -> Ran:
+    """Whole host ``results`` as a check's run returns them: reduced to ``axes``, their unwritten positions counted."""
+    arrays = [np.asarray(r) for r in results]
+    return Ran([take(a, axes) for a in arrays], sum(int(np.count_nonzero(unwritten(a))) for a in arrays))
+
+
+def unwritten(array) -> np.ndarray:
+    """Where ``array`` holds what no right answer here holds: NaN or an infinity, or a negative index."""
+    if np.issubdtype(array.dtype, np.integer):
+        return array < 0
+    return ~np.isfinite(np.asarray(array, np.float32) if array.dtype.itemsize < 4 else array)
 
 
 def sample_of(problem, inputs: list) -> "_Sample":
@@ -127,7 +157,7 @@ def take(result, axes: tuple):
     return result
 
 
-def _judged(problem, sample: "_Sample", results: list) -> Verdict:
+def _judged(problem, sample: "_Sample", results: list, unwritten_positions: int) -> Verdict:
     expected, magnitudes = _expected(problem, sample.inputs)
     verdicts = []
     for number, (got, want, magnitude, (_, dtype)) in enumerate(zip(results, expected, magnitudes, _results(problem))):
@@ -139,7 +169,8 @@ def _judged(problem, sample: "_Sample", results: list) -> Verdict:
             tolerance = (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * magnitude + _TINY.get(dtype, 0.0)
         verdicts.append(_worst(number, got, np.asarray(want), tolerance))
     worst = max(verdicts, key=lambda v: v.worst)
-    return dataclasses.replace(worst, checked=sum(v.checked for v in verdicts))
+    return dataclasses.replace(worst, passed=worst.passed and unwritten_positions == 0,
+                               checked=sum(v.checked for v in verdicts), unwritten=unwritten_positions)
 
 
 def _worst(number: int, got, want, tolerance) -> Verdict:
@@ -295,7 +326,7 @@ def remember(key: str, verdict: Verdict) -> None:
                       "they are kept for this process only", RuntimeWarning, stacklevel=3)
 
 
-def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list, tuple], list]) -> Verdict | None:
+def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list, tuple], Ran]) -> Verdict | None:
     """The verdict on ``problem``'s module (``run``) on ``device`` by ``path``: recalled (``first``) or checked now;
     None when ``OPS_VERIFY=off``."""
     how = mode()
@@ -352,7 +383,7 @@ class Gate:
             + (f"; {hint}" if hint else ""))
 
 
-def check_again(problem, device: str, run: Callable[[list, tuple], list]) -> None:
+def check_again(problem, device: str, run: Callable[[list, tuple], Ran]) -> None:
     """``OPS_VERIFY=always``: the known-answer check before a call, nothing recalled or recorded; raises if wrong."""
     verdict = verify(problem, run)
     if not verdict.passed:

@@ -254,12 +254,12 @@ def loaded_function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_dev
     return Function(context, module.lookup_function(spec.name), driver, hal_device)
 
 
-def known_run(function: Function, problem, inputs: list, axes: tuple = ()) -> list:
+def known_run(function: Function, problem, inputs: list, axes: tuple = ()) -> known_answer.Ran:
     """``function`` on ``inputs`` into NaN-filled (or -1) destinations: its results on the host, reduced to the
-    positions ``axes`` keeps (``known_answer.verify``)."""
+    positions ``axes`` keeps, and their unwritten positions counted (``known_answer.verify``)."""
     destinations = known_answer.poisoned(problem)
     returned = function(*inputs, *destinations)[-len(destinations):]
-    return [known_answer.take(np.array(r.to_host(), copy=True), axes) for r in returned]
+    return known_answer.gathered([np.array(r.to_host(), copy=True) for r in returned], axes)
 
 
 def device_identity(driver: str) -> str:

@@ -173,8 +173,8 @@ def test_the_torch_path_gathers_the_sampled_positions_before_they_reach_the_host
     inputs = known_answer.inputs_for(problem)
     sample = known_answer.sample_of(problem, inputs)
     assert [axis for axis, _ in sample.axes] == [0, 3]  # batch indices, then channels
-    gathered = calls.run_known(kernel, problem, cpu, inputs, sample.axes)
-    whole = calls.run_known(kernel, problem, cpu, inputs)
+    gathered = calls.run_known(kernel, problem, cpu, inputs, sample.axes).results
+    whole = calls.run_known(kernel, problem, cpu, inputs).results
     assert gathered[0].shape == (4, 7, 7, 4) and np.array_equal(gathered[0], known_answer.take(whole[0], sample.axes))
     assert known_answer.verify(problem, lambda i, axes: calls.run_known(kernel, problem, cpu, i, axes)).passed
 
@@ -197,3 +197,47 @@ def test_ops_verify_always_checks_every_torch_call(monkeypatch, tmp_path):
     leaf = x.detach().double().requires_grad_()
     torch.nn.functional.conv2d(leaf, w.double(), padding=1, stride=2).sum().backward()
     assert torch.allclose(x.grad.double(), leaf.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unwritten_position_outside_the_sample_fails(monkeypatch):
+    """The whole results are searched for NaN, infinities and negative indices (the NaN-filled destinations a module
+    left unwritten), the positions the sample does not keep too."""
+    monkeypatch.setattr(known_answer, "WHOLE", 0)
+    problem = _strided_problem(batch=9, in_channels=12)
+    inputs, (right,) = _answers(problem)
+    sample = known_answer.sample_of(problem, inputs)
+    kept_batches, kept_channels = (set(kept.tolist()) for _, kept in sample.axes)
+    n = min(set(range(9)) - kept_batches)
+    c = min(set(range(12)) - kept_channels)
+    assert known_answer.judge(problem, inputs, [right]).passed
+    unwritten = right.copy()
+    unwritten[n, 3, 3, c] = np.nan
+    verdict = known_answer.judge(problem, inputs, [unwritten])
+    assert not verdict.passed and verdict.unwritten == 1
+    assert "1 positions of the whole results are NaN, infinite or -1" in verdict.describe()
+
+
+# Layers the batch sample once refused (issue 44), compiled and checked at their own, sampled, sizes.
+_REFUSED_BEFORE = [
+    pytest.param("conv_bwd_data", dict(batch=64, in_channels=64, out_channels=64, input_spatial=(8, 8),
+                                       filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"), id="n-equals-k"),
+    pytest.param("grouped_conv_bwd_data", dict(batch=64, groups=16, in_channels=8, out_channels=8, input_spatial=(8, 8),
+                                               filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32",
+                                               epilogue="acc + d0", d_kinds=("channel",)), id="per-channel-d"),
+    pytest.param("maxpool2d_bwd", dict(batch=32, channels=32, input_spatial=(32, 32), kernel_size=(3, 3), stride=(2, 2),
+                                       padding=(1, 1), layout="NHWC", dtype="float32"), id="pool-n-equals-c"),
+]
+
+
+@pytest.mark.parametrize("op, params", _REFUSED_BEFORE)
+def test_right_modules_at_sampled_sizes_pass_the_whole_chain(monkeypatch, tmp_path, op, params):
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
+    operator = registry.module(op)
+    problem = operator.problem_from_params(**params)
+    inputs = known_answer.inputs_for(problem)
+    assert known_answer.sample_of(problem, inputs).axes, "the check must be sampled at this size"
+    runtime._functions.clear()
+    got = api.run(problem, inputs)  # refused with WrongResultError before the sample went by roles
+    assert len(list((tmp_path / "verified").glob("*.pass"))) == 1
+    expected = operator.reference(problem, inputs)
+    np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=1e-4, atol=1e-4)

@@ -424,10 +424,10 @@ def launched(problem, device: torch.device, backend: str = "cuda"):
     return gate.served
 
 
-def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple = ()) -> list:
+def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple = ()) -> known_answer.Ran:
     """``kernel`` on ``inputs`` (arrays in the problem's layout) into NaN-filled (or -1) destinations, on
     ``device``; its results reduced there to the positions ``axes`` keeps (``known_answer.verify``), then brought
-    to the host. Tensors are handed over as PyTorch holds them: a channels-last problem's arrays as
+    to the host, with the whole results' unwritten positions counted there. Tensors are handed over as PyTorch holds them: a channels-last problem's arrays as
     (N, C, *spatial) views of their NHWC memory."""
     channels_last = problem.channels_last
     tensors = [to_torch(a, device, channels_last) for a in inputs]
@@ -437,7 +437,13 @@ def run_known(kernel, problem, device: torch.device, inputs: list, axes: tuple =
         torch.cuda.current_stream(device).synchronize()
     else:
         runtime.finish()  # inside queued_calls(), the kernel's call was queued
-    return [to_numpy(_gathered(t, channels_last, axes)) for t in outputs]
+    unwritten = sum(int(_unwritten(t).sum()) for t in outputs)  # counted where the results lie
+    return known_answer.Ran([to_numpy(_gathered(t, channels_last, axes)) for t in outputs], unwritten)
+
+
+def _unwritten(t: Tensor) -> Tensor:
+    """``known_answer.unwritten`` on ``t``'s device: NaN or infinite, or a negative index."""
+    return t < 0 if not t.is_floating_point() else ~torch.isfinite(t)
 
 
 def to_torch(array, device: torch.device, channels_last: bool) -> Tensor:
