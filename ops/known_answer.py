@@ -160,17 +160,23 @@ def take(result, axes: tuple):
 def _judged(problem, sample: "_Sample", results: list, unwritten_positions: int) -> Verdict:
     expected, magnitudes = _expected(problem, sample.inputs)
     verdicts = []
-    for number, (got, want, magnitude, (_, dtype)) in enumerate(zip(results, expected, magnitudes, _results(problem))):
+    for number, (got, want, magnitude) in enumerate(zip(results, expected, magnitudes)):
         if np.issubdtype(np.asarray(want).dtype, np.integer):  # indices: exact
-            tolerance = np.zeros(np.shape(want))
+            bound = np.zeros(np.shape(want))
         else:
-            unit = _ROUNDOFF.get(dtype, 0.0)
-            # plus the result dtype's smallest normal: a GPU may flush subnormal results to zero
-            tolerance = (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * magnitude + _TINY.get(dtype, 0.0)
-        verdicts.append(_worst(number, got, np.asarray(want), tolerance))
+            bound = tolerance(problem, number, magnitude)
+        verdicts.append(_worst(number, got, np.asarray(want), bound))
     worst = max(verdicts, key=lambda v: v.worst)
     return dataclasses.replace(worst, passed=worst.passed and unwritten_positions == 0,
                                checked=sum(v.checked for v in verdicts), unwritten=unwritten_positions)
+
+
+def tolerance(problem, number: int, magnitude):
+    """Each position's tolerance in ``problem``'s result ``number``, from its sum of term magnitudes (see the module
+    docstring), plus the result dtype's smallest normal: a GPU may flush subnormal results to zero."""
+    dtype = _results(problem)[number][1]
+    unit = _ROUNDOFF.get(dtype, 0.0)
+    return (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * magnitude + _TINY.get(dtype, 0.0)
 
 
 def _worst(number: int, got, want, tolerance) -> Verdict:
