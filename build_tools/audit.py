@@ -186,8 +186,8 @@ def audit(problem, specs: list, device) -> list:
         got = run(inputs).results[0]
         record = {"module": path.name, "path": "runtime" if isinstance(plan, str) else "launcher",
                   **independent_verdict(problem, inputs, got, device)}
-        record["check"] = known_answer.verify(problem, run).describe()
-        record["check_passed"] = known_answer.verify(problem, run).passed
+        verdict = known_answer.verify(problem, run)
+        record.update(check=verdict.describe(), check_passed=verdict.passed)
         records.append(record)
     return records
 
