@@ -191,3 +191,28 @@ def test_the_runtime_path_exits_without_leak_reports():
     assert done.returncode == 0, done.stderr[-3000:]
     assert "leaked" not in done.stderr, done.stderr[:2000]
 
+
+def test_a_listing_cut_short_by_its_reader_ends_without_a_traceback():
+    """``python -m ops list | head -1``: the reader takes one line and closes the pipe. The pipe holds one page, so
+    the listing (three pages and more) is still being written when it closes."""
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen([sys.executable, "-m", "ops", "list"], stdout=write_end, stderr=subprocess.PIPE,
+                               cwd=REPO, text=True)
+    os.close(write_end)
+    with os.fdopen(read_end) as reader:
+        first = reader.readline()
+    error = process.communicate(timeout=300)[1]
+    assert first.split()[:2] == ["operator", "problem"]
+    assert "Traceback" not in error and "BrokenPipeError" not in error, error
+    assert process.returncode == 1
+
+
+def test_help_shows_no_restructuredtext_quotes():
+    done = subprocess.run([sys.executable, "-m", "ops", "--help"], capture_output=True, text=True, cwd=REPO,
+                          timeout=300)
+    assert done.returncode == 0 and "key=value overrides a problem parameter" in done.stdout
+    assert "``" not in done.stdout and "(padding=1:0,0:1)" in done.stdout
+
