@@ -216,3 +216,20 @@ def test_help_shows_no_restructuredtext_quotes():
     assert done.returncode == 0 and "key=value overrides a problem parameter" in done.stdout
     assert "``" not in done.stdout and "(padding=1:0,0:1)" in done.stdout
 
+
+def test_grouped_conv_bwd_weight_takes_kernel_size_for_a_release_with_a_deprecation_warning(rng):
+    x = rng.standard_normal((1, 5, 5, 2)).astype(np.float32)
+    grad_out = rng.standard_normal((1, 3, 3, 2)).astype(np.float32)
+    with pytest.warns(DeprecationWarning, match=r"grouped_conv_bwd_weight: kernel_size= is deprecated.*use "
+                                                r"filter_spatial=") as caught:
+        old = ops.grouped_conv_bwd_weight(x, grad_out, groups=2, kernel_size=3)
+    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]
+    assert np.array_equal(old, ops.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=3))
+
+
+def test_grouped_conv_bwd_weight_with_both_names_or_neither_is_a_type_error(nothing_compiles):
+    x, grad_out = np.ones((1, 5, 5, 2), np.float32), np.ones((1, 3, 3, 2), np.float32)
+    with pytest.raises(TypeError, match=r"grouped_conv_bwd_weight: got both filter_spatial= and kernel_size= "):
+        ops.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=3, kernel_size=3)
+    with pytest.raises(TypeError, match=r"grouped_conv_bwd_weight: missing the keyword argument filter_spatial"):
+        ops.grouped_conv_bwd_weight(x, grad_out, groups=2)
