@@ -233,3 +233,19 @@ def test_grouped_conv_bwd_weight_with_both_names_or_neither_is_a_type_error(noth
         ops.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=3, kernel_size=3)
     with pytest.raises(TypeError, match=r"grouped_conv_bwd_weight: missing the keyword argument filter_spatial"):
         ops.grouped_conv_bwd_weight(x, grad_out, groups=2)
+
+
+def test_the_torch_extra_has_a_lower_and_an_upper_bound_and_the_test_pin_stays():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pip's own copy of tomli
+        from pip._vendor import tomli as tomllib
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (torch,) = [Requirement(r) for r in extras["torch"]]
+    operators = {spec.operator for spec in torch.specifier}
+    assert torch.name == "torch" and {">=", "<"} <= operators
+    assert all(Version(v) in torch.specifier for v in ("2.11.0", "2.13.0")) and Version("3.0") not in torch.specifier
+    assert "torch==2.13.0" in extras["test"]
