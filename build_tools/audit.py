@@ -22,10 +22,10 @@ import zlib
 
 import numpy as np
 
-from ops import compiler, dtypes, known_answer, policy, registry
+from ops import compiler, known_answer, policy, registry
+from ops.problem import ConvBwdWeightProblem, ConvProblem
 from build_tools import verify_run
 
-CONVOLUTIONS = ("conv_bwd_data", "grouped_conv_bwd_data", "grouped_conv_bwd_weight")
 _RESNET = [dict(batch=64, in_channels=c, out_channels=k, input_spatial=(s, s), filter_spatial=(f, f), stride=st,
                 padding=f // 2, layout=layout, dtype="float32")
            for c, k, s, f, st in ((64, 64, 8, 3, 1), (32, 64, 16, 1, 2), (32, 64, 16, 3, 2), (256, 64, 14, 1, 1))
@@ -34,7 +34,7 @@ _RESNET = [dict(batch=64, in_channels=c, out_channels=k, input_spatial=(s, s), f
 
 def problems(name: str) -> list:
     if name in ("wrong", "bf16"):
-        return [p for p in verify_run.problems(name) if p.op in CONVOLUTIONS]
+        return [p for p in verify_run.problems(name) if isinstance(p, ConvProblem)]
     if name == "train":
         return train_problems()
     if name == "resnet":
@@ -60,7 +60,7 @@ def train_problems() -> list:
         x = x.to(memory_format=fmt) if x.dim() == 4 else x
         with kernels.recording() as recorded:
             net(x).float().sum().backward()
-        found.update({p.name: p for p in recorded if p.op in CONVOLUTIONS})
+        found.update({p.name: p for p in recorded if isinstance(p, ConvProblem)})
     return list(found.values())
 
 
@@ -75,7 +75,7 @@ def forms(name: str, problem) -> list:
 def sliced_by_the_old_sample(problem) -> bool:
     """Whether check version 1 sliced an input that has no batch axis: it sliced each input of rank above 2 whose
     first extent equalled the batch, in sampled checks of batch-separable operators (not backward-weight)."""
-    if problem.op == "grouped_conv_bwd_weight" or problem.batch <= known_answer.KEPT:
+    if isinstance(problem, ConvBwdWeightProblem) or problem.batch <= known_answer.KEPT:
         return False
     inputs = known_answer.inputs_for(problem)
     if not known_answer.sample_of(problem, inputs).axes:
@@ -112,7 +112,7 @@ def torch_reference(problem, inputs: list, device):
     pads = [p for lo, hi in reversed(problem.padding) for p in (lo, hi)]
     x_shape = (problem.batch, problem.groups * problem.in_channels, *problem.input_spatial)
     w_shape = (problem.groups * problem.out_channels, problem.in_channels, *problem.filter_spatial)
-    if problem.op == "grouped_conv_bwd_weight":
+    if isinstance(problem, ConvBwdWeightProblem):
         x, grad_out = logical(inputs[0]), logical(inputs[1])
         w = torch.zeros(w_shape, dtype=torch.float64, device=device, requires_grad=True)
         leaf = w

@@ -7,11 +7,13 @@ tests and these functions. Nothing re-enters a public function.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .operators import avgpool3d as avgpool_bwd, conv_bwd_data as conv, grouped_conv_bwd_data as grouped_data
 from .operators import avgpool3d_fwd as avgpool_fwd, grouped_conv_bwd_weight as grouped_weight, maxpool2d as maxpool_bwd
 from .operators import maxpool2d_fwd as maxpool_fwd
+from .validation import check_type
 
 
 def run(problem, arrays: list, device: str | None = None, out=None, *, form: Any = None):
@@ -58,8 +60,19 @@ def grouped_conv_bwd_data(grad_out, weight, ds=(), *, groups, input_shape, strid
     return run(problem, [grad_out, weight, *ds, *([] if values is None else [values])], device, out)
 
 
-def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial, stride=1, padding=0, dilation=1, layout="NHWC",
-                            out_dtype=None, device=None, out=None):
+def _renamed(op: str, new: str, value, old: str, old_value):
+    """The value of parameter ``new`` of ``op``, which was called ``old`` (accepted for a release, with a
+    DeprecationWarning at the caller's line); None for neither, and a TypeError for both."""
+    if old_value is None:
+        return value
+    check_type(value is None, f"{op}: got both {new}= and {old}= (its former name); pass {new}= only")
+    warnings.warn(f"{op}: {old}= is deprecated and will be removed; use {new}= (the same value)", DeprecationWarning,
+                  stacklevel=3)
+    return old_value
+
+
+def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial=None, stride=1, padding=0, dilation=1,
+                            layout="NHWC", out_dtype=None, device=None, out=None, kernel_size=None):
     """Gradient of a grouped N-D convolution with respect to its weight.
 
     x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
@@ -73,8 +86,11 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial, stride=1, pa
 
     NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out. ``device`` is an IREE
     driver name (``local-task`` by default; ``hip``, ``cuda``); ``out``, optional, is a DeviceArray of grad_w's
-    shape and dtype that receives the result.
+    shape and dtype that receives the result. ``kernel_size``: ``filter_spatial``'s former name (deprecated).
     """
+    filter_spatial = _renamed("grouped_conv_bwd_weight", "filter_spatial", filter_spatial, "kernel_size", kernel_size)
+    check_type(filter_spatial is not None, "grouped_conv_bwd_weight: missing the keyword argument filter_spatial "
+                                           "(the filter's spatial size)")
     problem = grouped_weight.normalize(
         x, grad_out, groups=groups, filter_spatial=filter_spatial, stride=stride, padding=padding, dilation=dilation,
         layout=layout, out_dtype=out_dtype,

@@ -130,7 +130,8 @@ def print_table(rows: list[dict]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m ops", description=__doc__.replace("``", ""),  # reST's quotes
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the known operators and problems")
     run = commands.add_parser(
@@ -175,6 +176,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("run all takes no --problem: it runs each operator's CK default problem (key=value overrides "
                      "apply to each)")
     return _run(args, extra)
+
+
+def entry() -> int:
+    """``main`` for ``python -m ops``: output cut short by its reader (``python -m ops list | head``) ends the
+    command quietly, with status 1 (Python's recipe: what is still to be written goes to the null device, where
+    the interpreter's last flush does not fail again)."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
 
 
 def _run(args, extra: list[str]) -> int:

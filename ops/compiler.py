@@ -24,13 +24,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from .launch import plan as launch_plan
 from .targets import Target
+from .validation import warn_caller
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 _lock = threading.Lock()
@@ -320,8 +320,8 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
         return found
     _without_compiler(specs[0], accept, damaged, refused)
     if damaged:
-        warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into {cache_dir()}",
-                      RuntimeWarning, stacklevel=3)
+        warn_caller(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into "
+                    f"{cache_dir()}")
     errors: list[str] = []
     for spec in specs:
         vmfb = spec.path(cache_dir(), compiler_version())

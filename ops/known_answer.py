@@ -34,7 +34,6 @@ import importlib
 import json
 import math
 import os
-import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from . import roles
-from .validation import check
+from .validation import check, warn_caller
 
 MODES = ("first", "always", "off")
 WHOLE = 1 << 18  # results up to this many elements are checked whole ...
@@ -58,7 +57,12 @@ _TINY = {"float32": 2.0 ** -126, "float16": 2.0 ** -14, "bfloat16": 2.0 ** -126}
 
 
 class WrongResultError(RuntimeError):
-    """No compiled form of a problem computes its known answer on this device."""
+    """No compiled form of a problem computes its known answer on this device. ``problem`` is the problem;
+    ``worst``, the worst verdict's description (for a one-line account of the refusal)."""
+
+    def __init__(self, message: str, problem=None, worst: str = ""):
+        super().__init__(message)
+        self.problem, self.worst = problem, worst
 
 
 @dataclass(frozen=True)
@@ -328,8 +332,8 @@ def remember(key: str, verdict: Verdict) -> None:
     try:
         atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
     except OSError as error:
-        warnings.warn(f"ops: known-answer verdicts cannot be recorded in {_record_path(key, True).parent} ({error}); "
-                      "they are kept for this process only", RuntimeWarning, stacklevel=3)
+        warn_caller(f"ops: known-answer verdicts cannot be recorded in {_record_path(key, True).parent} ({error}); "
+                    "they are kept for this process only")
 
 
 def ensure(problem, module_sha256: str, device: str, path: str, run: Callable[[list, tuple], Ran]) -> Verdict | None:
@@ -386,7 +390,7 @@ class Gate:
         raise WrongResultError(
             f"{self.problem.op}: no compiled form of {self.problem.name} computes the right answer on {self.device} "
             f"({len(self.refused)} refused by the known-answer check); worst: {name}: {verdict.describe()}"
-            + (f"; {hint}" if hint else ""))
+            + (f"; {hint}" if hint else ""), self.problem, verdict.describe())
 
 
 def check_again(problem, device: str, run: Callable[[list, tuple], Ran]) -> None:
@@ -394,7 +398,7 @@ def check_again(problem, device: str, run: Callable[[list, tuple], Ran]) -> None
     verdict = verify(problem, run)
     if not verdict.passed:
         raise WrongResultError(f"{problem.op}: {problem.name} computed a wrong known answer on {device} "
-                               f"(OPS_VERIFY=always): {verdict.describe()}")
+                               f"(OPS_VERIFY=always): {verdict.describe()}", problem, verdict.describe())
 
 
 def gpu_driver_version(driver: str) -> str:

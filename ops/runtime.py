@@ -7,8 +7,11 @@ straight to the loaded function. NumPy inputs give a NumPy result; when any inpu
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
 import threading
+from typing import Callable
 
 import numpy as np
 
@@ -306,6 +309,35 @@ def stream_function(problem, driver: str, index: int, uuid: str | None, stream: 
         device = stream_device(driver, index, uuid, stream)
         function = _functions[key] = load_specs(policy.module_specs(problem, target), driver, device, problem)
     return function
+
+
+_holders: list[Callable[[], None]] = []
+
+
+def release_at_exit(forget: Callable[[], None]) -> None:
+    """Have ``forget`` (the clearing of a cache that holds this module's objects, such as ``ops.torch``'s ready
+    calls) run at the interpreter's exit, before this module lets go of its own (``_release``)."""
+    _holders.append(forget)
+
+
+@atexit.register
+def _release() -> None:
+    """IREE's runtime objects let go while the interpreter still runs: the caches that hold functions, then this
+    thread's queued calls, workspaces and timelines, the functions (their contexts and modules), the devices, the
+    VM instance. Objects still alive when the interpreter ends (held by an object PyTorch's operator library
+    keeps, which is never freed) are reported by nanobind, a hundred lines and more of "leaked" at every exit."""
+    global _instance
+    for forget in _holders:
+        forget()
+    with contextlib.suppress(Exception):
+        finish()
+    _workspaces.__dict__.clear()
+    _queued.__dict__.clear()
+    _functions.clear()
+    _stream_devices.clear()
+    _devices.clear()
+    _instance = None
+    gc.collect()
 
 
 def _check_out(op: str, out, shape, dtype: str, driver: str) -> None:

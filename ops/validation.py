@@ -8,7 +8,12 @@ whose message names the operator, the parameter, what was expected and what came
 from __future__ import annotations
 
 import numbers
+import os
+import sys
+import warnings
 from typing import Sequence
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def check(condition: bool, message: str) -> None:
@@ -21,6 +26,24 @@ def check_type(condition: bool, message: str) -> None:
     """Raise ``TypeError(message)`` unless ``condition`` holds."""
     if not condition:
         raise TypeError(message)
+
+
+def _library_frame(filename: str) -> bool:
+    """Whether a frame of ``filename`` is this package's or, once it is imported, PyTorch's (whose autograd engine
+    and ``nn.Module.__call__`` stand between a user's line and ``ops.torch``'s code)."""
+    torch = sys.modules.get("torch")
+    torch_dir = os.path.dirname(getattr(torch, "__file__", None) or "") + os.sep if torch is not None else None
+    return filename.startswith(_PACKAGE) or (torch_dir is not None and filename.startswith(torch_dir))
+
+
+def warn_caller(message: str, category: type[Warning] = RuntimeWarning) -> None:
+    """``warnings.warn(message, category)`` attributed to the user's own line: the first frame outside this package
+    and PyTorch (a backward's Python frames lead back through autograd's engine to the user's ``backward()``).
+    Where no such frame is on the stack (a thread of the library's own), to the outermost one."""
+    frame, level = sys._getframe(1), 1  # the frame that called this: warnings.warn's stacklevel 1 from there
+    while frame.f_back is not None and _library_frame(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)  # + 1: this function's own frame
 
 
 ACTIVATIONS = (None, "relu")  # what an input_activation may be: the activation before a layer, fused into it

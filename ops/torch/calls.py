@@ -42,7 +42,6 @@ import functools
 import importlib
 import os
 import threading
-import warnings
 from typing import Callable
 
 import numpy as np
@@ -52,7 +51,7 @@ from torch.utils.dlpack import to_dlpack
 
 from .. import compiler, dtypes, known_answer, policy, runtime, targets
 from ..launch import cpu as cpu_launch
-from ..validation import check
+from ..validation import check, warn_caller
 
 ALIGNMENT = 16  # IREE's GPU kernels assume 16-byte aligned bindings (ConvertToLLVM.cpp: "align 16")
 CPU_ALIGNMENT = 64  # IREE's runtime imports host memory aligned to 64 bytes only (buffer_heap.c): RuntimeKernel
@@ -61,11 +60,13 @@ _said_lock = threading.Lock()
 
 
 def say_once(message: str) -> None:
+    """``message`` as a RuntimeWarning at the user's line that led here (``validation.warn_caller``), once a
+    process."""
     with _said_lock:
         if message in _said:
             return
         _said.add(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    warn_caller(message)
 
 
 def signature(args: tuple) -> tuple:
@@ -483,31 +484,35 @@ def kernel_for(problem, device: torch.device, views: Callable):
             f"ops.torch: {problem.op} meets a new problem ({problem.name}) while a CUDA graph is being captured; "
             "its module must be loaded first: run one eager step with the same shapes before capturing")
     target = targets.target_for_device(driver)
-    if not target.gpu:
-        kernel = _planned(problem, device, "cpu", True) if policy.cpu_launcher() == "plan" else None
-        return kernel or RuntimeKernel(runtime.function_for(problem, driver), driver, views, False)
-    if policy.gpu_launcher(target) == "plan":
-        kernel = _planned(problem, device, driver, target.external_stream)
-        if kernel is not None:
-            return kernel
+    backend = driver if target.gpu else "cpu"
+    planned = policy.gpu_launcher(target) == "plan" if target.gpu else policy.cpu_launcher() == "plan"
+    # a launcher's refusal is an internal change of path where IREE's runtime can take the problem: said (one
+    # line) only once the runtime serves it; where the runtime refuses it too, its error is the caller's one warning
+    kernel, refused = _planned(problem, device, backend, not target.gpu or target.external_stream) if planned \
+        else (None, None)
+    if kernel is not None:
+        return kernel
     if target.external_stream:
-        return StreamKernel(problem, device, views)
-    return RuntimeKernel(runtime.function_for(problem, driver), driver, views, True)
+        kernel = StreamKernel(problem, device, views)
+    else:
+        kernel = RuntimeKernel(runtime.function_for(problem, driver), driver, views, target.gpu)
+    if refused is not None:
+        say_once(f"ops.torch: {problem.op} ({problem.name}) runs through IREE's runtime: the "
+                 f"{_LAUNCHERS[backend][2]} launcher's forms fail the known-answer check")
+    return kernel
 
 
-def _planned(problem, device: torch.device, backend: str, fallback: bool):
-    """``launched``; where the launcher computes no form right and IREE's runtime has another path for the problem
-    (``fallback``: the CPU, and a GPU target whose runtime takes the framework's stream), that is said once and the
-    other path runs it (the HIP launcher is opt-in, and not yet run on an AMD GPU); else the error stands."""
+def _planned(problem, device: torch.device, backend: str, fallback: bool) -> tuple:
+    """(``launched``'s kernel, None); where the launcher computes no form right and IREE's runtime has another path
+    for the problem (``fallback``: the CPU, and a GPU target whose runtime takes the framework's stream), (None,
+    the launcher's error), and the other path runs it (the HIP launcher is opt-in, and not yet run on an AMD GPU);
+    else the error stands."""
     try:
-        return launched(problem, device, backend)
+        return launched(problem, device, backend), None
     except known_answer.WrongResultError as error:
         if not fallback:
             raise
-        name = _LAUNCHERS[backend][2]
-        say_once(f"ops.torch: the {name} launcher computes no form of {problem.name} right ({error}); IREE's "
-                 "runtime runs it")
-        return None
+        return None, error
 
 
 def driver_for(device: torch.device) -> str:

@@ -7,7 +7,6 @@ operator for float64 (warned once per function), and calls the ``iree_ck`` opera
 
 from __future__ import annotations
 
-import warnings
 from typing import Callable, Optional
 
 import torch
@@ -17,7 +16,7 @@ from torch import Tensor
 from .. import geometry
 from ..problem import AvgPoolProblem, MaxPoolProblem
 from ..problem_checks import avg_pool_fields, pool_problem
-from ..validation import check, check_activation, check_type, int_tuple, padding_pairs, positive_int_tuple
+from ..validation import check, check_activation, check_type, int_tuple, padding_pairs, positive_int_tuple, warn_caller
 from . import kernels
 from .plans import KERNEL_DTYPES
 
@@ -30,8 +29,8 @@ def _falls_back(name: str, input: Tensor) -> bool:
     if input.dtype == torch.float64:
         if name not in float64_warned:
             float64_warned.add(name)
-            warnings.warn(f"ops.torch.{name}: float64 has no kernel here; PyTorch's own {name} (and its backward) "
-                          "runs instead", stacklevel=3)
+            warn_caller(f"ops.torch.{name}: float64 has no kernel here; PyTorch's own {name} (and its backward) "
+                        "runs instead", UserWarning)
         return True
     return False
 

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import known_answer, registry
+from .. import known_answer, registry, runtime
 from ..validation import check
 from . import calls, plans
 from .plans import conform, empty, is_channels_last, kernel_view
@@ -84,9 +84,18 @@ def _prepare(name: str, args: tuple, fallback: Callable) -> calls.Prepared:
         views = lambda ts: [kernel_view(t, channels_last) for t in ts]  # noqa: E731
         kernel = None if is_empty else calls.kernel_for(problem, device, views)
     except known_answer.WrongResultError as error:
-        calls.say_once(f"ops.torch: {error}. PyTorch's own kernel computes this problem instead.")
+        calls.say_once(fallback_message(problem, error))
         return calls.Prepared(problem, reads, memory_format, results, device, None, is_empty, fallback)
     return calls.Prepared(problem, reads, memory_format, results, device, kernel, is_empty)
+
+
+def fallback_message(problem, error: known_answer.WrongResultError) -> str:
+    """The one warning of a problem that PyTorch's own kernel computes (two lines): what, why, and what to do."""
+    worst = f" (worst: {error.worst})" if error.worst else ""
+    return (f"ops.torch: {problem.op} {problem.name}: no compiled form passed the known-answer check{worst}; "
+            "PyTorch's own kernel computes it instead.\n"
+            "If the check is wrong, OPS_VERIFY=off trusts the modules; else rebuild them (python -m ops cache "
+            "--clear) and please report this warning.")
 
 
 _library = torch.library.Library("iree_ck", "DEF")
@@ -236,6 +245,19 @@ max_pool2d = KernelOp("max_pool2d", _torch_max_pool2d)
 max_pool2d_backward = KernelOp("max_pool2d_backward", _torch_max_pool2d_backward)
 avg_pool3d_backward = KernelOp("avg_pool3d_backward", _torch_avg_pool3d_backward)
 avg_pool3d_forward = KernelOp("avg_pool3d", _torch_avg_pool3d)
+_KERNEL_OPS = (conv_backward_input, conv_backward_weight, max_pool2d, max_pool2d_backward, avg_pool3d_backward,
+               avg_pool3d_forward)
+
+
+def _forget_ready_calls() -> None:
+    """Every kernel op's ready calls, and the paired calls made of them: their kernels hold IREE's runtime objects,
+    and the kernel ops live as long as PyTorch's operator library, past the interpreter's end."""
+    for op in _KERNEL_OPS:
+        op.ready.clear()
+    _PAIRS.clear()
+
+
+runtime.release_at_exit(_forget_ready_calls)
 
 
 # --- Convolution: PyTorch's forward, the kernels' backward ------------------------------------------------
