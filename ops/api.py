@@ -72,7 +72,7 @@ def _renamed(op: str, new: str, value, old: str, old_value):
 
 
 def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial=None, stride=1, padding=0, dilation=1,
-                            layout="NHWC", out_dtype=None, device=None, out=None, kernel_size=None):
+                            layout="NHWC", out_dtype=None, device=None, out=None, kernel_size=None, precision="float32"):
     """Gradient of a grouped N-D convolution with respect to its weight.
 
     x: ``(N, *spatial, G*C)`` channels-last (``NWC``, ``NHWC``, ``NDHWC``; CK's NHWGC) or ``(N, G*C, *spatial)``
@@ -87,13 +87,16 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial=None, stride=
     NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out. ``device`` is an IREE
     driver name (``local-task`` by default; ``hip``, ``cuda``); ``out``, optional, is a DeviceArray of grad_w's
     shape and dtype that receives the result. ``kernel_size``: ``filter_spatial``'s former name (deprecated).
+    ``precision="bf16x3"`` (float32 x, grad_out and grad_w only) computes each product as three bfloat16 products
+    summed in float32 (each within about 2^-16 of its magnitude, where TF32's is 2^-11): on GPUs without float32
+    matrix units, several times faster (``ops.torch`` chooses it where PyTorch allows TF32).
     """
     filter_spatial = _renamed("grouped_conv_bwd_weight", "filter_spatial", filter_spatial, "kernel_size", kernel_size)
     check_type(filter_spatial is not None, "grouped_conv_bwd_weight: missing the keyword argument filter_spatial "
                                            "(the filter's spatial size)")
     problem = grouped_weight.normalize(
         x, grad_out, groups=groups, filter_spatial=filter_spatial, stride=stride, padding=padding, dilation=dilation,
-        layout=layout, out_dtype=out_dtype,
+        layout=layout, out_dtype=out_dtype, precision=precision,
     )
     return run(problem, [x, grad_out], device, out)
 

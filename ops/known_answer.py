@@ -180,7 +180,8 @@ def tolerance(problem, number: int, magnitude):
     docstring), plus the result dtype's smallest normal: a GPU may flush subnormal results to zero."""
     dtype = _results(problem)[number][1]
     unit = _ROUNDOFF.get(dtype, 0.0)
-    return (2 * unit + 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]) * magnitude + _TINY.get(dtype, 0.0)
+    summed = 8 * math.sqrt(_terms(problem)) * _ROUNDOFF["float32"]
+    return (2 * unit + summed + problem.term_roundoff) * magnitude + _TINY.get(dtype, 0.0)
 
 
 def _worst(number: int, got, want, tolerance) -> Verdict:

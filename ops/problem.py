@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import epilogue as epilogues
 from . import geometry
@@ -56,6 +56,16 @@ class WindowProblem:
 
     def _name_suffix(self) -> str:
         return ""
+
+    @property
+    def computed_as(self) -> "WindowProblem":
+        """The problem whose module this one's wraps (its forms and lowering are chosen for it): itself."""
+        return self
+
+    @property
+    def term_roundoff(self) -> float:
+        """The relative error each term of a sum may carry beyond the accumulator's rounding: none."""
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -132,14 +142,36 @@ class ConvBwdDataProblem(ConvProblem):
         return f"_e{len(self.d_shapes)}_{hashlib.sha256(digest).hexdigest()[:10]}"
 
 
+# the precisions of a float32 weight gradient: float32 products, or bfloat16 x 3 (mlir/split_bf16x3.mlir)
+PRECISIONS = ("float32", "bf16x3")
+_CHANNELS_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
+
+
 @dataclass(frozen=True)
 class ConvBwdWeightProblem(ConvProblem):
-    """Backward-weight: the convolution, and grad_w's dtype (the inputs', or float32)."""
+    """Backward-weight: the convolution, grad_w's dtype (the inputs', or float32), and for float32 the precision of
+    its products (``"bf16x3"``: each a sum of three bfloat16 products, within about 2^-16 of its magnitude)."""
 
     out_dtype: str
+    precision: str = "float32"
 
     def _name_suffix(self) -> str:
-        return f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else ""
+        split = "_split_bf16x3" if self.precision == "bf16x3" else ""
+        return (f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else "") + split
+
+    @property
+    def computed_as(self) -> "ConvBwdWeightProblem":
+        """A split problem's module wraps the bfloat16 problem of three times the batch, channels-last, with a
+        float32 grad_w; any other problem's is its own."""
+        if self.precision != "bf16x3":
+            return self
+        return replace(self, dtype="bfloat16", out_dtype="float32", batch=3 * self.batch, precision="float32",
+                       layout=_CHANNELS_LAST[self.rank])
+
+    @property
+    def term_roundoff(self) -> float:
+        """A split product's error: 2^-16 of its magnitude at most (the dropped lo*lo and lo's rounding), doubled."""
+        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
 
 
 # --- Pooling --------------------------------------------------------------------------------------------

@@ -327,7 +327,8 @@ def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_cal
         assert len(paired) == 2 and all(p.together and p.checked for p in kernels._PAIRS.values())
         separate = (kernels.conv_backward_input.run(grad_, w.detach(), None, list(x.shape), [2, 2], [1, 1, 1, 1],
                                                     [1, 1], 2),
-                    kernels.conv_backward_weight.run(x_.detach(), grad_, list(w.shape), [2, 2], [1, 1, 1, 1], [1, 1], 2))
+                    kernels.conv_backward_weight.run(x_.detach(), grad_, list(w.shape), [2, 2], [1, 1, 1, 1], [1, 1], 2,
+                                                     False))
         for a, b, c, d in zip(ours, ours_again, separate, gradients(F.conv2d, x, w, grad)):
             assert torch.equal(a, c) and torch.equal(b, c) and a.stride() == c.stride()
             assert float((a - d).norm() / d.norm()) < 1e-5

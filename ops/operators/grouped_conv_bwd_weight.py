@@ -26,10 +26,10 @@ from .. import roles as axis_roles
 from ..operator import Lowering, one_of
 from ..roles import Roles
 from ..layouts import activation_from_params, in_layout, join_activation
-from ..problem import ConvBwdWeightProblem
+from ..problem import PRECISIONS, ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
-from . import contractions
+from . import contractions, split_precision
 from .contractions import DEPTHWISE_OPS
 
 OP = "grouped_conv_bwd_weight"
@@ -60,7 +60,8 @@ def _out_dtype_name(out_dtype, dtype: str) -> str:
     return name
 
 
-def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation, layout, out_dtype=None) -> ConvBwdWeightProblem:
+def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation, layout, out_dtype=None,
+              precision="float32") -> ConvBwdWeightProblem:
     """Check every argument and build the problem, before anything is compiled."""
     x_shape, x_dtype = array_shape_dtype(OP, "x", x)
     out_shape, grad_dtype = array_shape_dtype(OP, "grad_out", grad_out)
@@ -81,7 +82,16 @@ def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation,
         x_dtype == grad_dtype,
         f"{OP}: x and grad_out must have the same dtype, but got {x_dtype} and {grad_dtype}",
     )
-    return dataclasses.replace(problem, out_dtype=_out_dtype_name(out_dtype, grad_dtype))
+    return _with_precision(dataclasses.replace(problem, out_dtype=_out_dtype_name(out_dtype, grad_dtype)), precision)
+
+
+def _with_precision(problem: ConvBwdWeightProblem, precision) -> ConvBwdWeightProblem:
+    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32 in and out only)."""
+    check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
+    check(precision == "float32" or problem.dtype == problem.out_dtype == "float32",
+          f"{OP}: precision bf16x3 splits float32 x and grad_out into a float32 grad_w, but the dtype is "
+          f"{problem.dtype} and out_dtype {problem.out_dtype}")
+    return dataclasses.replace(problem, precision=precision)
 
 
 def _reassociation(groups: list[list[int]]) -> str:
@@ -223,6 +233,9 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     check(form.contraction not in ("per_image", "per_image_nn", "taps") or not problem.channels_last,
           f"{OP}: the {form.contraction} form reads channels-first layouts (NCW, NCHW, NCDHW), but the layout is "
           f"{problem.layout}")
+    if problem.computed_as is not problem:  # bfloat16 x 3: the bfloat16 problem's function, wrapped (inlined: its
+        inner = render(problem.computed_as, form, dataclasses.replace(lowering, transients=False))  # in ours)
+        return split_precision.render(problem, inner, lowering.transients)
     shape = _Geometry(problem, chunks)
     element = dtypes.mlir_element_type(problem.dtype)
     pad_x, x_value = _pad_x(shape, element, form.contraction == "generic")
@@ -697,7 +710,8 @@ def random_params(rng, rank: int) -> dict:
 
 
 def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filter_spatial, groups=1, stride=1,
-                        padding=0, dilation=1, layout="NHWC", dtype="float16", out_dtype=None) -> ConvBwdWeightProblem:
+                        padding=0, dilation=1, layout="NHWC", dtype="float16", out_dtype=None,
+                        precision="float32") -> ConvBwdWeightProblem:
     """A problem from CK-style parameters (no arrays needed), checked like a call's arguments.
 
     As in CK's example (G, N, K, C), ``in_channels`` (C) and ``out_channels`` (K) are per group: x holds
@@ -708,7 +722,7 @@ def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filt
         input_shape=activation_from_params(batch, input_spatial, groups * in_channels, layout),
         filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, out_dtype=dtype,
     )
-    return dataclasses.replace(problem, out_dtype=_out_dtype_name(out_dtype, problem.dtype))
+    return _with_precision(dataclasses.replace(problem, out_dtype=_out_dtype_name(out_dtype, problem.dtype)), precision)
 
 
 def random_inputs(problem: ConvBwdWeightProblem, rng) -> list:

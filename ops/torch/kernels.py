@@ -194,7 +194,7 @@ def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, str
     return _relu_backward(relu_output, gradient)
 
 
-def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups):
+def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups, reduced_precision):
     return _linear_gradient(lambda w: torch_conv(input.detach(), w, None, stride, padding, dilation, groups),
                             input, weight_size, grad_output)
 
@@ -354,7 +354,8 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
     grad_input = grad_weight = None
     input_args = (grad_output, weight, conv_input if ctx.fused_relu else None, list(conv_input.shape), stride, padding,
                   dilation, groups)
-    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups)
+    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups,
+                   reduced_precision(conv_input))
     if ctx.direct and _recording is None and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
         return paired_gradients(input_args, weight_args)
     if ctx.needs_input_grad[0]:
@@ -364,7 +365,14 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
     return grad_input, grad_weight
 
 
-# a layer's signature (its input gradient's arguments and the saved input's) -> its paired call, made of the two ops'
+def reduced_precision(conv_input: Tensor) -> bool:
+    """Whether PyTorch allows this float32 convolution on a GPU reduced precision (``torch.backends.cudnn.allow_tf32``,
+    its default for convolutions): then ``policy.weight_gradient_precision`` may split its weight gradient into
+    bfloat16 parts, within 2^-16 of each product where TF32 is within 2^-11."""
+    return conv_input.is_cuda and conv_input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
+
+
+# a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired call, made of the two ops'
 # ready calls (forgetting those, forget these too)
 _PAIRS: dict = {}
 
@@ -373,7 +381,7 @@ def paired_gradients(input_args: tuple, weight_args: tuple) -> tuple:
     """A convolution layer's (input gradient, weight gradient) from the kernel ops' arguments, eagerly, as one
     paired call (``calls.Paired``: one launch where both run on the CPU launcher), kept per signature: the input
     gradient's arguments and the saved input (the weight gradient's first) determine the weight gradient's."""
-    key = calls.signature((*input_args, weight_args[0]))
+    key = calls.signature((*input_args, weight_args[0], weight_args[-1]))
     paired = _PAIRS.get(key)
     if paired is None:
         paired = _PAIRS[key] = calls.Paired(conv_backward_input.prepared(input_args),

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .. import dtypes, geometry, registry
+from .. import dtypes, geometry, policy, registry
 
 TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                 torch.int64: "int64", torch.int32: "int32"}
@@ -136,9 +136,11 @@ def _conv_backward_input(module, arrays, shapes, input_size, stride, padding, di
     return problem
 
 
-def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, dilation, groups, *, layout):
+def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, dilation, groups, reduced_precision,
+                          *, layout):
+    precision = policy.weight_gradient_precision(str(arrays[0].dtype), weight_size[2:], reduced_precision)
     return module.normalize(*arrays, groups=groups, filter_spatial=weight_size[2:], stride=stride, padding=pairs(padding),
-                            dilation=dilation, layout=layout)
+                            dilation=dilation, layout=layout, precision=precision)
 
 
 def _max_pool2d(module, arrays, shapes, *parameters, layout):
@@ -193,7 +195,7 @@ KINDS = {
         lambda grad_output, weight, relu_output, input_size, *_: [(input_size, None)], _conv_backward_input),
     "conv_backward_weight": Kind(
         "(Tensor input, Tensor grad_output, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, "
-        "SymInt[] dilation, SymInt groups) -> Tensor",
+        "SymInt[] dilation, SymInt groups, bool reduced_precision) -> Tensor",
         lambda input, grad_output, weight_size, *_: [(weight_size, None)], _conv_backward_weight, layout_from=1),
     "max_pool2d": Kind(
         "(Tensor input, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "

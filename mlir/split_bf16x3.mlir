@@ -1,0 +1,58 @@
+// A float32 weight gradient computed as bfloat16 x 3 (split precision; offered only where PyTorch allows its
+// float32 convolutions reduced precision, torch.backends.cudnn.allow_tf32, by the rule in ops/policy.py).
+//
+// Each float32 value v splits into two bfloat16 parts, hi = bf16(v) and lo = bf16(v - hi), so that v = hi + lo to
+// within about 2^-17 |v|. A product x*g is then
+//     x*g ~ hi_x*hi_g + hi_x*lo_g + lo_x*hi_g          (lo_x*lo_g, about 2^-18 |x*g|, is dropped)
+// each term within about 2^-16 of its magnitude, under TF32's 2^-11. The three products are one bfloat16 weight
+// gradient over three times the batch, summed in float32 (j the new leading axis of the batch):
+//     grad_w[k, f, c] = sum_{j, n, o} X3[j, n, s*o + d*f, c] * G3[j, n, o, k]
+//     X3 = [hi_x, hi_x, lo_x],   G3 = [hi_g, lo_g, hi_g]
+// That is the module's private function @${inner}, the bfloat16 problem ${inner} (channels-last, float32 result),
+// below as its own template renders it. Here: the split, the stacking and the move to channels-last are one
+// elementwise pass per operand, and grad_w comes back from the channels-last (K, *F, C) order to the problem's.
+//
+// Problem: ${function}
+
+${inner_module}
+func.func @${function}(%x: ${x_type}, %grad_out: ${grad_out_type}, %dst: ${grad_w_type} {iree.abi.output = 0 : index}${transients}) -> ${grad_w_type} {
+${split_x}
+${split_grad_out}
+  %inner_empty = tensor.empty() : ${inner_grad_w_type}
+  %inner = func.call @${inner}(%x3, %grad_out3, %inner_empty) : (${x3_type}, ${grad_out3_type}, ${inner_grad_w_type}) -> ${inner_grad_w_type}
+  // grad_w from the channels-last order (K, *F, C) to the problem's
+  %grad_w = linalg.generic {indexing_maps = [${store_read_map}, ${store_write_map}], iterator_types = ${store_iterators}}
+      ins(%inner : ${inner_grad_w_type}) outs(%dst : ${grad_w_type}) {
+  ^bb0(%value: f32, %unused: f32):
+    linalg.yield %value : f32
+  } -> ${grad_w_type}
+  return %grad_w : ${grad_w_type}
+}
+
+// fragment split: ${v} split into its bfloat16 parts, stacked along a leading axis j (part j is lo where j = ${lo_part}, else hi) in channels-last order
+  %${v}_parts_empty = tensor.empty() : ${parts_type}
+  %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
+      ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type}) {
+  ^bb0(%value: f32, %unused: bf16):
+    %j = linalg.index 0 : index
+    %lo_part = arith.constant ${lo_part} : index
+    // hi rounded to nearest even in the integer bits (IREE folds extf(truncf(v)) back to v, which would make lo 0)
+    %bits = arith.bitcast %value : f32 to i32
+    %sixteen = arith.constant 16 : i32
+    %one = arith.constant 1 : i32
+    %half = arith.constant 32767 : i32
+    %upper = arith.constant -65536 : i32
+    %shifted = arith.shrui %bits, %sixteen : i32
+    %odd = arith.andi %shifted, %one : i32
+    %bias = arith.addi %half, %odd : i32
+    %rounded = arith.addi %bits, %bias : i32
+    %hi_bits = arith.andi %rounded, %upper : i32
+    %hi32 = arith.bitcast %hi_bits : i32 to f32
+    %hi = arith.truncf %hi32 : f32 to bf16
+    %rest = arith.subf %value, %hi32 : f32
+    %lo = arith.truncf %rest : f32 to bf16
+    %is_lo = arith.cmpi eq, %j, %lo_part : index
+    %part = arith.select %is_lo, %lo, %hi : bf16
+    linalg.yield %part : bf16
+  } -> ${parts_type}
+  %${v}3 = tensor.collapse_shape %${v}_parts [${collapse}] : ${parts_type} into ${stacked_type}

@@ -1,0 +1,60 @@
+"""A float32 weight gradient as bfloat16 x 3 (``mlir/split_bf16x3.mlir``): the split and stacking around the
+bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``), which grouped_conv_bwd_weight renders."""
+
+from __future__ import annotations
+
+from .. import render as mlir
+from ..problem import ConvBwdWeightProblem
+
+HI_HI_LO, HI_LO_HI = 2, 1  # which stacked part is lo: x's third (hi, hi, lo), grad_out's second (hi, lo, hi)
+
+
+def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -> str:
+    """The problem's module: its function splits x and grad_out, calls the bfloat16 problem's function (made
+    private; rendered without the workspace argument, which ours takes where ``transients``) on the stacked parts,
+    and stores grad_w in the problem's layout."""
+    inner = problem.computed_as
+    rank = problem.rank
+    return mlir.render(
+        "split_bf16x3", function=problem.name, inner=inner.name,
+        inner_module=inner_module.replace(f"func.func @{inner.name}(", f"func.func private @{inner.name}(", 1),
+        x_type=mlir.tensor(problem.input_shape, "f32"), grad_out_type=mlir.tensor(problem.output_shape, "f32"),
+        grad_w_type=mlir.tensor(problem.weight_shape, "f32"),
+        inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
+        x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
+        split_x=_split("x", problem, problem.input_spatial, problem.groups * problem.in_channels, HI_HI_LO),
+        split_grad_out=_split("grad_out", problem, problem.output_spatial, problem.groups * problem.out_channels,
+                              HI_LO_HI),
+        store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
+        store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)),
+        store_iterators=mlir.iterators(["parallel"] * (rank + 2)), transients=mlir.transients(transients),
+    )
+
+
+def _dims(count: int) -> list[str]:
+    return mlir.dims("d", count)
+
+
+def _weight_order(channels_last: bool, rank: int) -> list[str]:
+    """The problem's weight axes as dims of the channels-last order (k, f.., c): (k, f.., c) or (k, c, f..)."""
+    k, taps, c = "d0", _dims(rank + 1)[1:], f"d{rank + 1}"
+    return [k, *taps, c] if channels_last else [k, c, *taps]
+
+
+def _split(v: str, problem: ConvBwdWeightProblem, spatial: tuple, channels: int, lo_part: int) -> str:
+    """The split fragment of activation ``v`` (N, *spatial, channels) in the problem's layout: the iteration is over
+    (j, n, *spatial, c), the stacked parts' channels-last order."""
+    rank = len(spatial)
+    domain = _dims(rank + 3)  # j, n, s.., c
+    n, s, c = domain[1], domain[2:-1], domain[-1]
+    parts = (3, problem.batch, *spatial, channels)
+    read = [n, *s, c] if problem.channels_last else [n, c, *s]
+    return mlir.render(
+        "split_bf16x3.split", v=v, lo_part=lo_part, parts_type=mlir.tensor(parts, "bf16"),
+        in_type=mlir.tensor((problem.batch, *spatial, channels) if problem.channels_last
+                            else (problem.batch, channels, *spatial), "f32"),
+        read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
+        iterators=mlir.iterators(["parallel"] * len(domain)),
+        collapse=", ".join(["[0, 1]", *(f"[{a}]" for a in range(2, rank + 3))]),
+        stacked_type=mlir.tensor((3 * problem.batch, *spatial, channels), "bf16"),
+    )

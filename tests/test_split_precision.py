@@ -1,0 +1,74 @@
+"""A float32 weight gradient as bfloat16 x 3 (mlir/split_bf16x3.mlir, ops/operators/split_precision.py): each
+product is three bfloat16 products summed in float32, within about 2^-16 of its magnitude; ops.torch uses it only
+where PyTorch allows its float32 convolutions reduced precision on a GPU, for filters of more than one tap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ops import api, known_answer, policy
+from ops.operators import grouped_conv_bwd_weight
+
+_PARAMS = dict(batch=4, groups=2, in_channels=6, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 2),
+               stride=(2, 1), padding=((1, 1), (0, 1)), dtype="float32")
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC", "NCDHW"])
+def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(layout, rng):
+    params = dict(_PARAMS, layout=layout)
+    if layout == "NCDHW":
+        params.update(input_spatial=(5, 6, 4), filter_spatial=(2, 3, 1), stride=(1, 2, 1), padding=((1, 0), (1, 1), (0, 0)))
+    problem = grouped_conv_bwd_weight.problem_from_params(**params, precision="bf16x3")
+    assert problem.name.endswith("_split_bf16x3") and problem.computed_as.dtype == "bfloat16"
+    x, grad_out = (rng.standard_normal(s).astype(np.float32) for s in (problem.input_shape, problem.output_shape))
+    got = np.asarray(api.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=params["filter_spatial"],
+                                                 stride=params["stride"], padding=params["padding"], layout=layout,
+                                                 precision="bf16x3"), np.float64)
+    want = grouped_conv_bwd_weight.reference(problem, [x, grad_out])
+    magnitude = grouped_conv_bwd_weight.magnitudes(problem, [x, grad_out], [want])[0]
+    error = np.abs(got - want) / magnitude
+    assert error.max() < 2.0 ** -16, error.max()
+    bfloat16 = grouped_conv_bwd_weight.reference(problem, [_bf16(x), _bf16(grad_out)])
+    assert (np.abs(bfloat16 - want) / magnitude).max() > 16 * error.max()  # the lo parts count
+
+
+def _bf16(a):
+    import ml_dtypes
+
+    return a.astype(ml_dtypes.bfloat16).astype(np.float64)
+
+
+def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails(monkeypatch):
+    """The known-answer check allows a split product its 2^-16 (doubled), and refuses the bfloat16-only answer
+    (what a compiler folding extf(truncf(v)) into v gives: the lo parts zero)."""
+    monkeypatch.setattr(known_answer, "WHOLE", 0)
+    problem = grouped_conv_bwd_weight.problem_from_params(**_PARAMS, layout="NHWC", precision="bf16x3")
+    inputs = known_answer.inputs_for(problem)
+    hi_only = grouped_conv_bwd_weight.reference(problem, [_bf16(a) for a in inputs]).astype(np.float32)
+    assert not known_answer.judge(problem, inputs, [hi_only]).passed
+    right = grouped_conv_bwd_weight.reference(problem, inputs).astype(np.float32)
+    assert known_answer.judge(problem, inputs, [right]).passed
+
+
+def test_bf16x3_takes_float32_only():
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision bf16x3 splits float32"):
+        grouped_conv_bwd_weight.problem_from_params(**dict(_PARAMS, dtype="bfloat16"), precision="bf16x3")
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision must be one of float32, bf16x3"):
+        grouped_conv_bwd_weight.problem_from_params(**_PARAMS, precision="tf32")
+
+
+@pytest.mark.parametrize("dtype, taps, allowed, expected", [
+    ("float32", (3, 3), True, "bf16x3"), ("float32", (1, 1), True, "float32"), ("float32", (3, 3), False, "float32"),
+    ("bfloat16", (3, 3), True, "float32"), ("float32", (3,), True, "bf16x3"),
+])
+def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has_taps(dtype, taps, allowed, expected):
+    assert policy.weight_gradient_precision(dtype, taps, allowed) == expected
+
+
+def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
+    torch = pytest.importorskip("torch")
+    from ops.torch import kernels
+
+    assert not kernels.reduced_precision(torch.randn(2, 3, 4, 4))  # the CPU: PyTorch's oneDNN has no TF32 either
+    assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which a CUDA float32 tensor would then follow
