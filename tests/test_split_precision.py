@@ -72,3 +72,24 @@ def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
 
     assert not kernels.reduced_precision(torch.randn(2, 3, 4, 4))  # the CPU: PyTorch's oneDNN has no TF32 either
     assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which a CUDA float32 tensor would then follow
+
+
+def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
+    """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
+    gradients of filters with several taps split, where PyTorch allows TF32 (its default), and not otherwise."""
+    torch = pytest.importorskip("torch")
+    from ops.torch import kernels
+    import ops.torch as otorch
+
+    model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 5, 1)))
+    x = torch.randn(2, 3, 8, 8)
+    for gpu, allowed, expected in ((True, True, ["bf16x3", "float32"]), (True, False, ["float32"] * 2),
+                                   (False, True, ["float32"] * 2)):
+        torch.backends.cudnn.allow_tf32 = allowed
+        try:
+            with kernels.recording(gpu) as problems:
+                model(x).sum().backward()
+        finally:
+            torch.backends.cudnn.allow_tf32 = True
+        weights = [p for p in problems if hasattr(p, "precision")]
+        assert sorted(p.precision for p in weights) == sorted(expected)

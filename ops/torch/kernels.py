@@ -32,20 +32,23 @@ from .plans import conform, empty, is_channels_last, kernel_view
 # --- Recording (precompile): plans' problems are noted, nothing runs ----------------------------------------
 
 _recording: list | None = None
+_recording_for_gpu = False  # the recorded step is a GPU's (its problems are those CUDA tensors would make)
 _recording_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def recording():
+def recording(gpu: bool = False):
     """While open, kernel ops run nothing: each call notes its problem in the list this yields and returns its
-    (uninitialized) destinations. One recording at a time in a process; other threads' calls are recorded too."""
-    global _recording
+    (uninitialized) destinations; ``gpu``: the problems a GPU would run, whatever device the tensors are on (the
+    precision PyTorch allows, ``reduced_precision``). One recording at a time in a process; other threads' calls
+    are recorded too."""
+    global _recording, _recording_for_gpu
     with _recording_lock:
-        _recording = []
+        _recording, _recording_for_gpu = [], gpu
         try:
             yield _recording
         finally:
-            _recording = None
+            _recording, _recording_for_gpu = None, False
 
 
 def _fake(plan: plans.Plan):
@@ -369,7 +372,8 @@ def reduced_precision(conv_input: Tensor) -> bool:
     """Whether PyTorch allows this float32 convolution on a GPU reduced precision (``torch.backends.cudnn.allow_tf32``,
     its default for convolutions): then ``policy.weight_gradient_precision`` may split its weight gradient into
     bfloat16 parts, within 2^-16 of each product where TF32 is within 2^-11."""
-    return conv_input.is_cuda and conv_input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
+    on_gpu = conv_input.is_cuda or (_recording is not None and _recording_for_gpu)
+    return on_gpu and conv_input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
 
 
 # a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired call, made of the two ops'
