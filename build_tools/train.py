@@ -187,8 +187,12 @@ def main(argv=None) -> int:
                         help="only compile the modules the steps need (for --device; no GPU needed), then stop")
     parser.add_argument("--interleave", action="store_true",
                         help="the two models' steps take turns (default: PyTorch's steps, then ours)")
+    parser.add_argument("--no-tf32", action="store_true",
+                        help="float32 convolutions in full float32 on both sides: PyTorch's without TF32 "
+                             "(torch.backends.cudnn.allow_tf32 = False), ours without the bfloat16 x 3 weight gradients")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
+    torch.backends.cudnn.allow_tf32 = not args.no_tf32
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)

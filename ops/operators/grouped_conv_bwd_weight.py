@@ -222,6 +222,9 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     ``#iree_codegen.compilation_info`` pinned on the convolution (the generic form) or on the per-image matmul (the
     per_image_nn form); without one IREE picks the configuration.
     """
+    if problem.computed_as is not problem:  # bfloat16 x 3: the bfloat16 problem's function, wrapped (inlined: its
+        inner = render(problem.computed_as, form, dataclasses.replace(lowering, transients=False))  # in ours)
+        return split_precision.render(problem, inner, lowering.transients)
     chunks = form.batch_split
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
@@ -233,9 +236,6 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     check(form.contraction not in ("per_image", "per_image_nn", "taps") or not problem.channels_last,
           f"{OP}: the {form.contraction} form reads channels-first layouts (NCW, NCHW, NCDHW), but the layout is "
           f"{problem.layout}")
-    if problem.computed_as is not problem:  # bfloat16 x 3: the bfloat16 problem's function, wrapped (inlined: its
-        inner = render(problem.computed_as, form, dataclasses.replace(lowering, transients=False))  # in ours)
-        return split_precision.render(problem, inner, lowering.transients)
     shape = _Geometry(problem, chunks)
     element = dtypes.mlir_element_type(problem.dtype)
     pad_x, x_value = _pad_x(shape, element, form.contraction == "generic")
