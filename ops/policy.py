@@ -394,6 +394,13 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
 # --- Float32 weight gradients as bfloat16 x 3 -----------------------------------------------------------------
 
 
+def splits_float32(driver: str | None) -> bool:
+    """Whether float32 weight gradients may be split into bfloat16 parts on ``driver`` where PyTorch allows reduced
+    precision: on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only. Not on ROCm:
+    gfx942 has float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
+    return driver == "cuda"
+
+
 def weight_gradient_precision(dtype: str, filter_spatial, reduced_precision: bool) -> str:
     """How ``ops.torch`` computes a weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where PyTorch
     allows the float32 convolution reduced precision on a GPU (``reduced_precision``: ``kernels.reduced_precision``)

@@ -76,18 +76,19 @@ def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
 
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
-    gradients of filters with several taps split, where PyTorch allows TF32 (its default), and not otherwise."""
+    gradients of filters with several taps split, where PyTorch allows TF32 (its default), and not otherwise, nor for
+    ROCm or the CPU."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
     import ops.torch as otorch
 
     model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 5, 1)))
     x = torch.randn(2, 3, 8, 8)
-    for gpu, allowed, expected in ((True, True, ["bf16x3", "float32"]), (True, False, ["float32"] * 2),
-                                   (False, True, ["float32"] * 2)):
+    for driver, allowed, expected in (("cuda", True, ["bf16x3", "float32"]), ("cuda", False, ["float32"] * 2),
+                                      ("hip", True, ["float32"] * 2), (None, True, ["float32"] * 2)):
         torch.backends.cudnn.allow_tf32 = allowed
         try:
-            with kernels.recording(gpu) as problems:
+            with kernels.recording(driver) as problems:
                 model(x).sum().backward()
         finally:
             torch.backends.cudnn.allow_tf32 = True

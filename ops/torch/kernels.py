@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import known_answer, registry, runtime
+from .. import known_answer, policy, registry, runtime
 from ..validation import check
 from . import calls, plans
 from .plans import conform, empty, is_channels_last, kernel_view
@@ -32,23 +32,23 @@ from .plans import conform, empty, is_channels_last, kernel_view
 # --- Recording (precompile): plans' problems are noted, nothing runs ----------------------------------------
 
 _recording: list | None = None
-_recording_for_gpu = False  # the recorded step is a GPU's (its problems are those CUDA tensors would make)
+_recording_driver: str | None = None  # the IREE driver whose step is recorded (its problems, whatever the tensors)
 _recording_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def recording(gpu: bool = False):
+def recording(driver: str | None = None):
     """While open, kernel ops run nothing: each call notes its problem in the list this yields and returns its
-    (uninitialized) destinations; ``gpu``: the problems a GPU would run, whatever device the tensors are on (the
-    precision PyTorch allows, ``reduced_precision``). One recording at a time in a process; other threads' calls
-    are recorded too."""
-    global _recording, _recording_for_gpu
+    (uninitialized) destinations; ``driver``: the IREE driver whose problems are recorded, whatever device the
+    tensors are on (the precision it computes, ``reduced_precision``; by default the tensors' device's). One
+    recording at a time in a process; other threads' calls are recorded too."""
+    global _recording, _recording_driver
     with _recording_lock:
-        _recording, _recording_for_gpu = [], gpu
+        _recording, _recording_driver = [], driver
         try:
             yield _recording
         finally:
-            _recording, _recording_for_gpu = None, False
+            _recording, _recording_driver = None, None
 
 
 def _fake(plan: plans.Plan):
@@ -369,11 +369,14 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
 
 
 def reduced_precision(conv_input: Tensor) -> bool:
-    """Whether PyTorch allows this float32 convolution on a GPU reduced precision (``torch.backends.cudnn.allow_tf32``,
-    its default for convolutions): then ``policy.weight_gradient_precision`` may split its weight gradient into
-    bfloat16 parts, within 2^-16 of each product where TF32 is within 2^-11."""
-    on_gpu = conv_input.is_cuda or (_recording is not None and _recording_for_gpu)
-    return on_gpu and conv_input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
+    """Whether this float32 convolution's weight gradient may be computed in reduced precision: PyTorch allows it
+    (``torch.backends.cudnn.allow_tf32``, its default for convolutions) on a driver the policy splits float32 for
+    (``policy.splits_float32``); then ``policy.weight_gradient_precision`` may split it into bfloat16 parts,
+    within 2^-16 of each product where TF32 is within 2^-11."""
+    driver = _recording_driver if _recording is not None and _recording_driver else \
+        calls.driver_for(conv_input.device) if conv_input.is_cuda else None
+    return (policy.splits_float32(driver) and conv_input.dtype == torch.float32
+            and torch.backends.cudnn.allow_tf32)
 
 
 # a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired call, made of the two ops'

@@ -15,18 +15,18 @@ from . import calls, kernels
 from .functional import check_tensor
 
 
-def _record_step(model: nn.Module, inputs: tuple, gpu: bool) -> list:
+def _record_step(model: nn.Module, inputs: tuple, driver: str) -> list:
     """The problems of every kernel one training step of ``model`` on ``inputs`` calls (recorded, none runs).
 
     The step runs where the inputs are: PyTorch's layers compute, this library's kernels only note their
     problems, so every layout is the one training sees (modules for a GPU can be built from CPU inputs). On
     meta inputs nothing computes, and layouts follow PyTorch's meta kernels, which do not keep channels_last
-    through every backward: give real inputs for channels-last models. ``gpu``: record the problems a GPU's step
-    makes (``kernels.recording``)."""
+    through every backward: give real inputs for channels-last models. ``driver``: record the problems its step makes
+    (``kernels.recording``)."""
     meta = inputs[0].device.type == "meta"
     step_model = copy.deepcopy(model).to("meta") if meta else copy.deepcopy(model)
     step_inputs = tuple(t.detach() for t in inputs)
-    with kernels.recording(gpu) as problems:
+    with kernels.recording(driver) as problems:
         outputs = step_model(*step_inputs)
         outputs = [o for o in (outputs if isinstance(outputs, (tuple, list)) else [outputs])
                    if isinstance(o, Tensor) and o.requires_grad]
@@ -54,7 +54,7 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     own_driver = None if home.type == "meta" else calls.driver_for(home)
     device = device or own_driver or targets.DEFAULT_DEVICE
     target = targets.target_for_device(device, "precompile")
-    problems = _record_step(model, inputs, target.gpu)
+    problems = _record_step(model, inputs, device)
     alternatives = list({specs[0].name + specs[0].key(None): specs for specs in (
         policy.module_specs(problem, target) for problem in problems)}.values())
     done = []
