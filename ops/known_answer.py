@@ -115,15 +115,13 @@ def verify(problem, run: Callable[[list, tuple], "Ran"]) -> Verdict:
     unwritten positions."""
     inputs = inputs_for(problem)
     sample = sample_of(problem, inputs)
-    ran = run(inputs, sample.axes)
-    return _judged(problem, sample, ran.results, ran.unwritten)
+    return _judged(problem, sample, run(inputs, sample.axes))
 
 
 def judge(problem, inputs: list, results: list) -> Verdict:
     """Whole ``results`` of ``problem`` on ``inputs`` against the float64 reference (see the module docstring)."""
     sample = sample_of(problem, inputs)
-    ran = gathered(results, sample.axes)
-    return _judged(problem, sample, ran.results, ran.unwritten)
+    return _judged(problem, sample, gathered(results, sample.axes))
 
 
 def gathered(results: list, axes: tuple) -> Ran:
@@ -161,18 +159,18 @@ def take(result, axes: tuple):
     return result
 
 
-def _judged(problem, sample: "_Sample", results: list, unwritten_positions: int) -> Verdict:
+def _judged(problem, sample: "_Sample", ran: Ran) -> Verdict:
     expected, magnitudes = _expected(problem, sample.inputs)
     verdicts = []
-    for number, (got, want, magnitude) in enumerate(zip(results, expected, magnitudes)):
+    for number, (got, want, magnitude) in enumerate(zip(ran.results, expected, magnitudes)):
         if np.issubdtype(np.asarray(want).dtype, np.integer):  # indices: exact
             bound = np.zeros(np.shape(want))
         else:
             bound = tolerance(problem, number, magnitude)
         verdicts.append(_worst(number, got, np.asarray(want), bound))
     worst = max(verdicts, key=lambda v: v.worst)
-    return dataclasses.replace(worst, passed=worst.passed and unwritten_positions == 0,
-                               checked=sum(v.checked for v in verdicts), unwritten=unwritten_positions)
+    return dataclasses.replace(worst, passed=worst.passed and ran.unwritten == 0,
+                               checked=sum(v.checked for v in verdicts), unwritten=ran.unwritten)
 
 
 def tolerance(problem, number: int, magnitude):
