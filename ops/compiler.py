@@ -16,10 +16,13 @@ read-only artifacts and caches serve.
 
 from __future__ import annotations
 
+import atexit
+import errno
 import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,15 +111,33 @@ class ModuleSpec:
         return root / self.target.directory_name / f"{self.name}-{self.key(version)[:16]}.vmfb"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def _created(path: Path, executable: bool) -> tuple[int, Path]:
+    """A new, empty temporary file beside ``path``, open for writing, and its path. Created as open(2) creates
+    files, mode 0o666 (0o777 ``executable``) less the process's umask, as pip and PyTorch leave theirs: under the
+    usual umask 022 another user reads it, under 077 it stays private. The umask is never read, since reading it
+    means setting it (os.umask), a change other threads would see; the kernel applies it (default ACLs too)."""
+    mode = 0o777 if executable else 0o666
+    for _ in range(16):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name beside it", str(path))
+
+
+def atomic_write(path: Path, data: bytes, executable: bool = False) -> None:
+    """``data`` written to ``path`` through a temporary file renamed into place: a reader sees the old file or the
+    new one, never half of one. Folders are made as mkdir(2) makes them, files as ``_created`` says: readable by
+    all under the usual umask, so a cache serves every user who can reach it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _created(path, executable)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -159,7 +180,8 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
              ["--compile-from=hal", hal.name, *spec.flags, "-o", vmfb.name]]
     shown = [["iree-compile", *(a for a in step if a not in extra)] for step in steps]
     script = "\n".join(shlex.join(s) for s in shown)
-    atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode())
+    atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode(),
+                 executable=True)  # a script run by hand: ./<module>.compile.sh
     stats["compiles"] += 1
     hal_tmp = tmp.with_name(tmp.name + ".hal.mlir")
     try:

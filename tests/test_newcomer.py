@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ops
-from ops import cli, compiler, runtime
+from ops import cli, compiler, known_answer, runtime, targets
 from ops.operators import avgpool3d
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,3 +88,44 @@ def test_a_test_run_leaves_nothing_in_the_temporary_directory(tmp_path):
                           capture_output=True, text=True, cwd=REPO, env=environment, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:]
     assert not list(tmp_path.glob("ops-tests-*"))
+
+
+def _small_conv(rng):
+    """A small float32 backward-data problem through the public API: its arguments and its float64 reference."""
+    from ops.operators import conv_bwd_data
+
+    problem = conv_bwd_data.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(6,),
+                                                filter_spatial=(3,), stride=2, padding=1, layout="NWC",
+                                                dtype="float32")
+    grad_out, weight = conv_bwd_data.random_inputs(problem, rng)
+    call = dict(input_shape=(1, 6, 3), stride=2, padding=1, layout="NWC")
+    return problem, (grad_out, weight), call, conv_bwd_data.reference(problem, [grad_out, weight])
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_cache_files_and_folders_are_as_readable_as_the_umask_says(umask, monkeypatch, tmp_path, rng):
+    """Under umask 022 everything a compile, its plan, its verdict and a failed compile leave is readable by all
+    (0o644, folders and the compile script 0o755); under 077 it stays private (0o600, 0o700)."""
+    import stat
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    monkeypatch.setattr(runtime, "_functions", {})
+    monkeypatch.setattr(known_answer, "_remembered", {})  # the verdict is recorded, not recalled from the last case
+    problem, arrays, call, expected = _small_conv(rng)
+    broken = compiler.ModuleSpec(problem.name, "func.func @f() { not_an_op }", targets.parse_target("llvm-cpu"))
+    before = os.umask(umask)
+    try:
+        np.testing.assert_allclose(ops.conv_bwd_data(*arrays, **call), expected, rtol=1e-5, atol=1e-6)
+        with pytest.raises(compiler.CompileError):
+            compiler.load_first([broken])
+    finally:
+        os.umask(before)
+    modes = {p.relative_to(cache).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in cache.rglob("*")}
+    suffixes = {".mlir", ".compile.sh", ".vmfb", ".vmfb.sha256", ".launch-v1.json", ".launch-v1.json.sha256",
+                ".vmfb.failed", ".pass"}
+    assert suffixes <= {next((s for s in suffixes if name.endswith(s)), None) for name in modes}, sorted(modes)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o777 & ~umask
+    for name, mode in modes.items():
+        wide = (cache / name).is_dir() or name.endswith(".compile.sh")
+        assert mode == (0o777 if wide else 0o666) & ~umask, (name, oct(mode))
