@@ -57,6 +57,52 @@ def cache_dir() -> Path:
     return Path(os.environ.get("OPS_CACHE_DIR") or Path.home() / ".cache" / "iree-ck-backward-ops")
 
 
+# Where the cache cannot be written (a read-only file system, another user's folder), what this process compiles
+# goes to a temporary folder of its own, removed when it exits, and serves this process only (as known-answer
+# verdicts are kept per process there). Errors that say so:
+_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST)
+_writable: set[Path] = set()  # caches this process has written into
+_elsewhere: dict[Path, Path] = {}  # caches it cannot write into: the temporary folder it writes to instead
+
+
+def write_dir() -> Path:
+    """Where this process writes what it compiles: the cache, or where that cannot be written (tried once per
+    cache: a file created and removed), a temporary folder of this process's own, said once with the remedy."""
+    root = cache_dir()
+    with _lock:
+        known = root in _writable or root in _elsewhere
+    if not known:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            fd, probe = _created(root / "write-probe", executable=False)
+            os.close(fd)
+            probe.unlink()
+            _writable.add(root)
+        except OSError as error:
+            write_elsewhere(error)
+    return _elsewhere.get(root, root)
+
+
+def writes_elsewhere() -> bool:
+    """Whether this process found the cache unwritable (``write_dir``): what it compiles or records is its own."""
+    return cache_dir() in _elsewhere
+
+
+def write_elsewhere(error: OSError) -> None:
+    """From now on, write into a temporary folder of this process's own: the cache cannot be written (``error``
+    says why). Said once per cache: the folder, and the remedy."""
+    root = cache_dir()
+    with _lock:
+        if root in _elsewhere:
+            return
+        temporary = Path(tempfile.mkdtemp(prefix="ops-cache-"))
+        atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+        _elsewhere[root] = temporary
+    warnings.warn(f"ops: cannot write the module cache {root} ({error.strerror or error}); what this process "
+                  f"compiles goes to {temporary} and lasts this process only. Set OPS_CACHE_DIR to a writable "
+                  "folder to keep it", RuntimeWarning, stacklevel=3)
+
+
 def artifacts_dir() -> Path:
     return Path(os.environ.get("OPS_ARTIFACTS_DIR") or _REPO_ROOT / "artifacts")
 
@@ -202,8 +248,12 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
 
 
 def root_of(path: Path) -> Path:
-    """The store root (artifacts/ or the user cache) a stored module lives under."""
-    return artifacts_dir() if path.is_relative_to(artifacts_dir()) else cache_dir()
+    """The store root (artifacts/, the user cache, or this process's own where the cache cannot be written) a
+    stored module lives under."""
+    if path.is_relative_to(artifacts_dir()):
+        return artifacts_dir()
+    elsewhere = _elsewhere.get(cache_dir())
+    return elsewhere if elsewhere is not None and path.is_relative_to(elsewhere) else cache_dir()
 
 
 def plan_path(vmfb: Path) -> Path:
@@ -232,9 +282,22 @@ def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
 def ensure_plan(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
     """Read and store the launch plan of a cached module compiled before plans were read for its target (neither a
     plan nor the reason there is none beside it): its HAL-level program compiled again, the plan located in the
-    module's bytes ``data`` (a program that does not embed the same executables leaves that reason)."""
+    module's bytes ``data`` (a program that does not embed the same executables leaves that reason). In a cache
+    this process cannot write, nothing is stored: IREE's runtime serves the module, and ``load_plan`` says why."""
     if root_of(vmfb) != cache_dir() or plan_path(vmfb).is_file() or unsupported_path(vmfb).is_file():
         return
+    if writes_elsewhere():
+        return
+    try:
+        _plan_again(spec, vmfb, data)
+    except OSError as error:
+        if error.errno not in _UNWRITABLE:
+            raise
+
+
+def _plan_again(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
+    """``vmfb``'s HAL-level program compiled again from ``spec``, and its plan stored (``_store_plan``), or, where
+    it cannot be compiled, the reason."""
     with tempfile.TemporaryDirectory() as directory:
         # the source's name as compile_module gave it: IREE names the executables after it
         source, hal = Path(directory) / vmfb.with_suffix(".mlir").name, Path(directory) / f"{vmfb.stem}.hal.mlir"
@@ -342,14 +405,13 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
         return found
     _without_compiler(specs[0], accept, damaged, refused)
     if damaged:
-        warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into {cache_dir()}",
+        warnings.warn(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into {write_dir()}",
                       RuntimeWarning, stacklevel=3)
     errors: list[str] = []
     for spec in specs:
-        vmfb = spec.path(cache_dir(), compiler_version())
-        if vmfb in refused:
+        if spec.path(write_dir(), compiler_version()) in refused:
             continue
-        data = _compiled(spec, vmfb, errors)
+        vmfb, data = _compiled_somewhere(spec, errors)
         if data is not None and accept(spec, vmfb, data):
             return spec, vmfb, data
         if data is not None:
@@ -370,14 +432,14 @@ def _stored(specs: Sequence[ModuleSpec], accept, damaged: list, refused: set):
     same module: checked once)."""
     version = compiler_version()
     compiling = installed_compiler_version() is not None
-    for root in (artifacts_dir(), cache_dir()):
+    for root in (artifacts_dir(), cache_dir(), *filter(None, [_elsewhere.get(cache_dir())])):
         for spec in specs:
             candidate = spec.path(root, version)
             if candidate in refused:
                 continue
             data = verified(root, candidate, damaged)
             if data is None:
-                if root == cache_dir() and compiling and not failure_path(candidate).is_file():
+                if root != artifacts_dir() and compiling and not failure_path(candidate).is_file():
                     break  # the preferred form is not built yet: the caller compiles it
                 continue
             if accept(spec, candidate, data):
@@ -404,6 +466,20 @@ def _without_compiler(first: ModuleSpec, accept, damaged: list, refused: set) ->
     )
 
 
+def _compiled_somewhere(spec: ModuleSpec, errors: list) -> tuple[Path, bytes | None]:
+    """``_compiled`` into ``write_dir()``: where the cache turns out not to be writable there (a folder in it that
+    is not this user's), into this process's own folder instead (``write_elsewhere``). Where it is, and its bytes."""
+    vmfb = spec.path(write_dir(), compiler_version())
+    try:
+        return vmfb, _compiled(spec, vmfb, errors)
+    except OSError as error:
+        if error.errno not in _UNWRITABLE or writes_elsewhere():
+            raise
+        write_elsewhere(error)
+    vmfb = spec.path(write_dir(), compiler_version())
+    return vmfb, _compiled(spec, vmfb, errors)
+
+
 def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
     """``spec`` compiled into the cache at ``vmfb`` (or found there, built by another thread meanwhile): its
     verified bytes, or None where it does not compile (the compiler's message goes to ``errors`` and is remembered
@@ -411,7 +487,7 @@ def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
     with _lock:
         path_lock = _path_locks.setdefault(vmfb, threading.Lock())
     with path_lock:
-        data = verified(cache_dir(), vmfb)
+        data = verified(root_of(vmfb), vmfb)
         if data is None and failure_path(vmfb).is_file():
             errors.append(failure_path(vmfb).read_text())
             return None
@@ -423,7 +499,7 @@ def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
                 atomic_write(failure_path(vmfb), str(error).encode())
                 errors.append(str(error))
                 return None
-            data = verified(cache_dir(), vmfb)
+            data = verified(root_of(vmfb), vmfb)
     if data is None:
         raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
     return data

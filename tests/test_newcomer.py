@@ -129,3 +129,90 @@ def test_cache_files_and_folders_are_as_readable_as_the_umask_says(umask, monkey
     for name, mode in modes.items():
         wide = (cache / name).is_dir() or name.endswith(".compile.sh")
         assert mode == (0o777 if wide else 0o666) & ~umask, (name, oct(mode))
+
+
+def _read_only_file_system(monkeypatch, root) -> None:
+    """Every write under ``root`` fails as on a read-only file system (EROFS): a file created or opened for writing,
+    a folder made, a rename, a removal (tests run as root, whom a chmod does not stop). Calls relative to a folder's
+    descriptor (``dir_fd``, shutil.rmtree's) are taken to be under ``root``."""
+    import builtins
+    import errno
+    import io
+
+    root = os.path.abspath(root)
+
+    def refused(*paths, dir_fd=None):
+        for path in paths:
+            if dir_fd is not None or os.path.abspath(os.fsdecode(path)).startswith(root):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fsdecode(path))
+
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path, flags, mode=0o777, *, dir_fd=None):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC):
+            refused(path, dir_fd=dir_fd)
+        return real_os_open(path, flags, mode, dir_fd=dir_fd)
+
+    def open_(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)) and set(mode) & set("wax+"):
+            refused(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def guarded(real, arity):
+        def call(*args, **kwargs):
+            refused(*args[:arity], dir_fd=kwargs.get("dir_fd", kwargs.get("src_dir_fd")))
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(io, "open", open_)
+    for name, arity in (("mkdir", 1), ("unlink", 1), ("remove", 1), ("rmdir", 1), ("replace", 2), ("rename", 2)):
+        monkeypatch.setattr(os, name, guarded(getattr(os, name), arity))
+
+
+@pytest.mark.parametrize("read_only", ["cache", "llvm-cpu"])
+def test_an_unwritable_cache_compiles_elsewhere_for_this_process_with_one_warning(read_only, monkeypatch, tmp_path,
+                                                                                   rng):
+    """An empty cache on a read-only file system (or whose target folder alone cannot be written): the call still
+    returns the right result (compiled into a temporary folder of this process's own, the verdict kept in memory),
+    one warning names the cache and the remedy, a second problem compiles with no second warning, and nothing is
+    written into the cache."""
+    import warnings
+
+    cache = tmp_path / "read-only-cache"
+    cache.mkdir()
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    monkeypatch.setattr(runtime, "_functions", {})
+    monkeypatch.setattr(known_answer, "_remembered", {})
+    monkeypatch.setattr(compiler, "_elsewhere", {})
+    monkeypatch.setattr(compiler, "_writable", set())
+    _read_only_file_system(monkeypatch, cache if read_only == "cache" else cache / read_only)
+    problem, (grad_out, weight), call, expected = _small_conv(rng)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_allclose(ops.conv_bwd_data(grad_out, weight, **call), expected, rtol=1e-5, atol=1e-6)
+        twice = ops.conv_bwd_data(np.concatenate([grad_out] * 2), weight, **{**call, "input_shape": (2, 6, 3)})
+    np.testing.assert_allclose(twice, np.concatenate([expected] * 2), rtol=1e-5, atol=1e-6)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1, said
+    assert said[0].startswith(f"ops: cannot write the module cache {cache} (Read-only file system)")
+    assert "Set OPS_CACHE_DIR to a writable folder" in said[0] and len(said[0]) < 300
+    assert list(cache.iterdir()) == []
+    elsewhere = compiler.write_dir()
+    assert elsewhere != cache and str(elsewhere) in said[0] and len(list(elsewhere.rglob("*.vmfb"))) == 2
+
+
+def test_clearing_an_unwritable_cache_is_one_error_line_and_a_failing_status(monkeypatch, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    (cache / "llvm-cpu").mkdir(parents=True)
+    (cache / "llvm-cpu" / "m.vmfb").write_bytes(b"module")
+    (cache / "verified").mkdir()
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    _read_only_file_system(monkeypatch, cache)
+    assert cli.main(["cache", "--clear"]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith(f"cache: {cache} (1 files") and "cleared" not in out
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"error: cannot clear {cache}: Read-only file system ({cache}/") and "OPS_CACHE_DIR" in err
+    assert (cache / "llvm-cpu" / "m.vmfb").is_file()

@@ -188,11 +188,13 @@ def openmp_runtime() -> ctypes.CDLL | None:
 _runner_lock = threading.Lock()
 
 
+RUNNER_NAME = f"cpu-runner-{hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()[:16]}.so"
+
+
 @functools.lru_cache(maxsize=None)
 def _runner(directory: str) -> ctypes.CDLL | str:
     """The native runner, compiled once into ``directory``; or why it cannot be."""
-    digest = hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()[:16]
-    path = os.path.join(directory, f"cpu-runner-{digest}.so")
+    path = os.path.join(directory, RUNNER_NAME)
     with _runner_lock:
         if not os.path.isfile(path):
             compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -322,10 +324,14 @@ class Workspace:
 
 
 def _launch_directory() -> str:
-    """Where the runner is built: the module store's ``launch`` folder."""
+    """Where the runner is: the module store's ``launch`` folder, where it is built unless the cache cannot be
+    written (``compiler.write_dir``: then in this process's own folder, unless the cache already holds it)."""
     from .. import compiler  # ops.compiler imports this package's plan module
 
-    return os.path.join(str(compiler.cache_dir()), "launch")
+    cached = os.path.join(str(compiler.cache_dir()), "launch")
+    if os.path.isfile(os.path.join(cached, RUNNER_NAME)):
+        return cached
+    return os.path.join(str(compiler.write_dir()), "launch")
 
 
 def unavailable() -> str | None:
