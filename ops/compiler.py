@@ -280,15 +280,23 @@ def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
 
 
 def ensure_plan(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
-    """Read and store the launch plan of a cached module compiled before plans were read for its target (neither a
-    plan nor the reason there is none beside it): its HAL-level program compiled again, the plan located in the
-    module's bytes ``data`` (a program that does not embed the same executables leaves that reason). In a cache
-    this process cannot write, nothing is stored: IREE's runtime serves the module, and ``load_plan`` says why."""
-    if root_of(vmfb) != cache_dir() or plan_path(vmfb).is_file() or unsupported_path(vmfb).is_file():
+    """Store the launch plan of a cached module that has none intact beside it: one compiled before plans were read
+    for its target (neither a plan nor the reason there is none beside it), or one whose plan does not match its
+    recorded digest (damaged: rebuilt, with a warning, as a damaged module is). Its HAL-level program is compiled
+    again and the plan located in the module's bytes ``data`` (a program that does not embed the same executables
+    leaves that reason). In a cache this process cannot write, nothing is stored: IREE's runtime serves the module,
+    and ``load_plan`` says why."""
+    root, path = root_of(vmfb), plan_path(vmfb)
+    if root == artifacts_dir() or (root == cache_dir() and writes_elsewhere()):
         return
-    if writes_elsewhere():
+    damaged = path.is_file() and _recorded_digest(root, path) != digest(path.read_bytes())
+    if (path.is_file() and not damaged) or (not path.is_file() and unsupported_path(vmfb).is_file()):
         return
     try:
+        if damaged:
+            path.unlink()  # where the plan cannot be rebuilt, the reason serves instead of a damaged plan
+            warnings.warn(f"{path} did not match its recorded SHA-256 digest; rebuilding it", RuntimeWarning,
+                          stacklevel=3)
         _plan_again(spec, vmfb, data)
     except OSError as error:
         if error.errno not in _UNWRITABLE:

@@ -345,17 +345,15 @@ def unavailable() -> str | None:
 def load(spec, path, data: bytes, device_index=None) -> "tuple[Kernels, launch_plan.Plan] | str":
     """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP
     threads, and their plan; or why the module has none (no plan, no OpenMP runtime, no runner). A module compiled
-    before CPU plans were read gets its plan first (``compiler.ensure_plan``). ``device_index``: none on the CPU
-    (the launchers' one interface, ``ops/torch/calls.launched``)."""
-    from .. import compiler
+    before CPU plans were read, or whose plan is damaged, gets its plan first (``plan_of``). ``device_index``: none
+    on the CPU (the launchers' one interface, ``ops/torch/calls.launched``)."""
     from . import plan_of
 
     reason = unavailable()
     if reason is not None:
         return reason
-    compiler.ensure_plan(spec, path, data)
     openmp, runner = openmp_runtime(), _runner(_launch_directory())
-    planned = plan_of(path, data)
+    planned = plan_of(spec, path, data)
     if isinstance(planned, str):
         return planned
     try:
