@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -141,6 +141,7 @@ class ModuleSpec:
     mlir: str
     target: Target
     extra_flags: tuple[str, ...] = ()
+    title: str = field(default="", compare=False)  # the problem in a few words (its ``summary``), for messages
 
     @property
     def flags(self) -> list[str]:
@@ -377,15 +378,25 @@ def _rebuild_command(spec: ModuleSpec) -> str:
 
 
 announce = threading.local()  # ``quiet = True`` on a thread that reports its compiles itself (precompile)
+_said: set[tuple[str, str]] = set()  # the problems (name, target) this process said it compiles
 
 
 def _say_compiling(spec: ModuleSpec) -> None:
-    """One line on stderr for each module compiled on first use (``OPS_QUIET=1`` silences it)."""
+    """One short line on stderr for each problem compiled on first use, whatever number of its forms are tried:
+    the problem in a few words and the target; after the first of the process, one line with where modules are
+    kept, how to compile them ahead and how to silence these lines (``OPS_QUIET=1``)."""
     if os.environ.get("OPS_QUIET", "") not in ("", "0") or getattr(announce, "quiet", False):
         return
-    print(f"ops: compiling {spec.name} for {spec.target} (its first use; compiled once into {cache_dir()}; "
-          "ops.torch.precompile or python -m build_tools.aot compiles ahead; OPS_QUIET=1 silences this)",
-          file=sys.stderr, flush=True)
+    problem = (spec.name, str(spec.target))
+    with _lock:
+        first, known = not _said, problem in _said
+        _said.add(problem)
+    if known:
+        return
+    print(f"ops: compiling {spec.title or spec.name} for {spec.target} (once)", file=sys.stderr, flush=True)
+    if first:
+        print(f"ops: compiled modules are kept in {write_dir()}; ops.torch.precompile or python -m build_tools.aot "
+              "compiles them ahead; OPS_QUIET=1 silences these lines", file=sys.stderr, flush=True)
 
 
 def failure_path(vmfb: Path) -> Path:

@@ -20,6 +20,11 @@ def _dims(values) -> str:
     return "x".join(str(v) for v in values)
 
 
+def _same(values) -> str:
+    """Sizes for a message, one number where all are equal: (2, 2) -> "2", (2, 1) -> "2x1"."""
+    return str(values[0]) if len(set(values)) == 1 else _dims(values)
+
+
 @dataclass(frozen=True)
 class WindowProblem:
     """What every problem here shares: an activation in a layout, and windows over its spatial dims (the forward's
@@ -56,6 +61,16 @@ class WindowProblem:
 
     def _name_suffix(self) -> str:
         return ""
+
+    @property
+    def summary(self) -> str:
+        """A short description for messages: the operator, its sizes, and its stride where not 1 (``name`` is the
+        complete one), e.g. ``conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 s2`` (the layout says the rank)."""
+        stride = "" if set(self.stride) == {1} else f" s{_same(self.stride)}"
+        return f"{self.op} {self._summary_sizes()}{stride}"
+
+    def _summary_sizes(self) -> str:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,11 @@ class ConvProblem(WindowProblem):
             f"_k{self.out_channels}_i{_dims(self.input_spatial)}_f{_dims(self.filter_spatial)}"
         )
 
+    def _summary_sizes(self) -> str:
+        groups = f" g{self.groups}" if self.groups > 1 else ""  # channels are per group, as in the name
+        return (f"{self.layout.lower()} {self.dtype} n{self.batch}{groups} c{self.in_channels}"
+                f"->k{self.out_channels} {_dims(self.input_spatial)} f{_dims(self.filter_spatial)}")
+
 
 @dataclass(frozen=True)
 class ConvBwdDataProblem(ConvProblem):
@@ -131,6 +151,10 @@ class ConvBwdDataProblem(ConvProblem):
         digest = repr((self.epilogue.text, self.epilogue_params, self.d_shapes, self.d_dtypes)).encode()
         return f"_e{len(self.d_shapes)}_{hashlib.sha256(digest).hexdigest()[:10]}"
 
+    @property
+    def summary(self) -> str:
+        return super().summary + (" +epilogue" if self.epilogue else "")
+
 
 @dataclass(frozen=True)
 class ConvBwdWeightProblem(ConvProblem):
@@ -140,6 +164,10 @@ class ConvBwdWeightProblem(ConvProblem):
 
     def _name_suffix(self) -> str:
         return f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else ""
+
+    @property
+    def summary(self) -> str:
+        return super().summary + (f" out {self.out_dtype}" if self.out_dtype != self.dtype else "")
 
 
 # --- Pooling --------------------------------------------------------------------------------------------
@@ -163,6 +191,10 @@ class PoolProblem(WindowProblem):
     @property
     def name(self) -> str:
         return super().name + ("_relu" if self.input_activation else "")
+
+    @property
+    def summary(self) -> str:
+        return super().summary + (" relu" if self.input_activation else "")
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -190,6 +222,10 @@ class PoolProblem(WindowProblem):
             f"{self.layout.lower()}_{self.dtype}_n{self.batch}_c{self.channels}_i{_dims(self.input_spatial)}"
             f"_o{_dims(self.output_spatial)}_k{_dims(self.kernel_size)}"
         )
+
+    def _summary_sizes(self) -> str:
+        return (f"{self.layout.lower()} {self.dtype} n{self.batch} c{self.channels} {_dims(self.input_spatial)}"
+                f" k{_dims(self.kernel_size)}")
 
     def _name_suffix(self) -> str:
         return "_ceil" if self.ceil_mode else ""

@@ -62,19 +62,57 @@ def test_ops_torch_without_pytorch_names_the_extra():
            "'iree-ck-backward-ops[torch]'" in done.stderr
 
 
-def test_a_compile_on_first_use_says_so_once_and_quiet_silences_it(monkeypatch, tmp_path, capsys):
+def test_a_problem_in_a_few_words():
+    from ops.operators import conv_bwd_data, grouped_conv_bwd_data, maxpool2d_fwd
+
+    dense = conv_bwd_data.problem_from_params(batch=64, in_channels=64, out_channels=64, input_spatial=(8, 8),
+                                              filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32")
+    assert dense.summary == "conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3"
+    grouped = grouped_conv_bwd_data.problem_from_params(
+        batch=2, groups=4, in_channels=3, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 1), stride=(2, 1),
+        layout="NHWC", dtype="bfloat16", epilogue="add_relu", d_kinds=("channel",))
+    assert grouped.summary == "grouped_conv_bwd_data nhwc bfloat16 n2 g4 c3->k5 9x7 f3x1 s2x1 +epilogue"
+    pool = maxpool2d_fwd.problem_from_params(batch=1, channels=8, input_spatial=(12, 12), kernel_size=3, stride=2,
+                                             padding=1, layout="NHWC", dtype="float16", input_activation="relu")
+    assert pool.summary == "maxpool2d_fwd nhwc float16 n1 c8 12x12 k3x3 s2 relu"
+
+
+def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_silences_it(monkeypatch, tmp_path,
+                                                                                           capsys):
+    """One line per problem, under 100 characters: the operator, the shape and the target, even where two of its
+    forms are compiled (the first does not compile here); where modules are kept, how to compile ahead and how to
+    silence it all, once per process; nothing with OPS_QUIET=1."""
+    from ops import policy
+    from ops.operators import conv_bwd_data
+
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
-    problem = avgpool3d.problem_from_params(batch=1, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
-                                            stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
-    runtime._functions.clear()
-    runtime.function_for(problem, "local-task")
-    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: compiling")]
-    assert len(said) == 1 and problem.name in said[0] and "llvm-cpu" in said[0] and "precompile" in said[0]
+    monkeypatch.setattr(compiler, "_said", set())
+    monkeypatch.setattr(runtime, "_functions", {})
+    cpu = targets.parse_target("llvm-cpu")
+    conv = conv_bwd_data.problem_from_params(batch=4, in_channels=16, out_channels=32, input_spatial=(15, 15),
+                                             filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW",
+                                             dtype="float32")
+    specs = policy.module_specs(conv, cpu)
+    broken = compiler.ModuleSpec(conv.name, "func.func @f() { not_an_op }", cpu, title=conv.summary)
+    before = compiler.stats["compiles"]
+    compiler.load_first([broken, *specs])
+    assert compiler.stats["compiles"] == before + 2  # two forms compiled
+    pool = avgpool3d.problem_from_params(batch=1, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
+                                         stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
+    runtime.function_for(pool, "local-task")
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: ")]
+    assert said == [
+        "ops: compiling conv_bwd_data nchw float32 n4 c16->k32 15x15 f3x3 s2 for llvm-cpu (once)",
+        f"ops: compiled modules are kept in {compiler.cache_dir()}; ops.torch.precompile or python -m "
+        "build_tools.aot compiles them ahead; OPS_QUIET=1 silences these lines",
+        "ops: compiling avgpool3d_bwd ndhwc float32 n1 c2 4x4x4 k2x2x2 s2 for llvm-cpu (once)",
+    ]
+    assert all(len(line) < 100 for line in said if line.startswith("ops: compiling"))
     monkeypatch.setenv("OPS_QUIET", "1")
     other = avgpool3d.problem_from_params(batch=2, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
                                           stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
     runtime.function_for(other, "local-task")
-    assert "ops: compiling" not in capsys.readouterr().err
+    assert "ops: " not in capsys.readouterr().err
     assert cli.main(["cache"]) == 0
     shown = capsys.readouterr().out
     assert shown.startswith(f"cache: {compiler.cache_dir()} (") and "MiB" in shown
