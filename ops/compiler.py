@@ -11,7 +11,9 @@ Every module has its SHA-256 beside it (``<module>.vmfb.sha256``; for ``artifact
 module is read once, its bytes are checked against that digest, and only those checked bytes are loaded: a
 damaged or unrecorded module is never run. It is rebuilt into the cache instead (or, without a compiler, a
 ``DamagedModuleError`` names the file and the command that rebuilds it). Modules are only ever read, so
-read-only artifacts and caches serve.
+read-only artifacts and caches serve; what a process must compile where the cache cannot be written goes to a
+temporary folder of its own (``write_dir``). Files are written readable by all under the usual umask
+(``atomic_write``), so a cache one user fills serves the others.
 """
 
 from __future__ import annotations

@@ -25,6 +25,15 @@ def _same(values) -> str:
     return str(values[0]) if len(set(values)) == 1 else _dims(values)
 
 
+def _windows(stride, dilation, padding) -> str:
+    """A window's stride, dilation and padding for a message, each only where it is not the default (1, 1, 0):
+    ``" s2 p1"``, ``" d2x1 p1_0x0_1"``."""
+    pads = "" if all(lo == hi for lo, hi in padding) else "x".join(f"{lo}_{hi}" for lo, hi in padding)
+    parts = [f"s{_same(stride)}" if set(stride) != {1} else "", f"d{_same(dilation)}" if set(dilation) != {1} else "",
+             f"p{pads or _same([lo for lo, _ in padding])}" if any(map(any, padding)) else ""]
+    return "".join(f" {part}" for part in parts if part)
+
+
 @dataclass(frozen=True)
 class WindowProblem:
     """What every problem here shares: an activation in a layout, and windows over its spatial dims (the forward's
@@ -64,10 +73,10 @@ class WindowProblem:
 
     @property
     def summary(self) -> str:
-        """A short description for messages: the operator, its sizes, and its stride where not 1 (``name`` is the
-        complete one), e.g. ``conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 s2`` (the layout says the rank)."""
-        stride = "" if set(self.stride) == {1} else f" s{_same(self.stride)}"
-        return f"{self.op} {self._summary_sizes()}{stride}"
+        """A short description for messages: the operator, its sizes, and its stride, dilation and padding where
+        not the default (``name`` is the complete one), e.g. ``conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 s2
+        p1`` (the layout says the rank)."""
+        return f"{self.op} {self._summary_sizes()}{_windows(self.stride, self.dilation, self.padding)}"
 
     def _summary_sizes(self) -> str:
         raise NotImplementedError
@@ -153,7 +162,10 @@ class ConvBwdDataProblem(ConvProblem):
 
     @property
     def summary(self) -> str:
-        return super().summary + (" +epilogue" if self.epilogue else "")
+        if self.epilogue is None:
+            return super().summary
+        text = self.epilogue.text.replace(" ", "")
+        return f"{super().summary} epilogue {text if len(text) <= 24 else text[:21] + '...'}"
 
 
 @dataclass(frozen=True)
@@ -265,3 +277,7 @@ class MaxPoolBwdProblem(PoolProblem):
 
     def _name_suffix(self) -> str:
         return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
+
+    @property
+    def summary(self) -> str:
+        return f"{super().summary} from {self.source}"

@@ -63,18 +63,24 @@ def test_ops_torch_without_pytorch_names_the_extra():
 
 
 def test_a_problem_in_a_few_words():
-    from ops.operators import conv_bwd_data, grouped_conv_bwd_data, maxpool2d_fwd
+    """Operator, layout, dtype, sizes, and what differs from the defaults: enough to tell a model's layers apart."""
+    from ops.operators import conv_bwd_data, grouped_conv_bwd_data, maxpool2d, maxpool2d_fwd
 
     dense = conv_bwd_data.problem_from_params(batch=64, in_channels=64, out_channels=64, input_spatial=(8, 8),
                                               filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32")
-    assert dense.summary == "conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3"
+    assert dense.summary == "conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 p1"
     grouped = grouped_conv_bwd_data.problem_from_params(
         batch=2, groups=4, in_channels=3, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 1), stride=(2, 1),
-        layout="NHWC", dtype="bfloat16", epilogue="add_relu", d_kinds=("channel",))
-    assert grouped.summary == "grouped_conv_bwd_data nhwc bfloat16 n2 g4 c3->k5 9x7 f3x1 s2x1 +epilogue"
+        dilation=(2, 2), padding=((1, 0), (0, 0)), layout="NHWC", dtype="bfloat16", epilogue="add_relu",
+        d_kinds=("channel",))
+    assert grouped.summary == ("grouped_conv_bwd_data nhwc bfloat16 n2 g4 c3->k5 9x7 f3x1 s2x1 d2 p1_0x0_0 "
+                               "epilogue max(acc+d0,0.0)")
     pool = maxpool2d_fwd.problem_from_params(batch=1, channels=8, input_spatial=(12, 12), kernel_size=3, stride=2,
                                              padding=1, layout="NHWC", dtype="float16", input_activation="relu")
-    assert pool.summary == "maxpool2d_fwd nhwc float16 n1 c8 12x12 k3x3 s2 relu"
+    assert pool.summary == "maxpool2d_fwd nhwc float16 n1 c8 12x12 k3x3 s2 p1 relu"
+    backward = maxpool2d.problem_from_params(batch=1, channels=8, input_spatial=(12, 12), kernel_size=3, stride=2,
+                                             padding=1, layout="NHWC", dtype="float16")
+    assert backward.summary.endswith(" k3x3 s2 p1 from indices")
 
 
 def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_silences_it(monkeypatch, tmp_path,
@@ -102,7 +108,7 @@ def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_
     runtime.function_for(pool, "local-task")
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: ")]
     assert said == [
-        "ops: compiling conv_bwd_data nchw float32 n4 c16->k32 15x15 f3x3 s2 for llvm-cpu (once)",
+        "ops: compiling conv_bwd_data nchw float32 n4 c16->k32 15x15 f3x3 s2 p1 for llvm-cpu (once)",
         f"ops: compiled modules are kept in {compiler.cache_dir()}; ops.torch.precompile or python -m "
         "build_tools.aot compiles them ahead; OPS_QUIET=1 silences these lines",
         "ops: compiling avgpool3d_bwd ndhwc float32 n1 c2 4x4x4 k2x2x2 s2 for llvm-cpu (once)",

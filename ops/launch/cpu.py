@@ -9,9 +9,9 @@ team, fills and copies split by bytes, a team barrier after every command (IREE'
 thread takes part; nothing is handed over, released or waited for beyond the region's end.
 
 The runner is C, compiled on first use with the host's C compiler (``$CC``, else ``cc``) into the module store
-(``ops.compiler.cache_dir()/launch``): where there is none, or no OpenMP runtime is loaded, ``load`` says why and
-the module runs through IREE's runtime. A module it serves is checked on its first use like any other
-(``ops.known_answer``, as ``cpu-launch``).
+(its ``launch`` folder, ``ops.compiler.write_dir()``'s where the cache cannot be written): where there is none,
+or no OpenMP runtime is loaded, ``load`` says why and the module runs through IREE's runtime. A module it serves
+is checked on its first use like any other (``ops.known_answer``, as ``cpu-launch``).
 """
 
 from __future__ import annotations
