@@ -223,7 +223,12 @@ def _cache(clear: bool) -> int:
     size = sum(p.stat().st_size for p in files)
     print(f"cache: {root} ({len(files)} files, {size / 2 ** 20:.1f} MiB; $OPS_CACHE_DIR moves it)")
     if clear and files:
-        for child in root.iterdir():
-            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        try:
+            for child in root.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        except OSError as error:  # a read-only or another user's cache: one line, not a traceback
+            print(f"error: cannot clear {root}: {error.strerror or error} ({error.filename}); clear it as its owner, "
+                  "or set OPS_CACHE_DIR to a folder of your own", file=sys.stderr)
+            return 2
         print(f"cleared {root}")
     return 0

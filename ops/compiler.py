@@ -11,20 +11,25 @@ Every module has its SHA-256 beside it (``<module>.vmfb.sha256``; for ``artifact
 module is read once, its bytes are checked against that digest, and only those checked bytes are loaded: a
 damaged or unrecorded module is never run. It is rebuilt into the cache instead (or, without a compiler, a
 ``DamagedModuleError`` names the file and the command that rebuilds it). Modules are only ever read, so
-read-only artifacts and caches serve.
+read-only artifacts and caches serve; what a process must compile where the cache cannot be written goes to a
+temporary folder of its own (``write_dir``). Files are written readable by all under the usual umask
+(``atomic_write``), so a cache one user fills serves the others.
 """
 
 from __future__ import annotations
 
+import atexit
+import errno
 import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -52,6 +57,52 @@ class DamagedModuleError(RuntimeError):
 
 def cache_dir() -> Path:
     return Path(os.environ.get("OPS_CACHE_DIR") or Path.home() / ".cache" / "iree-ck-backward-ops")
+
+
+# Where the cache cannot be written (a read-only file system, another user's folder), what this process compiles
+# goes to a temporary folder of its own, removed when it exits, and serves this process only (as known-answer
+# verdicts are kept per process there). Errors that say so:
+_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST)
+_writable: set[Path] = set()  # caches this process has written into
+_elsewhere: dict[Path, Path] = {}  # caches it cannot write into: the temporary folder it writes to instead
+
+
+def write_dir() -> Path:
+    """Where this process writes what it compiles: the cache, or where that cannot be written (tried once per
+    cache: a file created and removed), a temporary folder of this process's own, said once with the remedy."""
+    root = cache_dir()
+    with _lock:
+        known = root in _writable or root in _elsewhere
+    if not known:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            fd, probe = _created(root / "write-probe", executable=False)
+            os.close(fd)
+            probe.unlink()
+            _writable.add(root)
+        except OSError as error:
+            write_elsewhere(error)
+    return _elsewhere.get(root, root)
+
+
+def writes_elsewhere() -> bool:
+    """Whether this process found the cache unwritable (``write_dir``): what it compiles or records is its own."""
+    return cache_dir() in _elsewhere
+
+
+def write_elsewhere(error: OSError) -> None:
+    """From now on, write into a temporary folder of this process's own: the cache cannot be written (``error``
+    says why). Said once per cache: the folder, and the remedy."""
+    root = cache_dir()
+    with _lock:
+        if root in _elsewhere:
+            return
+        temporary = Path(tempfile.mkdtemp(prefix="ops-cache-"))
+        atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+        _elsewhere[root] = temporary
+    warn_caller(f"ops: cannot write the module cache {root} ({error.strerror or error}); what this process "
+                f"compiles goes to {temporary} and lasts this process only. Set OPS_CACHE_DIR to a writable folder "
+                "to keep it")
 
 
 def artifacts_dir() -> Path:
@@ -92,6 +143,7 @@ class ModuleSpec:
     mlir: str
     target: Target
     extra_flags: tuple[str, ...] = ()
+    title: str = field(default="", compare=False)  # the problem in a few words (its ``summary``), for messages
 
     @property
     def flags(self) -> list[str]:
@@ -108,15 +160,33 @@ class ModuleSpec:
         return root / self.target.directory_name / f"{self.name}-{self.key(version)[:16]}.vmfb"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def _created(path: Path, executable: bool) -> tuple[int, Path]:
+    """A new, empty temporary file beside ``path``, open for writing, and its path. Created as open(2) creates
+    files, mode 0o666 (0o777 ``executable``) less the process's umask, as pip and PyTorch leave theirs: under the
+    usual umask 022 another user reads it, under 077 it stays private. The umask is never read, since reading it
+    means setting it (os.umask), a change other threads would see; the kernel applies it (default ACLs too)."""
+    mode = 0o777 if executable else 0o666
+    for _ in range(16):
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name beside it", str(path))
+
+
+def atomic_write(path: Path, data: bytes, executable: bool = False) -> None:
+    """``data`` written to ``path`` through a temporary file renamed into place: a reader sees the old file or the
+    new one, never half of one. Folders are made as mkdir(2) makes them, files as ``_created`` says: readable by
+    all under the usual umask, so a cache serves every user who can reach it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _created(path, executable)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -159,7 +229,8 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
              ["--compile-from=hal", hal.name, *spec.flags, "-o", vmfb.name]]
     shown = [["iree-compile", *(a for a in step if a not in extra)] for step in steps]
     script = "\n".join(shlex.join(s) for s in shown)
-    atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode())
+    atomic_write(vmfb.with_suffix(".compile.sh"), f"#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")\"\n{script}\n".encode(),
+                 executable=True)  # a script run by hand: ./<module>.compile.sh
     stats["compiles"] += 1
     hal_tmp = tmp.with_name(tmp.name + ".hal.mlir")
     try:
@@ -180,8 +251,12 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
 
 
 def root_of(path: Path) -> Path:
-    """The store root (artifacts/ or the user cache) a stored module lives under."""
-    return artifacts_dir() if path.is_relative_to(artifacts_dir()) else cache_dir()
+    """The store root (artifacts/, the user cache, or this process's own where the cache cannot be written) a
+    stored module lives under."""
+    if path.is_relative_to(artifacts_dir()):
+        return artifacts_dir()
+    elsewhere = _elsewhere.get(cache_dir())
+    return elsewhere if elsewhere is not None and path.is_relative_to(elsewhere) else cache_dir()
 
 
 def plan_path(vmfb: Path) -> Path:
@@ -208,11 +283,31 @@ def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
 
 
 def ensure_plan(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
-    """Read and store the launch plan of a cached module compiled before plans were read for its target (neither a
-    plan nor the reason there is none beside it): its HAL-level program compiled again, the plan located in the
-    module's bytes ``data`` (a program that does not embed the same executables leaves that reason)."""
-    if root_of(vmfb) != cache_dir() or plan_path(vmfb).is_file() or unsupported_path(vmfb).is_file():
+    """Store the launch plan of a cached module that has none intact beside it: one compiled before plans were read
+    for its target (neither a plan nor the reason there is none beside it), or one whose plan does not match its
+    recorded digest (damaged: rebuilt, with a warning, as a damaged module is). Its HAL-level program is compiled
+    again and the plan located in the module's bytes ``data`` (a program that does not embed the same executables
+    leaves that reason). In a cache this process cannot write, nothing is stored: IREE's runtime serves the module,
+    and ``load_plan`` says why."""
+    root, path = root_of(vmfb), plan_path(vmfb)
+    if root == artifacts_dir() or (root == cache_dir() and writes_elsewhere()):
         return
+    damaged = path.is_file() and _recorded_digest(root, path) != digest(path.read_bytes())
+    if (path.is_file() and not damaged) or (not path.is_file() and unsupported_path(vmfb).is_file()):
+        return
+    try:
+        if damaged:
+            path.unlink()  # where the plan cannot be rebuilt, the reason serves instead of a damaged plan
+            warn_caller(f"{path} did not match its recorded SHA-256 digest; rebuilding it")
+        _plan_again(spec, vmfb, data)
+    except OSError as error:
+        if error.errno not in _UNWRITABLE:
+            raise
+
+
+def _plan_again(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
+    """``vmfb``'s HAL-level program compiled again from ``spec``, and its plan stored (``_store_plan``), or, where
+    it cannot be compiled, the reason."""
     with tempfile.TemporaryDirectory() as directory:
         # the source's name as compile_module gave it: IREE names the executables after it
         source, hal = Path(directory) / vmfb.with_suffix(".mlir").name, Path(directory) / f"{vmfb.stem}.hal.mlir"
@@ -284,15 +379,25 @@ def _rebuild_command(spec: ModuleSpec) -> str:
 
 
 announce = threading.local()  # ``quiet = True`` on a thread that reports its compiles itself (precompile)
+_said: set[tuple[str, str]] = set()  # the problems (name, target) this process said it compiles
 
 
 def _say_compiling(spec: ModuleSpec) -> None:
-    """One line on stderr for each module compiled on first use (``OPS_QUIET=1`` silences it)."""
+    """One short line on stderr for each problem compiled on first use, whatever number of its forms are tried:
+    the problem in a few words and the target; after the first of the process, one line with where modules are
+    kept, how to compile them ahead and how to silence these lines (``OPS_QUIET=1``)."""
     if os.environ.get("OPS_QUIET", "") not in ("", "0") or getattr(announce, "quiet", False):
         return
-    print(f"ops: compiling {spec.name} for {spec.target} (its first use; compiled once into {cache_dir()}; "
-          "ops.torch.precompile or python -m build_tools.aot compiles ahead; OPS_QUIET=1 silences this)",
-          file=sys.stderr, flush=True)
+    problem = (spec.name, str(spec.target))
+    with _lock:
+        first, known = not _said, problem in _said
+        _said.add(problem)
+    if known:
+        return
+    print(f"ops: compiling {spec.title or spec.name} for {spec.target} (once)", file=sys.stderr, flush=True)
+    if first:
+        print(f"ops: compiled modules are kept in {write_dir()}; ops.torch.precompile or python -m build_tools.aot "
+              "compiles them ahead; OPS_QUIET=1 silences these lines", file=sys.stderr, flush=True)
 
 
 def failure_path(vmfb: Path) -> Path:
@@ -321,13 +426,12 @@ def load_first(specs: Sequence[ModuleSpec], accept=None) -> tuple[ModuleSpec, Pa
     _without_compiler(specs[0], accept, damaged, refused)
     if damaged:
         warn_caller(f"{', '.join(map(str, damaged))} did not match its recorded SHA-256 digest; rebuilding it into "
-                    f"{cache_dir()}")
+                    f"{write_dir()}")
     errors: list[str] = []
     for spec in specs:
-        vmfb = spec.path(cache_dir(), compiler_version())
-        if vmfb in refused:
+        if spec.path(write_dir(), compiler_version()) in refused:
             continue
-        data = _compiled(spec, vmfb, errors)
+        vmfb, data = _compiled_somewhere(spec, errors)
         if data is not None and accept(spec, vmfb, data):
             return spec, vmfb, data
         if data is not None:
@@ -348,14 +452,14 @@ def _stored(specs: Sequence[ModuleSpec], accept, damaged: list, refused: set):
     same module: checked once)."""
     version = compiler_version()
     compiling = installed_compiler_version() is not None
-    for root in (artifacts_dir(), cache_dir()):
+    for root in (artifacts_dir(), cache_dir(), *filter(None, [_elsewhere.get(cache_dir())])):
         for spec in specs:
             candidate = spec.path(root, version)
             if candidate in refused:
                 continue
             data = verified(root, candidate, damaged)
             if data is None:
-                if root == cache_dir() and compiling and not failure_path(candidate).is_file():
+                if root != artifacts_dir() and compiling and not failure_path(candidate).is_file():
                     break  # the preferred form is not built yet: the caller compiles it
                 continue
             if accept(spec, candidate, data):
@@ -382,6 +486,20 @@ def _without_compiler(first: ModuleSpec, accept, damaged: list, refused: set) ->
     )
 
 
+def _compiled_somewhere(spec: ModuleSpec, errors: list) -> tuple[Path, bytes | None]:
+    """``_compiled`` into ``write_dir()``: where the cache turns out not to be writable there (a folder in it that
+    is not this user's), into this process's own folder instead (``write_elsewhere``). Where it is, and its bytes."""
+    vmfb = spec.path(write_dir(), compiler_version())
+    try:
+        return vmfb, _compiled(spec, vmfb, errors)
+    except OSError as error:
+        if error.errno not in _UNWRITABLE or writes_elsewhere():
+            raise
+        write_elsewhere(error)
+    vmfb = spec.path(write_dir(), compiler_version())
+    return vmfb, _compiled(spec, vmfb, errors)
+
+
 def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
     """``spec`` compiled into the cache at ``vmfb`` (or found there, built by another thread meanwhile): its
     verified bytes, or None where it does not compile (the compiler's message goes to ``errors`` and is remembered
@@ -389,7 +507,7 @@ def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
     with _lock:
         path_lock = _path_locks.setdefault(vmfb, threading.Lock())
     with path_lock:
-        data = verified(cache_dir(), vmfb)
+        data = verified(root_of(vmfb), vmfb)
         if data is None and failure_path(vmfb).is_file():
             errors.append(failure_path(vmfb).read_text())
             return None
@@ -401,7 +519,7 @@ def _compiled(spec: ModuleSpec, vmfb: Path, errors: list) -> bytes | None:
                 atomic_write(failure_path(vmfb), str(error).encode())
                 errors.append(str(error))
                 return None
-            data = verified(cache_dir(), vmfb)
+            data = verified(root_of(vmfb), vmfb)
     if data is None:
         raise DamagedModuleError(f"{vmfb} changed while it was being read after compiling; run the call again")
     return data

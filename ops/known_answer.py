@@ -325,11 +325,13 @@ def recalled(key: str) -> Verdict | None:
 
 def remember(key: str, verdict: Verdict) -> None:
     """Record ``verdict`` in the cache (atomically); where the cache is not writable, for this process only."""
-    from .compiler import atomic_write
+    from . import compiler
 
     _remembered[key] = verdict
+    if compiler.writes_elsewhere():  # said once already, by the compiler
+        return
     try:
-        atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
+        compiler.atomic_write(_record_path(key, verdict.passed), json.dumps(dataclasses.asdict(verdict)).encode())
     except OSError as error:
         warn_caller(f"ops: known-answer verdicts cannot be recorded in {_record_path(key, True).parent} ({error}); "
                     "they are kept for this process only")

@@ -380,7 +380,7 @@ def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), con
     how = lowering(basis, target, configs)
     modules = [(render(problem, form, how), (*flags_for(basis, target, form), *extra_flags))
                for form in forms_for(basis, target, options)]
-    specs = [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback))
+    specs = [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback), problem.summary)
              for fallback in ((), *fallback_flags(target.directory_name)) for mlir, flags in modules]
     return list(dict.fromkeys(specs))  # forms that render the same module, and flag sets that repeat, once
 

@@ -20,6 +20,20 @@ def _dims(values) -> str:
     return "x".join(str(v) for v in values)
 
 
+def _same(values) -> str:
+    """Sizes for a message, one number where all are equal: (2, 2) -> "2", (2, 1) -> "2x1"."""
+    return str(values[0]) if len(set(values)) == 1 else _dims(values)
+
+
+def _windows(stride, dilation, padding) -> str:
+    """A window's stride, dilation and padding for a message, each only where it is not the default (1, 1, 0):
+    ``" s2 p1"``, ``" d2x1 p1_0x0_1"``."""
+    pads = "" if all(lo == hi for lo, hi in padding) else "x".join(f"{lo}_{hi}" for lo, hi in padding)
+    parts = [f"s{_same(stride)}" if set(stride) != {1} else "", f"d{_same(dilation)}" if set(dilation) != {1} else "",
+             f"p{pads or _same([lo for lo, _ in padding])}" if any(map(any, padding)) else ""]
+    return "".join(f" {part}" for part in parts if part)
+
+
 @dataclass(frozen=True)
 class WindowProblem:
     """What every problem here shares: an activation in a layout, and windows over its spatial dims (the forward's
@@ -66,6 +80,16 @@ class WindowProblem:
     def term_roundoff(self) -> float:
         """The relative error each term of a sum may carry beyond the accumulator's rounding: none."""
         return 0.0
+
+    @property
+    def summary(self) -> str:
+        """A short description for messages: the operator, its sizes, and its stride, dilation and padding where
+        not the default (``name`` is the complete one), e.g. ``conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 s2
+        p1`` (the layout says the rank)."""
+        return f"{self.op} {self._summary_sizes()}{_windows(self.stride, self.dilation, self.padding)}"
+
+    def _summary_sizes(self) -> str:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,11 @@ class ConvProblem(WindowProblem):
             f"_k{self.out_channels}_i{_dims(self.input_spatial)}_f{_dims(self.filter_spatial)}"
         )
 
+    def _summary_sizes(self) -> str:
+        groups = f" g{self.groups}" if self.groups > 1 else ""  # channels are per group, as in the name
+        return (f"{self.layout.lower()} {self.dtype} n{self.batch}{groups} c{self.in_channels}"
+                f"->k{self.out_channels} {_dims(self.input_spatial)} f{_dims(self.filter_spatial)}")
+
 
 @dataclass(frozen=True)
 class ConvBwdDataProblem(ConvProblem):
@@ -140,6 +169,13 @@ class ConvBwdDataProblem(ConvProblem):
         # the expression and the D shapes are not identifier-safe: a digest of them keeps the name readable
         digest = repr((self.epilogue.text, self.epilogue_params, self.d_shapes, self.d_dtypes)).encode()
         return f"_e{len(self.d_shapes)}_{hashlib.sha256(digest).hexdigest()[:10]}"
+
+    @property
+    def summary(self) -> str:
+        if self.epilogue is None:
+            return super().summary
+        text = self.epilogue.text.replace(" ", "")
+        return f"{super().summary} epilogue {text if len(text) <= 24 else text[:21] + '...'}"
 
 
 # the precisions of a float32 weight gradient: float32 products, or bfloat16 x 3 (mlir/split_bf16x3.mlir)
@@ -173,6 +209,11 @@ class ConvBwdWeightProblem(ConvProblem):
         """A split product's error: 2^-16 of its magnitude at most (the dropped lo*lo and lo's rounding), doubled."""
         return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
 
+    @property
+    def summary(self) -> str:
+        return (super().summary + (f" out {self.out_dtype}" if self.out_dtype != self.dtype else "")
+                + (f" as {self.precision}" if self.precision != "float32" else ""))
+
 
 # --- Pooling --------------------------------------------------------------------------------------------
 
@@ -195,6 +236,10 @@ class PoolProblem(WindowProblem):
     @property
     def name(self) -> str:
         return super().name + ("_relu" if self.input_activation else "")
+
+    @property
+    def summary(self) -> str:
+        return super().summary + (" relu" if self.input_activation else "")
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -222,6 +267,10 @@ class PoolProblem(WindowProblem):
             f"{self.layout.lower()}_{self.dtype}_n{self.batch}_c{self.channels}_i{_dims(self.input_spatial)}"
             f"_o{_dims(self.output_spatial)}_k{_dims(self.kernel_size)}"
         )
+
+    def _summary_sizes(self) -> str:
+        return (f"{self.layout.lower()} {self.dtype} n{self.batch} c{self.channels} {_dims(self.input_spatial)}"
+                f" k{_dims(self.kernel_size)}")
 
     def _name_suffix(self) -> str:
         return "_ceil" if self.ceil_mode else ""
@@ -261,3 +310,7 @@ class MaxPoolBwdProblem(PoolProblem):
 
     def _name_suffix(self) -> str:
         return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
+
+    @property
+    def summary(self) -> str:
+        return f"{super().summary} from {self.source}"

@@ -167,7 +167,7 @@ def test_each_executable_is_its_own_library(rng):
     names = []
     for problem in list(problems(rng).values())[:2]:
         spec, path, data, plan = _stored(problem)
-        _, containers = plan_of(path, data)
+        _, containers = plan_of(spec, path, data)
         names.append({f.name for f in elf.load(containers[0]).functions})
     assert names[0] and names[1] and not names[0] & names[1]
 
@@ -309,6 +309,25 @@ def test_a_cached_module_without_a_plan_gets_one_on_first_use_or_keeps_irees_run
     compiler.ensure_plan(spec, path, data)
     assert "could not be compiled again" in compiler.load_plan(compiler.root_of(path), path, data)
     compiler.unsupported_path(path).unlink()  # the next test's first use reads it again
+
+
+def test_a_damaged_plan_is_rebuilt_once_and_then_loads_without_a_warning(rng):
+    """A stored plan that no longer matches its recorded digest is rebuilt from the module's HAL program and
+    written again, with one warning, as a damaged module is; the next load finds it intact and says nothing."""
+    import warnings
+
+    spec, path, data, plan = _stored(problems(rng)["strided_data"])
+    stored = compiler.plan_path(path)
+    stored.write_bytes(stored.read_bytes()[:-40])  # truncated
+    assert "does not match its recorded SHA-256 digest" in compiler.load_plan(compiler.root_of(path), path, data)
+    with pytest.warns(RuntimeWarning, match=rf"{stored.name} did not match its recorded SHA-256 digest; rebuilding"):
+        loaded = cpu_launch.load(spec, path, data)
+    assert not isinstance(loaded, str) and loaded[1] == plan
+    assert compiler.digest_path(stored).read_text().strip() == compiler.digest(stored.read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = cpu_launch.load(spec, path, data)
+    assert not isinstance(again, str) and again[1] == plan
 
 
 def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_calls, rng, monkeypatch):

@@ -137,12 +137,43 @@ def _read_only(root):
         parent.chmod(parent.stat().st_mode | 0o005)
 
 
-@pytest.mark.parametrize("place", ["OPS_ARTIFACTS_DIR", "OPS_CACHE_DIR"])
-def test_read_only_modules_load_for_a_user_who_cannot_write_them(place, rng):
-    """A shared, read-only artifacts directory or cache serves a user without write access to it."""
+def _loaded_as_another_user(root, rng, **env) -> np.ndarray:
+    """What ``_LOAD_AS_ANOTHER_USER`` computes as nobody, ``env`` set, the inputs and outputs under ``root``: a
+    mismatch with the reference fails the test."""
     import os
     import subprocess
     import sys
+    from pathlib import Path
+
+    grad_out, weight = op.random_inputs(PROBLEM, rng)
+    outputs = root / "outputs"
+    outputs.mkdir()
+    np.save(root / "grad_out.npy", grad_out)
+    np.save(root / "weight.npy", weight)
+    (root / "grad_out.npy").chmod(0o444)
+    (root / "weight.npy").chmod(0o444)
+    outputs.chmod(0o777)
+    root.chmod(0o755)
+    env = {**os.environ, **env, "PYTHONPATH": str(Path(op.__file__).resolve().parents[2])}
+    result = subprocess.run(
+        [sys.executable, "-c", _LOAD_AS_ANOTHER_USER, str(root / "grad_out.npy"), str(root / "weight.npy"),
+         str(outputs / "got.npy")], env=env, capture_output=True, text=True, cwd=root, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_allclose(np.load(outputs / "got.npy"), op.reference(PROBLEM, [grad_out, weight]), rtol=1e-5, atol=1e-6)
+    return result.stderr
+
+
+def _removed(root) -> None:
+    import shutil
+
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("place", ["OPS_ARTIFACTS_DIR", "OPS_CACHE_DIR"])
+def test_read_only_modules_load_for_a_user_who_cannot_write_them(place, rng):
+    """A shared, read-only artifacts directory or cache serves a user without write access to it."""
     import tempfile
     from pathlib import Path
 
@@ -150,30 +181,37 @@ def test_read_only_modules_load_for_a_user_who_cannot_write_them(place, rng):
     try:
         store = root / "store"
         compiler.compile_module(spec(), spec().path(store, compiler.compiler_version()))
-        grad_out, weight = op.random_inputs(PROBLEM, rng)
-        outputs = root / "outputs"
-        outputs.mkdir()
-        np.save(root / "grad_out.npy", grad_out)
-        np.save(root / "weight.npy", weight)
         _read_only(store)
-        (root / "grad_out.npy").chmod(0o444)
-        (root / "weight.npy").chmod(0o444)
-        outputs.chmod(0o777)
-        root.chmod(0o755)
         other = "OPS_CACHE_DIR" if place == "OPS_ARTIFACTS_DIR" else "OPS_ARTIFACTS_DIR"
-        env = {**os.environ, place: str(store), other: str(root / "nowhere"),
-               "PYTHONPATH": str(Path(op.__file__).resolve().parents[2])}
-        result = subprocess.run(
-            [sys.executable, "-c", _LOAD_AS_ANOTHER_USER, str(root / "grad_out.npy"), str(root / "weight.npy"),
-             str(outputs / "got.npy")], env=env, capture_output=True, text=True, cwd=root, timeout=300)
-        assert result.returncode == 0, result.stderr[-3000:]
-        np.testing.assert_allclose(np.load(outputs / "got.npy"), op.reference(PROBLEM, [grad_out, weight]), rtol=1e-5, atol=1e-6)
+        _loaded_as_another_user(root, rng, **{place: str(store), other: str(root / "nowhere")})
         assert not (root / "nowhere").exists()  # nothing was compiled
     finally:
-        for path in [root, *root.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        import shutil
-        shutil.rmtree(root, ignore_errors=True)
+        _removed(root)
+
+
+def test_a_cache_one_user_fills_under_umask_022_serves_another_as_it_is(monkeypatch, rng):
+    """What one user compiles into a shared cache under the usual umask (module, digest, plan, verdict) another user
+    (nobody) loads with no chmod, and writes nothing: mkstemp's 0o600 kept the digests from them."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ops import known_answer
+
+    root = Path(tempfile.mkdtemp(prefix="ops-shared-"))
+    cache = root / "cache"
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    monkeypatch.setattr(runtime, "_functions", {})
+    monkeypatch.setattr(known_answer, "_remembered", {})  # the verdict is recorded in the cache
+    before = os.umask(0o022)
+    try:
+        run(PROBLEM, op.random_inputs(PROBLEM, rng))
+        filled = sorted(cache.rglob("*"))
+        _loaded_as_another_user(root, rng, OPS_CACHE_DIR=str(cache), OPS_ARTIFACTS_DIR=str(root / "nowhere"))
+        assert sorted(cache.rglob("*")) == filled and not (root / "nowhere").exists()
+    finally:
+        os.umask(before)
+        _removed(root)
 
 
 def _damage(vmfb, how):

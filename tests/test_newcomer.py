@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ops
-from ops import cli, compiler, runtime
+from ops import cli, compiler, known_answer, runtime, targets
 from ops.operators import avgpool3d
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,19 +62,63 @@ def test_ops_torch_without_pytorch_names_the_extra():
            "'iree-ck-backward-ops[torch]'" in done.stderr
 
 
-def test_a_compile_on_first_use_says_so_once_and_quiet_silences_it(monkeypatch, tmp_path, capsys):
+def test_a_problem_in_a_few_words():
+    """Operator, layout, dtype, sizes, and what differs from the defaults: enough to tell a model's layers apart."""
+    from ops.operators import conv_bwd_data, grouped_conv_bwd_data, maxpool2d, maxpool2d_fwd
+
+    dense = conv_bwd_data.problem_from_params(batch=64, in_channels=64, out_channels=64, input_spatial=(8, 8),
+                                              filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32")
+    assert dense.summary == "conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 p1"
+    grouped = grouped_conv_bwd_data.problem_from_params(
+        batch=2, groups=4, in_channels=3, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 1), stride=(2, 1),
+        dilation=(2, 2), padding=((1, 0), (0, 0)), layout="NHWC", dtype="bfloat16", epilogue="add_relu",
+        d_kinds=("channel",))
+    assert grouped.summary == ("grouped_conv_bwd_data nhwc bfloat16 n2 g4 c3->k5 9x7 f3x1 s2x1 d2 p1_0x0_0 "
+                               "epilogue max(acc+d0,0.0)")
+    pool = maxpool2d_fwd.problem_from_params(batch=1, channels=8, input_spatial=(12, 12), kernel_size=3, stride=2,
+                                             padding=1, layout="NHWC", dtype="float16", input_activation="relu")
+    assert pool.summary == "maxpool2d_fwd nhwc float16 n1 c8 12x12 k3x3 s2 p1 relu"
+    backward = maxpool2d.problem_from_params(batch=1, channels=8, input_spatial=(12, 12), kernel_size=3, stride=2,
+                                             padding=1, layout="NHWC", dtype="float16")
+    assert backward.summary.endswith(" k3x3 s2 p1 from indices")
+
+
+def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_silences_it(monkeypatch, tmp_path,
+                                                                                           capsys):
+    """One line per problem, under 100 characters: the operator, the shape and the target, even where two of its
+    forms are compiled (the first does not compile here); where modules are kept, how to compile ahead and how to
+    silence it all, once per process; nothing with OPS_QUIET=1."""
+    from ops import policy
+    from ops.operators import conv_bwd_data
+
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
-    problem = avgpool3d.problem_from_params(batch=1, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
-                                            stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
-    runtime._functions.clear()
-    runtime.function_for(problem, "local-task")
-    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: compiling")]
-    assert len(said) == 1 and problem.name in said[0] and "llvm-cpu" in said[0] and "precompile" in said[0]
+    monkeypatch.setattr(compiler, "_said", set())
+    monkeypatch.setattr(runtime, "_functions", {})
+    cpu = targets.parse_target("llvm-cpu")
+    conv = conv_bwd_data.problem_from_params(batch=4, in_channels=16, out_channels=32, input_spatial=(15, 15),
+                                             filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW",
+                                             dtype="float32")
+    specs = policy.module_specs(conv, cpu)
+    broken = compiler.ModuleSpec(conv.name, "func.func @f() { not_an_op }", cpu, title=conv.summary)
+    before = compiler.stats["compiles"]
+    compiler.load_first([broken, *specs])
+    assert compiler.stats["compiles"] == before + 2  # two forms compiled
+    pool = avgpool3d.problem_from_params(batch=1, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
+                                         stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
+    runtime.function_for(pool, "local-task")
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: ")]
+    assert said == [
+        "ops: compiling conv_bwd_data nchw float32 n4 c16->k32 15x15 f3x3 s2 p1 for llvm-cpu (once)",
+        f"ops: compiled modules are kept in {compiler.cache_dir()}; ops.torch.precompile or python -m "
+        "build_tools.aot compiles them ahead; OPS_QUIET=1 silences these lines",
+        "ops: compiling avgpool3d_bwd ndhwc float32 n1 c2 4x4x4 k2x2x2 s2 for llvm-cpu (once)",
+    ]
+    assert all(len(line) < 100 for line in said if line.startswith("ops: compiling"))
     monkeypatch.setenv("OPS_QUIET", "1")
     other = avgpool3d.problem_from_params(batch=2, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
                                           stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
     runtime.function_for(other, "local-task")
-    assert "ops: compiling" not in capsys.readouterr().err
+    assert "ops: " not in capsys.readouterr().err
     assert cli.main(["cache"]) == 0
     shown = capsys.readouterr().out
     assert shown.startswith(f"cache: {compiler.cache_dir()} (") and "MiB" in shown
@@ -249,3 +293,131 @@ def test_the_torch_extra_has_a_lower_and_an_upper_bound_and_the_test_pin_stays()
     assert torch.name == "torch" and {">=", "<"} <= operators
     assert all(Version(v) in torch.specifier for v in ("2.11.0", "2.13.0")) and Version("3.0") not in torch.specifier
     assert "torch==2.13.0" in extras["test"]
+
+
+def _small_conv(rng):
+    """A small float32 backward-data problem through the public API: its arguments and its float64 reference."""
+    from ops.operators import conv_bwd_data
+
+    problem = conv_bwd_data.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(6,),
+                                                filter_spatial=(3,), stride=2, padding=1, layout="NWC",
+                                                dtype="float32")
+    grad_out, weight = conv_bwd_data.random_inputs(problem, rng)
+    call = dict(input_shape=(1, 6, 3), stride=2, padding=1, layout="NWC")
+    return problem, (grad_out, weight), call, conv_bwd_data.reference(problem, [grad_out, weight])
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_cache_files_and_folders_are_as_readable_as_the_umask_says(umask, monkeypatch, tmp_path, rng):
+    """Under umask 022 everything a compile, its plan, its verdict and a failed compile leave is readable by all
+    (0o644, folders and the compile script 0o755); under 077 it stays private (0o600, 0o700)."""
+    import stat
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    monkeypatch.setattr(runtime, "_functions", {})
+    monkeypatch.setattr(known_answer, "_remembered", {})  # the verdict is recorded, not recalled from the last case
+    problem, arrays, call, expected = _small_conv(rng)
+    broken = compiler.ModuleSpec(problem.name, "func.func @f() { not_an_op }", targets.parse_target("llvm-cpu"))
+    before = os.umask(umask)
+    try:
+        np.testing.assert_allclose(ops.conv_bwd_data(*arrays, **call), expected, rtol=1e-5, atol=1e-6)
+        with pytest.raises(compiler.CompileError):
+            compiler.load_first([broken])
+    finally:
+        os.umask(before)
+    modes = {p.relative_to(cache).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in cache.rglob("*")}
+    suffixes = {".mlir", ".compile.sh", ".vmfb", ".vmfb.sha256", ".launch-v1.json", ".launch-v1.json.sha256",
+                ".vmfb.failed", ".pass"}
+    assert suffixes <= {next((s for s in suffixes if name.endswith(s)), None) for name in modes}, sorted(modes)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o777 & ~umask
+    for name, mode in modes.items():
+        wide = (cache / name).is_dir() or name.endswith(".compile.sh")
+        assert mode == (0o777 if wide else 0o666) & ~umask, (name, oct(mode))
+
+
+def _read_only_file_system(monkeypatch, root) -> None:
+    """Every write under ``root`` fails as on a read-only file system (EROFS): a file created or opened for writing,
+    a folder made, a rename, a removal (tests run as root, whom a chmod does not stop). Calls relative to a folder's
+    descriptor (``dir_fd``, shutil.rmtree's) are taken to be under ``root``."""
+    import builtins
+    import errno
+    import io
+
+    root = os.path.abspath(root)
+
+    def refused(*paths, dir_fd=None):
+        for path in paths:
+            if dir_fd is not None or os.path.abspath(os.fsdecode(path)).startswith(root):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fsdecode(path))
+
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path, flags, mode=0o777, *, dir_fd=None):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC):
+            refused(path, dir_fd=dir_fd)
+        return real_os_open(path, flags, mode, dir_fd=dir_fd)
+
+    def open_(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)) and set(mode) & set("wax+"):
+            refused(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def guarded(real, arity):
+        def call(*args, **kwargs):
+            refused(*args[:arity], dir_fd=kwargs.get("dir_fd", kwargs.get("src_dir_fd")))
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(io, "open", open_)
+    for name, arity in (("mkdir", 1), ("unlink", 1), ("remove", 1), ("rmdir", 1), ("replace", 2), ("rename", 2)):
+        monkeypatch.setattr(os, name, guarded(getattr(os, name), arity))
+
+
+@pytest.mark.parametrize("read_only", ["cache", "llvm-cpu"])
+def test_an_unwritable_cache_compiles_elsewhere_for_this_process_with_one_warning(read_only, monkeypatch, tmp_path,
+                                                                                   rng):
+    """An empty cache on a read-only file system (or whose target folder alone cannot be written): the call still
+    returns the right result (compiled into a temporary folder of this process's own, the verdict kept in memory),
+    one warning names the cache and the remedy, a second problem compiles with no second warning, and nothing is
+    written into the cache."""
+    import warnings
+
+    cache = tmp_path / "read-only-cache"
+    cache.mkdir()
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    monkeypatch.setattr(runtime, "_functions", {})
+    monkeypatch.setattr(known_answer, "_remembered", {})
+    monkeypatch.setattr(compiler, "_elsewhere", {})
+    monkeypatch.setattr(compiler, "_writable", set())
+    _read_only_file_system(monkeypatch, cache if read_only == "cache" else cache / read_only)
+    problem, (grad_out, weight), call, expected = _small_conv(rng)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_allclose(ops.conv_bwd_data(grad_out, weight, **call), expected, rtol=1e-5, atol=1e-6)
+        twice = ops.conv_bwd_data(np.concatenate([grad_out] * 2), weight, **{**call, "input_shape": (2, 6, 3)})
+    np.testing.assert_allclose(twice, np.concatenate([expected] * 2), rtol=1e-5, atol=1e-6)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1, said
+    assert said[0].startswith(f"ops: cannot write the module cache {cache} (Read-only file system)")
+    assert "Set OPS_CACHE_DIR to a writable folder" in said[0] and len(said[0]) < 300
+    assert list(cache.iterdir()) == []
+    elsewhere = compiler.write_dir()
+    assert elsewhere != cache and str(elsewhere) in said[0] and len(list(elsewhere.rglob("*.vmfb"))) == 2
+
+
+def test_clearing_an_unwritable_cache_is_one_error_line_and_a_failing_status(monkeypatch, tmp_path, capsys):
+    cache = tmp_path / "cache"
+    (cache / "llvm-cpu").mkdir(parents=True)
+    (cache / "llvm-cpu" / "m.vmfb").write_bytes(b"module")
+    (cache / "verified").mkdir()
+    monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
+    _read_only_file_system(monkeypatch, cache)
+    assert cli.main(["cache", "--clear"]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith(f"cache: {cache} (1 files") and "cleared" not in out
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"error: cannot clear {cache}: Read-only file system ({cache}/") and "OPS_CACHE_DIR" in err
+    assert (cache / "llvm-cpu" / "m.vmfb").is_file()

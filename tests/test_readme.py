@@ -35,4 +35,4 @@ def test_readme_gives_the_cpu_step_speed_per_host_kind_with_its_command():
     intel = next(line for line in text.splitlines() if line.strip().startswith("| Intel Xeon, AVX-512 and AMX"))
     zen4 = next(line for line in text.splitlines() if line.strip().startswith("| AMD Zen 4"))
     assert "0.85–0.88×" in intel and "0.90–0.93×" in intel and "seven" in intel
-    assert "0.84–0.87×" in zen4 and "1.12–1.17×" in zen4 and "four" in zen4 and "no AMX" in zen4
+    assert "0.84–0.87×" in zen4 and "1.12–1.25×" in zen4 and "four" in zen4 and "no AMX" in zen4

@@ -9,9 +9,9 @@ team, fills and copies split by bytes, a team barrier after every command (IREE'
 thread takes part; nothing is handed over, released or waited for beyond the region's end.
 
 The runner is C, compiled on first use with the host's C compiler (``$CC``, else ``cc``) into the module store
-(``ops.compiler.cache_dir()/launch``): where there is none, or no OpenMP runtime is loaded, ``load`` says why and
-the module runs through IREE's runtime. A module it serves is checked on its first use like any other
-(``ops.known_answer``, as ``cpu-launch``).
+(its ``launch`` folder, ``ops.compiler.write_dir()``'s where the cache cannot be written): where there is none,
+or no OpenMP runtime is loaded, ``load`` says why and the module runs through IREE's runtime. A module it serves
+is checked on its first use like any other (``ops.known_answer``, as ``cpu-launch``).
 """
 
 from __future__ import annotations
@@ -188,11 +188,13 @@ def openmp_runtime() -> ctypes.CDLL | None:
 _runner_lock = threading.Lock()
 
 
+RUNNER_NAME = f"cpu-runner-{hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()[:16]}.so"
+
+
 @functools.lru_cache(maxsize=None)
 def _runner(directory: str) -> ctypes.CDLL | str:
     """The native runner, compiled once into ``directory``; or why it cannot be."""
-    digest = hashlib.sha256(RUNNER_SOURCE.encode()).hexdigest()[:16]
-    path = os.path.join(directory, f"cpu-runner-{digest}.so")
+    path = os.path.join(directory, RUNNER_NAME)
     with _runner_lock:
         if not os.path.isfile(path):
             compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -322,10 +324,14 @@ class Workspace:
 
 
 def _launch_directory() -> str:
-    """Where the runner is built: the module store's ``launch`` folder."""
+    """Where the runner is: the module store's ``launch`` folder, where it is built unless the cache cannot be
+    written (``compiler.write_dir``: then in this process's own folder, unless the cache already holds it)."""
     from .. import compiler  # ops.compiler imports this package's plan module
 
-    return os.path.join(str(compiler.cache_dir()), "launch")
+    cached = os.path.join(str(compiler.cache_dir()), "launch")
+    if os.path.isfile(os.path.join(cached, RUNNER_NAME)):
+        return cached
+    return os.path.join(str(compiler.write_dir()), "launch")
 
 
 def unavailable() -> str | None:
@@ -339,17 +345,15 @@ def unavailable() -> str | None:
 def load(spec, path, data: bytes, device_index=None) -> "tuple[Kernels, launch_plan.Plan] | str":
     """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP
     threads, and their plan; or why the module has none (no plan, no OpenMP runtime, no runner). A module compiled
-    before CPU plans were read gets its plan first (``compiler.ensure_plan``). ``device_index``: none on the CPU
-    (the launchers' one interface, ``ops/torch/calls.launched``)."""
-    from .. import compiler
+    before CPU plans were read, or whose plan is damaged, gets its plan first (``plan_of``). ``device_index``: none
+    on the CPU (the launchers' one interface, ``ops/torch/calls.launched``)."""
     from . import plan_of
 
     reason = unavailable()
     if reason is not None:
         return reason
-    compiler.ensure_plan(spec, path, data)
     openmp, runner = openmp_runtime(), _runner(_launch_directory())
-    planned = plan_of(path, data)
+    planned = plan_of(spec, path, data)
     if isinstance(planned, str):
         return planned
     try:

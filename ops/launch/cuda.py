@@ -125,7 +125,7 @@ def load(spec, path, data: bytes, device_index: int) -> "tuple[Kernels, launch_p
     ``device_index``, and their plan; or why the module has none."""
     from . import plan_of
 
-    planned = plan_of(path, data)
+    planned = plan_of(spec, path, data)
     if isinstance(planned, str):
         return planned
     return Kernels(planned[0], planned[1], device_index), planned[0]
