@@ -1,8 +1,8 @@
 """The known-answer check (ops/known_answer.py) tested by mutation: wrong modules, made by changing a problem's MLIR
-(tests/mutations.py), compiled by IREE for the CPU and run through IREE's runtime, are refused by
+(build_tools/mutations.py), compiled by IREE for the CPU and run through IREE's runtime, are refused by
 ``known_answer.verify``; the unmutated module passes.
 
-Each operator's problem is large enough that the check samples it (tests/mutations.py ``problems``), and each
+Each operator's problem is large enough that the check samples it (build_tools/mutations.py ``problems``), and each
 mutation sits where the sample looks (``mutations.chosen``): a mutation outside it can be missed, at the chance
 ``build_tools/mutation_rates.py`` measures (docs/VERIFICATION.md). One module per problem holds every mutation."""
 
@@ -13,7 +13,7 @@ import functools
 import numpy as np
 import pytest
 
-import mutations
+from build_tools import mutation_rates, mutations
 from ops import compiler, known_answer
 
 needs_compiler = pytest.mark.skipif(compiler.installed_compiler_version() is None,
@@ -97,3 +97,19 @@ def test_a_nan_outside_the_sample_is_refused(op):
 def test_every_mutation_is_refused_in_other_dtypes_and_layouts(op, dtype, layout):
     """The same in float16 and bfloat16 (their tolerances) and channels-first (max-pool's backward from x)."""
     _refused(op, dtype, layout)
+
+
+@needs_compiler
+def test_the_rates_script_counts_what_the_sample_keeps_and_its_compiled_runs_agree(monkeypatch):
+    """build_tools/mutation_rates.py at a tiny size (the check made to sample it): of 16 channels and 8 batch
+    indices the sample keeps 4 each, a NaN is caught exactly where the sample looks, and every compiled verdict
+    is the predicted one."""
+    monkeypatch.setattr(known_answer, "WHOLE", 0)
+    problem = mutations.problems(scale=8)[OPERATORS[0]]
+    rows = {row["mutation"]: row for row in mutation_rates.rates(problem, nan_count=8, confirm=2)}
+    assert set(rows) == set(mutations.NAMES)
+    assert (rows["channel"]["positions"], rows["channel"]["kept"], rows["channel"]["caught"]) == (16, 4, 4)
+    assert (rows["batch"]["positions"], rows["batch"]["kept"], rows["batch"]["caught"]) == (8, 4, 4)
+    assert rows["nan"]["caught"] == rows["nan"]["kept"] and rows["row"]["caught"] == rows["row"]["positions"]
+    assert all(row["agree"] and row["compiled"] >= 1 for row in rows.values()), rows
+    assert "| conv_bwd_data | channel | 16 | 4 | 0 | 4 | 75% |" in mutation_rates.table(list(rows.values()))

@@ -1,4 +1,4 @@
-// Mutations: wrong modules made from a right one (tests/mutations.py). The operator's own function is kept whole
+// Mutations: wrong modules made from a right one (build_tools/mutations.py). The operator's own function is kept whole
 // but made private (@${inner}); each public function has its signature (the inputs, then the destinations, each
 // result written into its destination: iree.abi.output) and calls it, rewriting one input before the call or
 // one result after it, position by position:

@@ -3,7 +3,7 @@ problem's right module, its MLIR changed (never a copy of its results), compiled
 ``known_answer.verify`` through IREE's runtime, as a served module is (``runtime.known_run``).
 
 A mutation rewrites one array of the module function, position by position (``Rewrite``; the MLIR in
-``tests/mutations.mlir``): a result after the call, or an input before it. Which axis is a channel, a batch index,
+``build_tools/mutations.mlir``): a result after the call, or an input before it. Which axis is a channel, a batch index,
 a row or a filter tap is read from the operator's declared roles (``ops/roles.py``), so one builder serves every
 operator:
 
@@ -245,7 +245,7 @@ def in_sample(problem, position: tuple, sample: dict | None = None) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _fragments() -> dict:
-    """``tests/mutations.mlir``'s fragments (``// fragment NAME: ...`` to the next), as string templates."""
+    """``build_tools/mutations.mlir``'s fragments (``// fragment NAME: ...`` to the next), as string templates."""
     sections, name = {}, None
     for line in (Path(__file__).with_name("mutations.mlir")).read_text().splitlines():
         match = re.match(r"^// fragment ([a-z_]+)\b", line)
