@@ -377,7 +377,7 @@ def verdict(problem, loaded: runtime.Function) -> known_answer.Verdict:
 
 def whole(problem, loaded: runtime.Function, inputs: list) -> list:
     """``loaded``'s whole results on ``inputs``."""
-    return runtime.known_run(loaded, problem, inputs)
+    return runtime.known_run(loaded, problem, inputs).results
 
 
 # --- The problems ------------------------------------------------------------------------------------------

@@ -186,7 +186,8 @@ def _worst(number: int, got, want, tolerance) -> Verdict:
     got64 = np.asarray(got, dtype=np.float64)
     want64 = np.asarray(want, dtype=np.float64)
     error = np.abs(got64 - want64)
-    ratio = np.where(error <= tolerance, 0.0, error / np.maximum(tolerance, np.finfo(np.float64).tiny))
+    with np.errstate(over="ignore"):  # an exact position (an index, tolerance 0) off by any amount: infinitely
+        ratio = np.where(error <= tolerance, 0.0, error / np.maximum(tolerance, np.finfo(np.float64).tiny))
     ratio = np.where(np.isfinite(got64), ratio, np.inf)
     flat = int(np.argmax(ratio)) if ratio.size else 0
     where = np.unravel_index(flat, ratio.shape) if ratio.size else ()

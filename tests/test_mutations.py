@@ -82,10 +82,9 @@ def test_each_mutated_module_computes_what_its_mutation_says(op):
 
 
 @needs_compiler
-@pytest.mark.xfail(strict=True, reason="a NaN outside the sampled batch indices and channels is not looked at: "
-                                       "the check reads only the sample (a whole-result finiteness check is coming)")
 @pytest.mark.parametrize("op", OPERATORS)
 def test_a_nan_outside_the_sample_is_refused(op):
+    """The whole results are searched for NaN (known_answer.Ran.unwritten), the positions the sample leaves too."""
     problem, _, outside, spec, data = compiled(op)
     assert not mutations.in_sample(problem, outside.at)
     assert not mutations.verdict(problem, mutations.function(spec, data, outside)).passed
@@ -110,6 +109,7 @@ def test_the_rates_script_counts_what_the_sample_keeps_and_its_compiled_runs_agr
     assert set(rows) == set(mutations.NAMES)
     assert (rows["channel"]["positions"], rows["channel"]["kept"], rows["channel"]["caught"]) == (16, 4, 4)
     assert (rows["batch"]["positions"], rows["batch"]["kept"], rows["batch"]["caught"]) == (8, 4, 4)
-    assert rows["nan"]["caught"] == rows["nan"]["kept"] and rows["row"]["caught"] == rows["row"]["positions"]
+    assert rows["nan"]["caught"] == rows["nan"]["positions"] > rows["nan"]["kept"]  # sampled or not
+    assert rows["row"]["caught"] == rows["row"]["positions"]
     assert all(row["agree"] and row["compiled"] >= 1 for row in rows.values()), rows
     assert "| conv_bwd_data | channel | 16 | 4 | 0 | 4 | 75% |" in mutation_rates.table(list(rows.values()))
