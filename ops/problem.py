@@ -54,6 +54,12 @@ class WindowProblem:
     def _name_sizes(self) -> str:
         raise NotImplementedError
 
+    def params(self) -> dict:
+        """The named-problem parameters that build this problem again: the operator's ``problem_from_params``
+        (``module.problem_from_params(**p.params()) == p``), what a manifest entry holds. Each family adds its own."""
+        return {"batch": self.batch, "input_spatial": self.input_spatial, "stride": self.stride,
+                "padding": self.padding, "dilation": self.dilation, "layout": self.layout, "dtype": self.dtype}
+
     def _name_suffix(self) -> str:
         return ""
 
@@ -109,6 +115,11 @@ class ConvProblem(WindowProblem):
             f"_k{self.out_channels}_i{_dims(self.input_spatial)}_f{_dims(self.filter_spatial)}"
         )
 
+    def params(self) -> dict:
+        """Channels per group, as CK's parameters (and ``problem_from_params``) take them."""
+        return {**super().params(), "in_channels": self.in_channels, "out_channels": self.out_channels,
+                "filter_spatial": self.filter_spatial, "groups": self.groups}
+
 
 @dataclass(frozen=True)
 class ConvBwdDataProblem(ConvProblem):
@@ -124,6 +135,13 @@ class ConvBwdDataProblem(ConvProblem):
         """The epilogue's parameter names, in the order of the module's parameter vector."""
         return self.epilogue.param_names if self.epilogue else ()
 
+    def params(self) -> dict:
+        """With an epilogue, its text and each D tensor's kind: ``"full"`` (grad_in's shape) or ``"channel"``."""
+        if self.epilogue is None:
+            return super().params()
+        d_kinds = tuple("full" if shape == self.input_shape else "channel" for shape in self.d_shapes)
+        return {**super().params(), "epilogue": self.epilogue.text, "d_kinds": d_kinds}
+
     def _name_suffix(self) -> str:
         if self.epilogue is None:
             return ""
@@ -137,6 +155,9 @@ class ConvBwdWeightProblem(ConvProblem):
     """Backward-weight: the convolution, and grad_w's dtype (the inputs', or float32)."""
 
     out_dtype: str
+
+    def params(self) -> dict:
+        return {**super().params(), "out_dtype": self.out_dtype}
 
     def _name_suffix(self) -> str:
         return f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else ""
@@ -163,6 +184,11 @@ class PoolProblem(WindowProblem):
     @property
     def name(self) -> str:
         return super().name + ("_relu" if self.input_activation else "")
+
+    def params(self) -> dict:
+        fused = {"input_activation": self.input_activation} if self.input_activation else {}
+        return {**super().params(), "channels": self.channels, "kernel_size": self.kernel_size,
+                "ceil_mode": self.ceil_mode, **fused}
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -202,6 +228,10 @@ class AvgPoolProblem(PoolProblem):
     count_include_pad: bool
     divisor_override: int | None
 
+    def params(self) -> dict:
+        return {**super().params(), "count_include_pad": self.count_include_pad,
+                "divisor_override": self.divisor_override}
+
     def _name_suffix(self) -> str:
         suffix = super()._name_suffix() + ("" if self.count_include_pad else "_nopadcount")
         if self.divisor_override is not None:
@@ -226,6 +256,10 @@ class MaxPoolBwdProblem(PoolProblem):
 
     source: str
     index_dtype: str | None
+
+    def params(self) -> dict:
+        index = {"index_dtype": self.index_dtype} if self.index_dtype else {}
+        return {**super().params(), "source": self.source, **index}
 
     def _name_suffix(self) -> str:
         return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")
