@@ -30,7 +30,9 @@ import ops.torch as otorch
 from build_tools.train import BATCH, MODELS, model_memory_format
 from ops.torch import calls, kernels
 
-def _step(model, x, y, loss_fn):
+
+def forward_backward(model, x, y, loss_fn):
+    """A training step before its optimizer: zero_grad, forward, the loss (in float32), backward; the loss."""
     model.zero_grad(set_to_none=True)
     loss = loss_fn(model(x).float(), y)
     loss.backward()
@@ -46,7 +48,7 @@ def _timed_steps(models: dict, x, y, steps: int) -> dict:
         for k, m in models.items():  # interleaved
             torch.cuda.synchronize()
             start = time.perf_counter()
-            _step(m, x, y, loss_fn)
+            forward_backward(m, x, y, loss_fn)
             optimizers[k].step()
             host[k].append(time.perf_counter() - start)
             torch.cuda.synchronize()
@@ -59,7 +61,7 @@ def _captured(model, x, y) -> dict:
     """forward+backward in one CUDA graph: replay time (events) and the largest relative gradient difference
     against an eager step on the same input."""
     loss_fn = nn.CrossEntropyLoss()
-    _warm_up(model, x, y, loss_fn)
+    warm_up(model, x, y, loss_fn)
     eager = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
     graph = torch.cuda.CUDAGraph()
     for p in model.parameters():
@@ -75,13 +77,13 @@ def _captured(model, x, y) -> dict:
     return {"replay_ms": _replay_ms(graph), "gradient_difference": difference}
 
 
-def _warm_up(model, x, y, loss_fn, optimizer=None) -> None:
+def warm_up(model, x, y, loss_fn, optimizer=None) -> None:
     """Three steps on a side stream, as PyTorch's CUDA-graph recipe asks before a capture."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(3):
-            _step(model, x, y, loss_fn)
+            forward_backward(model, x, y, loss_fn)
             if optimizer is not None:
                 optimizer.step()
     torch.cuda.current_stream().wait_stream(side)
@@ -105,7 +107,7 @@ def _whole_step(model, x, y) -> dict:
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     eager_model = copy.deepcopy(model)
-    _warm_up(model, x, y, loss_fn, optimizer)
+    warm_up(model, x, y, loss_fn, optimizer)
     eager_model.load_state_dict(model.state_dict())
     eager_optimizer = torch.optim.SGD(eager_model.parameters(), lr=0.01, momentum=0.9)
     eager_optimizer.load_state_dict(optimizer.state_dict())
@@ -131,7 +133,7 @@ def _kernel_time(model, optimizer, x, y) -> float:
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        _step(model, x, y, nn.CrossEntropyLoss())
+        forward_backward(model, x, y, nn.CrossEntropyLoss())
         optimizer.step()
         torch.cuda.synchronize()
     return sum(e.device_time_total for e in prof.key_averages()) / 1e3
@@ -144,7 +146,7 @@ def _compiled(model, x, y, steps: int) -> dict:
     compiled = torch.compile(model, mode="reduce-overhead")
     start = time.perf_counter()
     for _ in range(3):
-        _step(compiled, x, y, loss_fn)
+        forward_backward(compiled, x, y, loss_fn)
     torch.cuda.synchronize()
     compile_s = time.perf_counter() - start
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
@@ -152,10 +154,10 @@ def _compiled(model, x, y, steps: int) -> dict:
     for _ in range(steps):
         torch.cuda.synchronize()
         start = time.perf_counter()
-        _step(compiled, x, y, loss_fn)
+        forward_backward(compiled, x, y, loss_fn)
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-    _step(model, x, y, loss_fn)
+    forward_backward(model, x, y, loss_fn)
     difference = max(float((grads[n].double() - p.grad.double()).norm() / p.grad.double().norm().clamp_min(1e-30))
                      for n, p in model.named_parameters())
     return {"wall_ms": 1e3 * statistics.median(times), "compile_s": compile_s, "gradient_difference": difference}
@@ -182,7 +184,7 @@ def _per_call(model, x, y, steps: int = 5) -> list:
     kernels.KernelOp.run, calls.Prepared.__call__ = timed, noting
     try:
         for _ in range(steps):
-            _step(model, x, y, nn.CrossEntropyLoss())
+            forward_backward(model, x, y, nn.CrossEntropyLoss())
             torch.cuda.synchronize()
     finally:
         kernels.KernelOp.run, calls.Prepared.__call__ = run, prepared_call
@@ -196,7 +198,7 @@ def _no_sync(model, x, y) -> str:
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        _step(model, x, y, loss_fn)
+        forward_backward(model, x, y, loss_fn)
         return "passed"
     except RuntimeError as error:
         return f"failed: {error}"
@@ -210,7 +212,7 @@ def _gradient_difference(reference, ours, x, y) -> float:
     weights (ours against PyTorch's, both in the models' dtype)."""
     loss_fn = nn.CrossEntropyLoss()
     for model in (reference, ours):
-        _step(model, x, y, loss_fn)
+        forward_backward(model, x, y, loss_fn)
     return max(float((a.grad.double() - b.grad.double()).norm() / a.grad.double().norm().clamp_min(1e-30))
                for a, b in zip(reference.parameters(), ours.parameters()))
 

@@ -75,7 +75,7 @@ MODELS = {"resnext2d": (resnext2d, (3, 32, 32)), "cnn3d": (cnn3d, (3, 8, 32, 32)
 BATCH = {"cpu": {"resnext2d": 16, "cnn3d": 4}, "cuda": {"resnext2d": 128, "cnn3d": 16}}
 
 
-def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
+def relative(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double(), b.double()
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
@@ -142,8 +142,8 @@ def train(name: str, device: torch.device, steps: int, batch: int, dtype: torch.
         runs[label].step(*data[step % len(data)], loss_fn, device)
     (torch_losses, torch_times, torch_grads), (our_losses, our_times, our_grads) = (
         (r.losses, r.times, r.gradients) for r in runs.values())
-    grad_differences = {n: (_relative(our_grads[n], torch_grads[n]), _relative(our_grads[n], exact_grads[n]),
-                            _relative(torch_grads[n], exact_grads[n])) for n in torch_grads}
+    grad_differences = {n: (relative(our_grads[n], torch_grads[n]), relative(our_grads[n], exact_grads[n]),
+                            relative(torch_grads[n], exact_grads[n])) for n in torch_grads}
     return {
         "model": name, "device": str(device), "dtype": str(dtype).replace("torch.", ""), "batch": batch,
         "channels_last": memory_format is torch.channels_last, "steps": steps, "interleaved": interleave,

@@ -73,10 +73,16 @@ def problem(op: str, name: str, suite: str = "ck_examples", **overrides):
 def problems(suite: str = "ck_examples", ops: list[str] | None = None) -> list[tuple[str, str, object]]:
     """(op, name, problem) for every manifest entry of the suite (optionally only some operators)."""
     return [
-        (e["op"], e["name"], problem(e["op"], e["name"], suite))
-        for e in entries(suite)
+        (e["op"], e["name"], entry_problem(e))
+        for e in entries(suite)  # read once (a suite's file may hold hundreds of problems: models.json)
         if e["op"] in OPERATORS and (ops is None or e["op"] in ops)
     ]
+
+
+def entry_problem(entry: dict):
+    """The problem of a manifest entry (its ``op`` and ``params`` as the JSON holds them); a problem's
+    ``params()`` are the inverse (``build_tools/model_layers.py`` writes entries from recorded problems)."""
+    return OPERATORS[entry["op"]].problem_from_params(**_as_params(entry["params"]))
 
 
 # --- Random problems: the compile sweep's ------------------------------------------------------------------

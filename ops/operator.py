@@ -7,7 +7,8 @@ Each module in ``ops/operators/`` is one operator and declares::
     Form                                its frozen form type: the template's keys that may vary, with their defaults
                                         (``SingleForm``, no keys, for a template of one form)
     normalize(arrays..., **kwargs)      the public call's arguments, checked, as a Problem (nothing compiled)
-    problem_from_params(**params)       a Problem from named-problem parameters (the manifests, tests, benchmarks)
+    problem_from_params(**params)       a Problem from named-problem parameters (the manifests, tests, benchmarks);
+                                        the inverse is the problem's own ``params()`` (ops/problem.py)
     random_params(rng, rank)            parameters of a random valid-looking problem (the compile sweep's)
     random_inputs(problem, rng)         arrays for the problem: the module function's arguments
     reference(problem, arrays)          the float64 NumPy answer, from the direct definition

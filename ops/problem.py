@@ -68,6 +68,12 @@ class WindowProblem:
     def _name_sizes(self) -> str:
         raise NotImplementedError
 
+    def params(self) -> dict:
+        """The named-problem parameters that build this problem again: the operator's ``problem_from_params``
+        (``module.problem_from_params(**p.params()) == p``), what a manifest entry holds. Each family adds its own."""
+        return {"batch": self.batch, "input_spatial": self.input_spatial, "stride": self.stride,
+                "padding": self.padding, "dilation": self.dilation, "layout": self.layout, "dtype": self.dtype}
+
     def _name_suffix(self) -> str:
         return ""
 
@@ -148,6 +154,11 @@ class ConvProblem(WindowProblem):
         return (f"{self.layout.lower()} {self.dtype} n{self.batch}{groups} c{self.in_channels}"
                 f"->k{self.out_channels} {_dims(self.input_spatial)} f{_dims(self.filter_spatial)}")
 
+    def params(self) -> dict:
+        """Channels per group, as CK's parameters (and ``problem_from_params``) take them."""
+        return {**super().params(), "in_channels": self.in_channels, "out_channels": self.out_channels,
+                "filter_spatial": self.filter_spatial, "groups": self.groups}
+
 
 @dataclass(frozen=True)
 class ConvBwdDataProblem(ConvProblem):
@@ -162,6 +173,13 @@ class ConvBwdDataProblem(ConvProblem):
     def epilogue_params(self) -> tuple[str, ...]:
         """The epilogue's parameter names, in the order of the module's parameter vector."""
         return self.epilogue.param_names if self.epilogue else ()
+
+    def params(self) -> dict:
+        """With an epilogue, its text and each D tensor's kind: ``"full"`` (grad_in's shape) or ``"channel"``."""
+        if self.epilogue is None:
+            return super().params()
+        d_kinds = tuple("full" if shape == self.input_shape else "channel" for shape in self.d_shapes)
+        return {**super().params(), "epilogue": self.epilogue.text, "d_kinds": d_kinds}
 
     def _name_suffix(self) -> str:
         if self.epilogue is None:
@@ -190,6 +208,10 @@ class ConvBwdWeightProblem(ConvProblem):
 
     out_dtype: str
     precision: str = "float32"
+
+    def params(self) -> dict:
+        split = {"precision": self.precision} if self.precision != "float32" else {}
+        return {**super().params(), "out_dtype": self.out_dtype, **split}
 
     def _name_suffix(self) -> str:
         split = "_split_bf16x3" if self.precision == "bf16x3" else ""
@@ -237,6 +259,11 @@ class PoolProblem(WindowProblem):
     def name(self) -> str:
         return super().name + ("_relu" if self.input_activation else "")
 
+    def params(self) -> dict:
+        fused = {"input_activation": self.input_activation} if self.input_activation else {}
+        return {**super().params(), "channels": self.channels, "kernel_size": self.kernel_size,
+                "ceil_mode": self.ceil_mode, **fused}
+
     @property
     def summary(self) -> str:
         return super().summary + (" relu" if self.input_activation else "")
@@ -283,6 +310,10 @@ class AvgPoolProblem(PoolProblem):
     count_include_pad: bool
     divisor_override: int | None
 
+    def params(self) -> dict:
+        return {**super().params(), "count_include_pad": self.count_include_pad,
+                "divisor_override": self.divisor_override}
+
     def _name_suffix(self) -> str:
         suffix = super()._name_suffix() + ("" if self.count_include_pad else "_nopadcount")
         if self.divisor_override is not None:
@@ -307,6 +338,10 @@ class MaxPoolBwdProblem(PoolProblem):
 
     source: str
     index_dtype: str | None
+
+    def params(self) -> dict:
+        index = {"index_dtype": self.index_dtype} if self.index_dtype else {}
+        return {**super().params(), "source": self.source, **index}
 
     def _name_suffix(self) -> str:
         return f"{super()._name_suffix()}_from_{self.source}" + (f"_{self.index_dtype}" if self.index_dtype else "")

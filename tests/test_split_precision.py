@@ -21,6 +21,7 @@ def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_t
         params.update(input_spatial=(5, 6, 4), filter_spatial=(2, 3, 1), stride=(1, 2, 1), padding=((1, 0), (1, 1), (0, 0)))
     problem = grouped_conv_bwd_weight.problem_from_params(**params, precision="bf16x3")
     assert problem.name.endswith("_split_bf16x3") and problem.computed_as.dtype == "bfloat16"
+    assert grouped_conv_bwd_weight.problem_from_params(**problem.params()) == problem
     x, grad_out = (rng.standard_normal(s).astype(np.float32) for s in (problem.input_shape, problem.output_shape))
     got = np.asarray(api.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=params["filter_spatial"],
                                                  stride=params["stride"], padding=params["padding"], layout=layout,
