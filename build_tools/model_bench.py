@@ -237,11 +237,15 @@ def bench(name: str, config: str, steps: int, modes: dict, batch: int | None = N
 
 def compile_only(names: list[str], config: str, batch: int | None, device: str) -> None:
     """The converted models' modules for ``device`` (an IREE driver: cuda), compiled here into the cache from a
-    step recorded on the CPU (no GPU needed)."""
+    step recorded on the CPU (no GPU needed), under TF32 on and off (float32 weight gradients split or not)."""
     for name in names:
         reference, x = model_layers.build(name, config, "cpu", batch=batch)
         ours, left, _ = model_layers.converted(reference)
-        paths = otorch.precompile(ours, x, device=device)
+        paths = []
+        for tf32 in (True, False):
+            with cudnn_tf32(tf32):
+                paths += otorch.precompile(ours, x, device=device)
+        paths = list(dict.fromkeys(paths))
         print(f"{name} {config}: {len(paths)} modules for {device}" + (f"; LEFT TO PYTORCH: {left}" if left else ""),
               flush=True)
 
