@@ -407,10 +407,7 @@ def weight_gradient_precision(dtype: str, filter_spatial, reduced_precision: boo
     and the filter has more than one tap; else in float32. Measured on the H100 (docs/perf/h100-split): ResNet-50's
     3x3 weight gradients ran 13-38x faster so (channels-last inside the module), its 1x1 ones no faster (0.9-1.3 ms
     against 0.8-1.7 in float32)."""
-    taps = 1
-    for size in filter_spatial:
-        taps *= size
-    return "bf16x3" if reduced_precision and dtype == "float32" and taps > 1 else "float32"
+    return "bf16x3" if reduced_precision and dtype == "float32" and math.prod(filter_spatial) > 1 else "float32"
 
 
 # --- The tuner's matrix intrinsics ------------------------------------------------------------------------------
