@@ -401,13 +401,15 @@ def splits_float32(driver: str | None) -> bool:
     return driver == "cuda"
 
 
-def weight_gradient_precision(dtype: str, filter_spatial, reduced_precision: bool) -> str:
-    """How ``ops.torch`` computes a weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where PyTorch
-    allows the float32 convolution reduced precision on a GPU (``reduced_precision``: ``kernels.reduced_precision``)
-    and the filter has more than one tap; else in float32. Measured on the H100 (docs/perf/h100-split): ResNet-50's
-    3x3 weight gradients ran 13-38x faster so (channels-last inside the module), its 1x1 ones no faster (0.9-1.3 ms
-    against 0.8-1.7 in float32)."""
-    return "bf16x3" if reduced_precision and dtype == "float32" and math.prod(filter_spatial) > 1 else "float32"
+def weight_gradient_precision(problem, reduced_precision: bool) -> str:
+    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where
+    PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
+    ``kernels.reduced_precision``), the filter has more than one tap and the convolution is not depthwise; else in
+    float32. Measured (docs/perf/h100-split, docs/perf/h200-models): ResNet-50's 3x3 weight gradients ran 13-38x
+    faster so on the H100 (channels-last inside the module), its 1x1 ones no faster (0.9-1.3 ms against 0.8-1.7);
+    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower."""
+    wanted = math.prod(problem.filter_spatial) > 1 and problem.kind != "depthwise"
+    return "bf16x3" if reduced_precision and problem.dtype == "float32" and wanted else problem.precision
 
 
 # --- The tuner's matrix intrinsics ------------------------------------------------------------------------------

@@ -59,12 +59,17 @@ def test_bf16x3_takes_float32_only():
         grouped_conv_bwd_weight.problem_from_params(**_PARAMS, precision="tf32")
 
 
-@pytest.mark.parametrize("dtype, taps, allowed, expected", [
-    ("float32", (3, 3), True, "bf16x3"), ("float32", (1, 1), True, "float32"), ("float32", (3, 3), False, "float32"),
-    ("bfloat16", (3, 3), True, "float32"), ("float32", (3,), True, "bf16x3"),
+@pytest.mark.parametrize("dtype, taps, groups, channels, allowed, expected", [
+    ("float32", (3, 3), 1, 8, True, "bf16x3"), ("float32", (1, 1), 1, 8, True, "float32"),
+    ("float32", (3, 3), 1, 8, False, "float32"), ("bfloat16", (3, 3), 1, 8, True, "float32"),
+    ("float32", (3,), 2, 4, True, "bf16x3"), ("float32", (3, 3), 8, 1, True, "float32"),  # depthwise: not split
 ])
-def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has_taps(dtype, taps, allowed, expected):
-    assert policy.weight_gradient_precision(dtype, taps, allowed) == expected
+def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has_taps(dtype, taps, groups, channels,
+                                                                                       allowed, expected):
+    problem = grouped_conv_bwd_weight.problem_from_params(
+        batch=2, groups=groups, in_channels=channels, out_channels=channels, input_spatial=(6,) * len(taps),
+        filter_spatial=taps, layout="NCHW" if len(taps) == 2 else "NCW", dtype=dtype)
+    assert policy.weight_gradient_precision(problem, allowed) == expected
 
 
 def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():

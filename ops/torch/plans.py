@@ -138,9 +138,11 @@ def _conv_backward_input(module, arrays, shapes, input_size, stride, padding, di
 
 def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, dilation, groups, reduced_precision,
                           *, layout):
-    precision = policy.weight_gradient_precision(str(arrays[0].dtype), weight_size[2:], reduced_precision)
-    return module.normalize(*arrays, groups=groups, filter_spatial=weight_size[2:], stride=stride, padding=pairs(padding),
-                            dilation=dilation, layout=layout, precision=precision)
+    common = dict(groups=groups, filter_spatial=weight_size[2:], stride=stride, padding=pairs(padding),
+                  dilation=dilation, layout=layout)
+    problem = module.normalize(*arrays, **common)
+    precision = policy.weight_gradient_precision(problem, reduced_precision)
+    return problem if precision == problem.precision else module.normalize(*arrays, **common, precision=precision)
 
 
 def _max_pool2d(module, arrays, shapes, *parameters, layout):
