@@ -407,7 +407,8 @@ def weight_gradient_precision(problem, reduced_precision: bool) -> str:
     ``kernels.reduced_precision``), the filter has more than one tap and the convolution is not depthwise; else in
     float32. Measured (docs/perf/h100-split, docs/perf/h200-models): ResNet-50's 3x3 weight gradients ran 13-38x
     faster so on the H100 (channels-last inside the module), its 1x1 ones no faster (0.9-1.3 ms against 0.8-1.7);
-    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower."""
+    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
+    depthwise left in float32: 103 -> 92 ms)."""
     wanted = math.prod(problem.filter_spatial) > 1 and problem.kind != "depthwise"
     return "bf16x3" if reduced_precision and problem.dtype == "float32" and wanted else problem.precision
 
