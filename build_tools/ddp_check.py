@@ -1,0 +1,139 @@
+"""Data-parallel training with converted models: ``DistributedDataParallel`` over ``ops.torch.convert``'s model,
+beside PyTorch's DDP over the same model unconverted, one process a device, the same batches.
+
+    python -m build_tools.ddp_check --device cpu --world 2 --steps 4          # gloo, CPU processes (the CI test)
+    python -m build_tools.ddp_check --device cuda --world 2 --steps 20        # NCCL, one GPU a process
+
+Each rank trains both models on its own shard of the same synthetic batches; afterwards every rank writes its
+parameters and losses, and rank 0 reports: whether the ranks' parameters are bitwise equal (DDP's all-reduce
+must keep them so), the largest relative difference of our losses from PyTorch's DDP, and the median step time of
+each (CUDA synchronized), and how far our trained parameters are from PyTorch's (not bitwise equal: our
+kernels round differently). Nothing here changes how ``ops.torch`` runs: a converted layer's backward is an autograd
+node like any other, and DDP's gradient hooks fire on the gradients our kernels return.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+
+def model() -> nn.Module:
+    """A small CNN of the layers converted models have: a strided, a grouped and a fused ReLU -> convolution,
+    max pooling, batch norm."""
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=4), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 4 * 4, 10),
+    )
+
+
+def batches(steps: int, batch: int, rank: int, world: int) -> list:
+    """The same synthetic batches on every rank, each rank taking its shard."""
+    generator = torch.Generator().manual_seed(1234)
+    data = [(torch.randn(batch * world, 3, 16, 16, generator=generator),
+             torch.randint(0, 10, (batch * world,), generator=generator)) for _ in range(steps)]
+    return [(x[rank * batch:(rank + 1) * batch], y[rank * batch:(rank + 1) * batch]) for x, y in data]
+
+
+def _train(net: nn.Module, data: list, device: torch.device) -> tuple[list, list]:
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    losses, times = [], []
+    for x, y in data:
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(net(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - start)
+        losses.append(loss.item())
+    return losses, times
+
+
+def _rank(rank: int, world: int, port: int, device_type: str, steps: int, batch: int, out: str) -> None:
+    import ops.torch as otorch
+
+    backend = "nccl" if device_type == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    device = torch.device("cuda", rank) if device_type == "cuda" else torch.device("cpu")
+    if device_type == "cuda":
+        torch.cuda.set_device(device)
+    else:
+        torch.set_num_threads(1)
+    torch.manual_seed(0)
+    theirs = model().to(device)
+    ours = otorch.convert(model().to(device))
+    ours.load_state_dict(theirs.state_dict())
+    data = batches(steps, batch, rank, world)
+    ids = [device.index] if device_type == "cuda" else None
+    report = {}
+    for label, net in (("pytorch", theirs), ("ours", ours)):
+        wrapped = nn.parallel.DistributedDataParallel(net, device_ids=ids)
+        losses, times = _train(wrapped, data, device)
+        report[label] = {"losses": losses, "step_s": statistics.median(times[1:] or times),
+                         "parameters": [p.detach().cpu().double().flatten().tolist() for p in net.parameters()]}
+    Path(out, f"rank{rank}.json").write_text(json.dumps(report))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(device_type: str = "cpu", world: int = 2, steps: int = 4, batch: int = 8) -> dict:
+    """Train on ``world`` processes and return the comparison (see the module docstring). The modules are compiled
+    here first, so that the ranks load them rather than each compiling the same ones."""
+    import ops.torch as otorch
+
+    example = batches(1, batch, 0, world)[0][0]
+    otorch.precompile(otorch.convert(model()), example, device="cuda" if device_type == "cuda" else None,
+                      progress=False)
+    with tempfile.TemporaryDirectory() as out:
+        mp.spawn(_rank, args=(world, _free_port(), device_type, steps, batch, out), nprocs=world, join=True)
+        ranks = [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(world)]
+    ours, theirs = ranks[0]["ours"], ranks[0]["pytorch"]
+    return {
+        "world": world, "device": device_type, "steps": steps,
+        "ranks_equal": all(r[label]["parameters"] == ranks[0][label]["parameters"]
+                           for r in ranks for label in ("ours", "pytorch")),
+        "loss_difference": max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours["losses"], theirs["losses"])),
+        # ours against PyTorch's after training: small, and not zero where our kernels ran (other roundings)
+        "parameter_difference": max(abs(a - b) for p, q in zip(ours["parameters"], theirs["parameters"])
+                                    for a, b in zip(p, q)),
+        "losses": {"ours": ours["losses"], "pytorch": theirs["losses"]},
+        "step_ms": {"ours": 1e3 * ours["step_s"], "pytorch": 1e3 * theirs["step_s"]},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=8)
+    args = parser.parse_args(argv)
+    result = run(args.device, args.world, args.steps, args.batch)
+    print(json.dumps(result, indent=1))
+    return 0 if result["ranks_equal"] and result["loss_difference"] < 1e-4 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
