@@ -161,8 +161,9 @@ def _convolution_magnitude(problem, absolute: list, device):
 
 
 def audit(problem, specs: list, device) -> list:
-    """Each of ``specs``, compiled forms of ``problem``: loaded as ops.torch loads it (the CUDA launcher, or IREE's runtime where
-    it has no plan), run on fresh inputs with no check, judged against PyTorch; and the check's verdict on it."""
+    """Each of ``specs``, compiled forms of ``problem``: loaded as ops.torch loads it (the CUDA launcher, or IREE's
+    runtime where it has no plan), run on fresh inputs with no check, judged against PyTorch; and the check's
+    verdict on it."""
     from ops import runtime
     from ops.launch import cuda as launcher
     from ops.torch import calls

@@ -18,7 +18,8 @@ _PARAMS = dict(batch=4, groups=2, in_channels=6, out_channels=5, input_spatial=(
 def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(layout, rng):
     params = dict(_PARAMS, layout=layout)
     if layout == "NCDHW":
-        params.update(input_spatial=(5, 6, 4), filter_spatial=(2, 3, 1), stride=(1, 2, 1), padding=((1, 0), (1, 1), (0, 0)))
+        params.update(input_spatial=(5, 6, 4), filter_spatial=(2, 3, 1), stride=(1, 2, 1),
+                      padding=((1, 0), (1, 1), (0, 0)))
     problem = grouped_conv_bwd_weight.problem_from_params(**params, precision="bf16x3")
     assert problem.name.endswith("_split_bf16x3") and problem.computed_as.dtype == "bfloat16"
     assert grouped_conv_bwd_weight.problem_from_params(**problem.params()) == problem

@@ -373,14 +373,16 @@ def reduced_precision(conv_input: Tensor) -> bool:
     (``torch.backends.cudnn.allow_tf32``, its default for convolutions) on a driver the policy splits float32 for
     (``policy.splits_float32``); then ``policy.weight_gradient_precision`` may split it into bfloat16 parts,
     within 2^-16 of each product where TF32 is within 2^-11."""
-    driver = _recording_driver if _recording is not None and _recording_driver else \
-        calls.driver_for(conv_input.device) if conv_input.is_cuda else None
+    if _recording is not None and _recording_driver:
+        driver = _recording_driver  # precompile's step for a driver, whatever the tensors' device
+    else:
+        driver = calls.driver_for(conv_input.device) if conv_input.is_cuda else None
     return (policy.splits_float32(driver) and conv_input.dtype == torch.float32
             and torch.backends.cudnn.allow_tf32)
 
 
-# a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired call, made of the two ops'
-# ready calls (forgetting those, forget these too)
+# a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired
+# call, made of the two ops' ready calls (forgetting those, forget these too)
 _PAIRS: dict = {}
 
 
