@@ -48,7 +48,7 @@ def _pool_params(op: str, rng, coincidence: str) -> dict:
     params["channels"] = int(rng.integers(5, 12))
     params["batch"] = {"C": params["channels"], "spatial": params["input_spatial"][0]}.get(
         coincidence, int(rng.integers(5, 12)))
-    if op in ("maxpool2d_bwd", "avgpool3d_bwd", "avgpool3d_fwd", "maxpool2d_fwd") and rng.integers(2):
+    if rng.integers(2):  # every pooling operator takes a fused ReLU
         params["input_activation"] = "relu"
     return params
 
