@@ -1,8 +1,9 @@
-"""Data-parallel training with converted models: ``DistributedDataParallel`` over ``ops.torch.convert``'s model,
-beside PyTorch's DDP over the same model unconverted, one process a device, the same batches.
+"""Data-parallel training with converted models: ``DistributedDataParallel`` (or FSDP2's ``fully_shard``) over
+``ops.torch.convert``'s model, beside PyTorch's over the same model unconverted, one process a device, the same
+batches.
 
-    python -m build_tools.ddp_check --device cpu --world 2 --steps 4          # gloo, CPU processes (the CI test)
-    python -m build_tools.ddp_check --device cuda --world 2 --steps 20        # NCCL, one GPU a process
+    python -m build_tools.ddp_check --device cpu --world 2 --steps 4 [--wrap fsdp2]     # gloo, CPU processes (CI)
+    python -m build_tools.ddp_check --device cuda --world 2 --steps 20 [--wrap fsdp2]   # NCCL, one GPU a process
 
 Each rank trains both models on its own shard of the same synthetic batches; afterwards every rank writes its
 parameters and losses, and rank 0 reports: whether the ranks' parameters are bitwise equal (DDP's all-reduce
@@ -65,7 +66,24 @@ def _train(net: nn.Module, data: list, device: torch.device) -> tuple[list, list
     return losses, times
 
 
-def _rank(rank: int, world: int, port: int, device_type: str, steps: int, batch: int, out: str) -> None:
+def wrapped(net: nn.Module, wrap: str, device: torch.device) -> nn.Module:
+    """``net`` data-parallel: DDP, or FSDP2 (each child with parameters sharded, then the root)."""
+    if wrap == "ddp":
+        return nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
+    from torch.distributed.fsdp import fully_shard
+
+    for child in net:
+        if next(child.parameters(), None) is not None:
+            fully_shard(child)
+    return fully_shard(net)
+
+
+def _full(p: torch.Tensor) -> list:
+    """A parameter's values, gathered where FSDP2 shards it."""
+    return (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().cpu().double().flatten().tolist()
+
+
+def _rank(rank: int, world: int, port: int, device_type: str, steps: int, batch: int, out: str, wrap: str) -> None:
     import ops.torch as otorch
 
     backend = "nccl" if device_type == "cuda" else "gloo"
@@ -80,13 +98,11 @@ def _rank(rank: int, world: int, port: int, device_type: str, steps: int, batch:
     ours = otorch.convert(model().to(device))
     ours.load_state_dict(theirs.state_dict())
     data = batches(steps, batch, rank, world)
-    ids = [device.index] if device_type == "cuda" else None
     report = {}
     for label, net in (("pytorch", theirs), ("ours", ours)):
-        wrapped = nn.parallel.DistributedDataParallel(net, device_ids=ids)
-        losses, times = _train(wrapped, data, device)
+        losses, times = _train(wrapped(net, wrap, device), data, device)
         report[label] = {"losses": losses, "step_s": statistics.median(times[1:] or times),
-                         "parameters": [p.detach().cpu().double().flatten().tolist() for p in net.parameters()]}
+                         "parameters": [_full(p) for p in net.parameters()]}
     Path(out, f"rank{rank}.json").write_text(json.dumps(report))
     dist.barrier()
     dist.destroy_process_group()
@@ -98,7 +114,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(device_type: str = "cpu", world: int = 2, steps: int = 4, batch: int = 8) -> dict:
+def run(device_type: str = "cpu", world: int = 2, steps: int = 4, batch: int = 8, wrap: str = "ddp") -> dict:
     """Train on ``world`` processes and return the comparison (see the module docstring). The modules are compiled
     here first, so that the ranks load them rather than each compiling the same ones."""
     import ops.torch as otorch
@@ -107,11 +123,11 @@ def run(device_type: str = "cpu", world: int = 2, steps: int = 4, batch: int = 8
     otorch.precompile(otorch.convert(model()), example, device="cuda" if device_type == "cuda" else None,
                       progress=False)
     with tempfile.TemporaryDirectory() as out:
-        mp.spawn(_rank, args=(world, _free_port(), device_type, steps, batch, out), nprocs=world, join=True)
+        mp.spawn(_rank, args=(world, _free_port(), device_type, steps, batch, out, wrap), nprocs=world, join=True)
         ranks = [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(world)]
     ours, theirs = ranks[0]["ours"], ranks[0]["pytorch"]
     return {
-        "world": world, "device": device_type, "steps": steps,
+        "world": world, "device": device_type, "steps": steps, "wrap": wrap,
         "ranks_equal": all(r[label]["parameters"] == ranks[0][label]["parameters"]
                            for r in ranks for label in ("ours", "pytorch")),
         "loss_difference": max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(ours["losses"], theirs["losses"])),
@@ -129,8 +145,9 @@ def main(argv=None) -> int:
     parser.add_argument("--world", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--wrap", default="ddp", choices=("ddp", "fsdp2"))
     args = parser.parse_args(argv)
-    result = run(args.device, args.world, args.steps, args.batch)
+    result = run(args.device, args.world, args.steps, args.batch, args.wrap)
     print(json.dumps(result, indent=1))
     return 0 if result["ranks_equal"] and result["loss_difference"] < 1e-4 else 1
 
