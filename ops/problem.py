@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from . import epilogue as epilogues
 from . import geometry
-from .layouts import LAYOUTS, join_activation
+from .layouts import LAYOUTS, join_activation, layouts_of_rank
 
 
 def _dims(values) -> str:
@@ -198,7 +198,6 @@ class ConvBwdDataProblem(ConvProblem):
 
 # the precisions of a float32 weight gradient: float32 products, or bfloat16 x 3 (mlir/split_bf16x3.mlir)
 PRECISIONS = ("float32", "bf16x3")
-_CHANNELS_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 
 
 @dataclass(frozen=True)
@@ -224,7 +223,7 @@ class ConvBwdWeightProblem(ConvProblem):
         if self.precision != "bf16x3":
             return self
         return replace(self, dtype="bfloat16", out_dtype="float32", batch=3 * self.batch, precision="float32",
-                       layout=_CHANNELS_LAST[self.rank])
+                       layout=layouts_of_rank(self.rank)[0])  # the channels-last one
 
     @property
     def term_roundoff(self) -> float:
