@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from . import compiler, registry, targets
 from .operator import Lowering
-from .operators import contractions, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases
+from .operators import contractions, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases, weight_gemm
 from .render import templates_dir
 from .targets import Target
 
@@ -219,6 +219,15 @@ def _entry_form(problem, target: Target) -> dict:
 # A rough rule; the tuning tables hold the measured choice per problem where it differs.
 GPU_PARALLEL_ACCUMULATORS = 1 << 22
 
+# The gemm form's chunks on a GPU: at least GEMM_MIN_CHUNK_TERMS terms each (a few K-steps of a matrix-instruction
+# tile), so that splitting a one-tap weight gradient's reduction fills the GPU without making the sum of the chunks
+# the work; and a multiple of GEMM_ROW_ALIGN rows, IREE 3.13's matrix pipelines pad a reduction to their K tile by
+# reading on into the next chunk's rows: on an H200, bfloat16 chunks of 392 rows (8 past a 16-row tile) came out
+# wrong by 0.49 (relative) and read past the end of x, those of 256, 512, 784 or 1568 rows right.
+GEMM_MIN_CHUNK_TERMS = 256
+GEMM_ROW_ALIGN = 32
+
+
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
 # no convolution pipeline, so the im2col, depthwise and taps forms exist; the table's rule per kind picks the first.
 CPU_CONTRACTIONS = {"dense": ("generic", "im2col"), "grouped": ("generic", "im2col", "taps"),
@@ -247,6 +256,24 @@ def default_batch_split(problem, target: Target) -> int:
                 problem.batch)
 
 
+def takes_gemm(problem) -> bool:
+    """Whether a GPU takes the backward-weight gemm form for ``problem``: one tap, no padding, channels-last (the
+    (n, o) rows of x and grad_out are then matrices as they lie), and rows in whole GEMM_ROW_ALIGN blocks."""
+    return (weight_gemm.applies(problem) and problem.channels_last
+            and weight_gemm.rows(problem) % GEMM_ROW_ALIGN == 0)
+
+
+def gemm_split(problem) -> int:
+    """J of the backward-weight gemm form (its rows in J chunks of whole GEMM_ROW_ALIGN blocks): the fewest chunks
+    giving GPU_PARALLEL_ACCUMULATORS partial sums, of at least GEMM_MIN_CHUNK_TERMS terms each (else the most
+    such; 1 where none is)."""
+    rows = weight_gemm.rows(problem)
+    weight = math.prod(problem.weight_shape)
+    choices = [j for j in range(1, rows // GEMM_ROW_ALIGN + 1) if rows % (j * GEMM_ROW_ALIGN) == 0
+               and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
+    return next((j for j in choices if j * weight >= GPU_PARALLEL_ACCUMULATORS), choices[-1])
+
+
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``)."""
     Form = stride_phases.Form
@@ -266,13 +293,17 @@ def _phase_forms(problem, target: Target) -> list:
 
 
 def _weight_forms(problem, target: Target) -> list:
-    """The backward-weight forms for ``target``: the batch-split generic; on llvm-cpu also im2col (and per_image in
-    channels-first layouts) or, for depthwise problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D,
-    the batch axis taking one), depthwise; and taps where ``_has_weight_taps_form``."""
+    """The backward-weight forms for ``target``: the batch-split generic, on a GPU after the gemm form where that
+    takes it (``takes_gemm``: IREE's matrix pipelines take its plain contraction, where the generic's 1x1
+    convolution went to its implicit-GEMM path, wrong in bfloat16 (docs/perf/h100-audit) and slow); on llvm-cpu
+    also im2col (and per_image in channels-first layouts) or, for depthwise problems of 1 or 2 spatial axes (the
+    named depthwise ops go to 3-D, the batch axis taking one), depthwise; and taps where
+    ``_has_weight_taps_form``."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
-        return [generic]
+        gemm = [Form(batch_split=gemm_split(problem), contraction="gemm")] if takes_gemm(problem) else []
+        return [*gemm, generic]
     taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]
@@ -404,13 +435,19 @@ def splits_float32(driver: str | None) -> bool:
 def weight_gradient_precision(problem, reduced_precision: bool) -> str:
     """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where
     PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
-    ``kernels.reduced_precision``), the filter has more than one tap and the convolution is not depthwise; else in
-    float32. Measured (docs/perf/h100-split, docs/perf/h200-models): ResNet-50's 3x3 weight gradients ran 13-38x
-    faster so on the H100 (channels-last inside the module), its 1x1 ones no faster (0.9-1.3 ms against 0.8-1.7);
-    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
-    depthwise left in float32: 103 -> 92 ms)."""
-    wanted = math.prod(problem.filter_spatial) > 1 and problem.kind != "depthwise"
-    return "bf16x3" if reduced_precision and problem.dtype == "float32" and wanted else problem.precision
+    ``kernels.reduced_precision``), the convolution is not depthwise, and the filter has more than one tap or is a
+    channels-first one-tap filter whose split problem (channels-last) takes the gemm form; else in float32.
+    Measured (docs/perf/h100-split, docs/perf/h200-models, docs/perf/h100-gemm): ResNet-50's 3x3 weight gradients
+    ran 13-38x faster so on the H100; its 1x1 ones in channels-last as the float32 gemm form as fast or faster
+    (0.12-0.87 ms) than split; channels-first, where the float32 gemm form reads its reduction along rows, split
+    (1024 -> 2048, 14x14, stride 2: 4.2 ms as the generic, 2.5 as the float32 gemm, 0.46 split); r3d_18's step
+    907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with depthwise left
+    in float32: 103 -> 92 ms)."""
+    if not (reduced_precision and problem.dtype == "float32") or problem.kind == "depthwise":
+        return problem.precision
+    taps = math.prod(problem.filter_spatial) > 1
+    one_tap_split = not problem.channels_last and takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)
+    return "bf16x3" if taps or one_tap_split else problem.precision
 
 
 # --- The tuner's matrix intrinsics ------------------------------------------------------------------------------

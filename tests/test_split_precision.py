@@ -73,6 +73,18 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
     assert policy.weight_gradient_precision(problem, allowed) == expected
 
 
+@pytest.mark.parametrize("layout, batch, expected", [
+    ("NCHW", 32, "bf16x3"),   # its split problem (channels-last, 96 x 36 rows) takes the gemm form
+    ("NCHW", 2, "float32"),   # 6 x 36 = 216 rows: no whole 32-row blocks, no gemm form
+    ("NHWC", 32, "float32"),  # channels-last: the float32 gemm form itself (as fast as split, measured)
+])
+def test_a_one_tap_weight_gradient_splits_where_channels_first_and_its_split_takes_the_gemm_form(layout, batch, expected):
+    problem = grouped_conv_bwd_weight.problem_from_params(
+        batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
+    assert policy.weight_gradient_precision(problem, True) == expected
+    assert policy.weight_gradient_precision(problem, False) == "float32"
+
+
 def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
@@ -90,8 +102,8 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     import ops.torch as otorch
 
     model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 5, 1)))
-    x = torch.randn(2, 3, 8, 8)
-    for driver, allowed, expected in (("cuda", True, ["bf16x3", "float32"]), ("cuda", False, ["float32"] * 2),
+    x = torch.randn(2, 3, 8, 8)  # the 1x1 layer split too: its split problem has 6 x 64 rows, whole 32-row blocks
+    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["float32"] * 2),
                                       ("hip", True, ["float32"] * 2), (None, True, ["float32"] * 2)):
         torch.backends.cudnn.allow_tf32 = allowed
         try:

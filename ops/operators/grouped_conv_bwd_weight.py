@@ -29,7 +29,7 @@ from ..layouts import activation_from_params, in_layout, join_activation
 from ..problem import PRECISIONS, ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
-from . import contractions, split_precision
+from . import contractions, split_precision, weight_gemm
 from .contractions import DEPTHWISE_OPS
 
 OP = "grouped_conv_bwd_weight"
@@ -118,19 +118,22 @@ class Form:
     """The template's forms (which one a target takes: ``ops/policy.py``).
 
     ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum; it must
-    divide the batch). ``contraction``: the convolution-form ``linalg.generic`` (``"generic"``), the windows
-    gathered and contracted by a batch_matmul per group (``"im2col"``), for channels-first layouts the windows
+    divide the batch; the gemm form's divide its rows, ``weight_gemm.rows``). ``contraction``: the
+    convolution-form ``linalg.generic`` (``"generic"``), for one-tap filters with no padding the GEMM they are
+    (``"gemm"``, ``weight_gemm``), the windows gathered and contracted by a batch_matmul per group
+    (``"im2col"``), for channels-first layouts the windows
     contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``; with one
     operand laid out (o, channels) first, so that no matmul reduces along a row: ``"per_image_nn"``), for
     channels-first layouts one sum per tap, image, group and (k, c) in one generic, then summed over the images
     (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
-    (``"depthwise"``); all but the generic reduce the whole batch at once."""
+    (``"depthwise"``); all but the generic and gemm reduce the whole batch at once."""
 
     batch_split: int = 1
     contraction: str = "generic"
 
     def __post_init__(self):
-        one_of(OP, "contraction", self.contraction, ("generic", "im2col", "per_image", "per_image_nn", "depthwise", "taps"))
+        one_of(OP, "contraction", self.contraction,
+               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps"))
 
 
 def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
@@ -226,6 +229,9 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
         inner = render(problem.computed_as, form, dataclasses.replace(lowering, transients=False))  # in ours)
         return split_precision.render(problem, inner, lowering.transients)
     chunks = form.batch_split
+    if form.contraction == "gemm":
+        return weight_gemm.render(problem, chunks, dtypes.mlir_element_type(result_dtype(problem)),
+                                  mlir.transients(lowering.transients), lowering.configs.get(0))
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",

@@ -1,0 +1,147 @@
+"""The weight gradient of a one-tap filter with no padding as the GEMM it is (``mlir/weight_gemm.mlir``):
+grouped_conv_bwd_weight's ``gemm`` form. x is cut to the positions the outputs read, both activations are
+reshaped (for free) into row chunks, and one contraction with plain index maps sums each chunk; a second adds
+the chunks."""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+from .. import render as mlir
+from ..problem import ConvBwdWeightProblem
+from ..validation import check
+
+OP = "grouped_conv_bwd_weight"
+
+
+def applies(problem: ConvBwdWeightProblem) -> bool:
+    """Whether the gemm form can take ``problem``: one filter tap, no padding."""
+    return math.prod(problem.filter_spatial) == 1 and not any(lo or hi for lo, hi in problem.padding)
+
+
+def rows(problem: ConvBwdWeightProblem) -> int:
+    """What the chunks split: the rows (n, o) channels-last, the images channels-first."""
+    return problem.batch * math.prod(problem.output_spatial) if problem.channels_last else problem.batch
+
+
+def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transients: str, config: str | None) -> str:
+    """The problem's module in ``chunks`` chunks of its ``rows``, grad_w stored as ``out_element``; ``config``
+    pins the contraction."""
+    check(applies(problem), f"{OP}: the gemm form needs a one-tap filter and no padding, but got {problem.name}")
+    check(isinstance(chunks, int) and chunks >= 1 and rows(problem) % chunks == 0,
+          f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)}, but got {chunks!r}")
+    element = dtypes.mlir_element_type(problem.dtype)
+    rows_shape = _rows_shape(problem)
+    x_rows, x_value, x_type = _x_rows(problem, element, rows_shape)
+    widen_g, g32 = dtypes.widen("%gv", element, "%g32")
+    widen_x, x32 = dtypes.widen("%xv", element, "%x32")
+    narrow, stored = dtypes.narrow("%a", out_element, "%v")
+    grad_out_map, x_map, partial_map, iterators = _maps(problem)
+    weight_dims = mlir.dims("d", problem.rank + 2)
+    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels)
+    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels)
+    return mlir.render(
+        "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
+        reduction_length=rows(problem) * (1 if problem.channels_last else math.prod(problem.output_spatial)),
+        outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=rows(problem) // chunks,
+        x_type=mlir.tensor(problem.input_shape, element), grad_out_type=mlir.tensor(problem.output_shape, element),
+        grad_w_type=mlir.tensor(problem.weight_shape, out_element), x_rows_type=mlir.tensor(rows_shape, element),
+        x_chunks_type=mlir.tensor(x_chunks_shape, element),
+        grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
+        partial_type=mlir.tensor([chunks, problem.groups, problem.out_channels, problem.in_channels], "f32"),
+        partial_flat_type=mlir.tensor([chunks, problem.groups * problem.out_channels, problem.in_channels], "f32"),
+        acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
+        transients=transients, x_rows=x_rows,
+        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element),
+        grad_out_chunks=_to_chunks(problem, "%grad_out", "!grad_out", list(problem.output_shape),
+                                   grad_out_chunks_shape, "grad_out", element),
+        grad_out_map=grad_out_map, x_map=x_map, partial_map=partial_map, iterators=iterators,
+        dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
+        to_accumulator=mlir.indent(f"{widen_g}\n{widen_x}", 4) if widen_x else "    // f32 inputs: no extension",
+        element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=x32),
+        chunks_map=mlir.affine_map(["d0", "d1", "d2"], ["d2", "d0", "d1"]),
+        chunks_out_map=mlir.affine_map(["d0", "d1", "d2"], ["d0", "d1"]),
+        acc_as_weight=_acc_as_weight(problem), acc_weight_type=mlir.tensor(problem.weight_shape, "f32"),
+        store_map=mlir.affine_map(weight_dims, weight_dims),
+        store_iterators=mlir.iterators(["parallel"] * (problem.rank + 2)), out_element=out_element,
+        narrow=mlir.indent(narrow, 4), stored=stored,
+    )
+
+
+def _rows_shape(problem: ConvBwdWeightProblem) -> list[int]:
+    """x cut to the read positions: the output's spatial sizes with x's batch and channels."""
+    channels = problem.groups * problem.in_channels
+    spatial = list(problem.output_spatial)
+    return [problem.batch, *spatial, channels] if problem.channels_last else [problem.batch, channels, *spatial]
+
+
+def _x_rows(problem: ConvBwdWeightProblem, element: str, rows_shape: list[int]) -> tuple[str, str, str]:
+    """(lines, value, type) of x at the positions s*o: a strided slice, or x itself where that is all of x."""
+    if rows_shape == list(problem.input_shape):
+        return "  // every position of x is read: the rows are x itself", "%x", "!x"
+    spatial_strides = list(problem.stride)
+    strides = [1, *spatial_strides, 1] if problem.channels_last else [1, 1, *spatial_strides]
+    return mlir.indent(mlir.render(
+        "common.slice", result="%x_rows", source="%x", offsets=mlir.index_list([0] * len(rows_shape)),
+        sizes=mlir.index_list(rows_shape), strides=mlir.index_list(strides), source_type="!x", result_type="!x_rows",
+    ), 2), "%x_rows", "!x_rows"
+
+
+def _chunks_shape(problem: ConvBwdWeightProblem, chunks: int, channels: int) -> list[int]:
+    """An activation as chunks: (J, rows per chunk, G, channels) channels-last; (J, images per chunk, G,
+    channels, positions) channels-first."""
+    if problem.channels_last:
+        return [chunks, rows(problem) // chunks, problem.groups, channels]
+    return [chunks, problem.batch // chunks, problem.groups, channels, math.prod(problem.output_spatial)]
+
+
+def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, shape: list[int],
+               chunks_shape: list[int], name: str, element: str) -> str:
+    """``source`` (shape ``shape``, the output's positions) as ``chunks_shape``: its rows (or positions) merged,
+    then split into chunks and groups."""
+    rank = problem.rank
+    if problem.channels_last:
+        merge, merged = [list(range(rank + 1)), [rank + 1]], [shape[0] * math.prod(shape[1:-1]), shape[-1]]
+        split = [[0, 1], [2, 3]]
+    else:
+        merge, merged = [[0], [1], list(range(2, rank + 2))], [shape[0], shape[1], math.prod(shape[2:])]
+        split = [[0, 1], [2, 3], [4]]
+    merged_type = mlir.tensor(merged, element)
+    lines = [mlir.render("common.collapse", result=f"%{name}_merged", source=source, reassociation=_groups(merge),
+                         source_type=source_type, result_type=merged_type)]
+    lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=f"%{name}_merged",
+                             reassociation=_groups(split), shape=mlir.index_list(chunks_shape),
+                             source_type=merged_type, result_type=f"!{name}_chunks"))
+    return mlir.indent("\n".join(lines), 2)
+
+
+def _groups(groups: list[list[int]]) -> str:
+    return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
+
+
+def _maps(problem: ConvBwdWeightProblem) -> tuple[str, str, str, str]:
+    """(grad_out's, x's, the partial sums' maps, the iterators) over (j, g, k, c, r) channels-last or
+    (j, g, k, c, n, p) channels-first."""
+    if problem.channels_last:
+        domain = ["j", "g", "k", "c", "r"]
+        grad_out, x = ["j", "r", "g", "k"], ["j", "r", "g", "c"]
+    else:
+        domain = ["j", "g", "k", "c", "n", "p"]
+        grad_out, x = ["j", "n", "g", "k", "p"], ["j", "n", "g", "c", "p"]
+    names = {name: f"d{i}" for i, name in enumerate(domain)}
+
+    def of(dims):
+        return mlir.affine_map(list(names.values()), [names[d] for d in dims])
+    kinds = ["parallel"] * 4 + ["reduction"] * (len(domain) - 4)
+    return of(grad_out), of(x), of(["j", "g", "k", "c"]), mlir.iterators(kinds)
+
+
+def _acc_as_weight(problem: ConvBwdWeightProblem) -> str:
+    """%acc (G*K, C) as the weight's shape, its unit taps added (a free reshape)."""
+    groups = [[0], list(range(1, problem.rank + 2))]
+    return mlir.indent(mlir.render(
+        "common.expand", result="%acc_weight", source="%acc", reassociation=_groups(groups),
+        shape=mlir.index_list(problem.weight_shape), source_type="!acc",
+        result_type=mlir.tensor(problem.weight_shape, "f32"),
+    ), 2)

@@ -1,0 +1,135 @@
+"""grouped_conv_bwd_weight's gemm form (ops/operators/weight_gemm.py): a one-tap, unpadded weight gradient as the
+GEMM it is. Its module matches the float64 definition on the CPU in every layout, dtype, stride and split (at a
+ResNet layer's size too); the GPU targets take it first for such problems, with the reduction split by rule; and
+the compiled GPU code contracts it with matrix instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ops import policy, targets, verify
+from ops.api import run
+from ops.operators import grouped_conv_bwd_weight as op
+from ops.operators import weight_gemm
+
+from conftest import poisoned
+from lowering import compile_as_shipped, kernel_for
+
+CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
+
+
+def _problem(**params):
+    base = dict(batch=4, groups=1, in_channels=8, out_channels=12, input_spatial=(6, 5),
+                stride=1, padding=0, layout="NHWC", dtype="float32")
+    params = {**base, **params}
+    params.setdefault("filter_spatial", (1,) * len(params["input_spatial"]))
+    return op.problem_from_params(**params)
+
+
+# (params, J): layouts of 1-3 spatial axes, strides that skip rows and columns, groups, 16-bit inputs with a
+# float32 or 16-bit result, x's unread end (stride 2 over an even size), no split, every row its own chunk
+CASES = {
+    "2d_nhwc_j3": (dict(batch=3), 3),
+    "2d_nchw_j2": (dict(batch=4, layout="NCHW"), 2),
+    "2d_nhwc_s2_g3_bf16": (dict(groups=3, in_channels=5, out_channels=4, input_spatial=(8, 7), stride=2,
+                                dtype="bfloat16"), 8),
+    "2d_nchw_s2x1_g2_f16_f32": (dict(groups=2, in_channels=3, out_channels=6, stride=(2, 1), layout="NCHW",
+                                     dtype="float16", out_dtype="float32"), 4),
+    "1d_nwc_every_row": (dict(input_spatial=(7,), layout="NWC"), 28),
+    "1d_ncw_s3": (dict(input_spatial=(10,), stride=3, layout="NCW", batch=2), 1),
+    "3d_ndhwc_s2": (dict(input_spatial=(4, 5, 6), stride=2, layout="NDHWC", in_channels=3, out_channels=5), 2),
+    "3d_ncdhw_depthwise": (dict(input_spatial=(3, 4, 5), layout="NCDHW", groups=6, in_channels=1, out_channels=1), 4),
+    "2d_nhwc_dilated": (dict(dilation=3, stride=2, input_spatial=(9, 9)), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_gemm_form_matches_the_definition(rng, name):
+    params, chunks = CASES[name]
+    problem = _problem(**params)
+    error = _error(problem, chunks, rng)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def test_the_gemm_form_matches_the_definition_at_a_resnet_layers_size(rng):
+    """ResNet-50's first bottleneck's 1x1 layer at batch 2 in bfloat16 channels-last (x: 401,408 elements, more
+    than the check samples), its reduction in the chunks the GPU rule gives."""
+    problem = _problem(batch=2, in_channels=64, out_channels=64, input_spatial=(56, 56), dtype="bfloat16")
+    assert math.prod(problem.input_shape) > 1 << 18
+    error = _error(problem, policy.gemm_split(problem), rng)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+def _error(problem, chunks: int, rng) -> float:
+    inputs = op.random_inputs(problem, rng)
+    (shape, dtype), = op.results(problem)
+    form = op.Form(batch_split=chunks, contraction="gemm")
+    got = run(problem, inputs, "local-task", poisoned(shape, dtype, "local-task"), form=form).to_host()
+    return verify.relative_error(got, op.reference(problem, inputs))
+
+
+@pytest.mark.parametrize("params", [dict(filter_spatial=(3, 3), padding=1), dict(padding=1),
+                                    dict(filter_spatial=(1, 3))])
+def test_the_gemm_form_refuses_taps_and_padding(params):
+    problem = _problem(**params)
+    assert not weight_gemm.applies(problem)
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the gemm form needs a one-tap filter"):
+        op.render(problem, op.Form(contraction="gemm"))
+
+
+def test_the_gemm_forms_split_must_divide_its_rows():
+    problem = _problem(batch=3)  # 3 x 6 x 5 = 90 rows channels-last; channels-first the 3 images
+    op.render(problem, op.Form(batch_split=45, contraction="gemm"))
+    with pytest.raises(ValueError, match="batch_split must divide its rows 90, but got 4"):
+        op.render(problem, op.Form(batch_split=4, contraction="gemm"))
+    with pytest.raises(ValueError, match="batch_split must divide its rows 3, but got 45"):
+        op.render(_problem(batch=3, layout="NCHW"), op.Form(batch_split=45, contraction="gemm"))
+
+
+def test_gpus_take_the_gemm_form_first_for_one_tap_unpadded_channels_last_problems_and_the_cpu_does_not():
+    one_tap = _problem(batch=32, in_channels=64, out_channels=256, input_spatial=(56, 56), dtype="bfloat16")
+    for target in (CUDA, ROCM):
+        first, *rest = policy.forms_for(one_tap, target)
+        assert first.contraction == "gemm" and rest == [op.Form(batch_split=policy.default_batch_split(one_tap, target))]
+        for other in (dict(filter_spatial=(3, 3), padding=1), dict(padding=1), dict(layout="NCHW"),
+                      dict(input_spatial=(7, 7), batch=8)):  # 392 rows: no whole 32-row blocks
+            assert policy.forms_for(_problem(**{"batch": 32, **other}), target)[0].contraction == "generic", other
+    assert all(f.contraction != "gemm" for f in policy.forms_for(one_tap, CPU))
+
+
+@pytest.mark.parametrize("channels, spatial, expected", [
+    ((64, 64), 56, 392),       # 4,096 weights: as many chunks as keep 256 rows each (100,352 rows)
+    ((1024, 256), 14, 14),     # 262,144 weights: 16 would fill the GPU, but 6,272 rows split in 32-row blocks
+    ((2048, 512), 7, 1),       # 1,568 rows: 7 chunks would be 224 rows, short of 256
+    ((2048, 512), 1, 1),       # 32 rows: shorter than one chunk's minimum, no split
+])
+def test_the_gemm_split_fills_a_gpu_with_chunks_of_whole_blocks_and_at_least_256_rows(channels, spatial, expected):
+    c, k = channels
+    problem = _problem(batch=32, in_channels=c, out_channels=k, input_spatial=(spatial, spatial))
+    chunks = policy.gemm_split(problem)
+    assert chunks == expected
+    rows = weight_gemm.rows(problem)
+    chunk = rows // chunks
+    assert rows % chunks == 0 and (chunks == 1 or (chunk % policy.GEMM_ROW_ALIGN == 0
+                                                   and chunk >= policy.GEMM_MIN_CHUNK_TERMS))
+    weight = math.prod(problem.weight_shape)
+    fewer = [j for j in range(1, chunks) if rows % (j * policy.GEMM_ROW_ALIGN) == 0]
+    assert all(j * weight < policy.GPU_PARALLEL_ACCUMULATORS for j in fewer), "the fewest chunks that fill the GPU"
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("target, instruction", [("cuda:sm_80", "mma.sync.aligned"), ("rocm:gfx942", "v_mfma")])
+def test_the_gpu_module_contracts_with_matrix_instructions(tmp_path, dtype, target, instruction):
+    """ResNet-50's strided 1x1 downsample (256 -> 512, 56x56, stride 2) at batch 8: the partial sums, their sum."""
+    problem = _problem(batch=8, in_channels=256, out_channels=512, input_spatial=(56, 56), stride=2, dtype=dtype)
+    lowered = compile_as_shipped(problem, target, tmp_path)
+    contractions = [d for d in lowered.dispatches if d.mma_kind]
+    assert len(contractions) == 1 and len(lowered.dispatches) <= 3, lowered.dispatches
+    if target.startswith("rocm"):
+        assert contractions[0].mma_kind.startswith("MFMA_F32_")
+        assert instruction in kernel_for(lowered, contractions[0])
+        assert all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
+    else:
+        assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
