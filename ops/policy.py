@@ -435,19 +435,18 @@ def splits_float32(driver: str | None) -> bool:
 def weight_gradient_precision(problem, reduced_precision: bool) -> str:
     """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where
     PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
-    ``kernels.reduced_precision``), the convolution is not depthwise, and the filter has more than one tap or is a
-    channels-first one-tap filter whose split problem (channels-last) takes the gemm form; else in float32.
-    Measured (docs/perf/h100-split, docs/perf/h200-models, docs/perf/h100-gemm): ResNet-50's 3x3 weight gradients
-    ran 13-38x faster so on the H100; its 1x1 ones in channels-last as the float32 gemm form as fast or faster
-    (0.12-0.87 ms) than split; channels-first, where the float32 gemm form reads its reduction along rows, split
-    (1024 -> 2048, 14x14, stride 2: 4.2 ms as the generic, 2.5 as the float32 gemm, 0.46 split); r3d_18's step
-    907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with depthwise left
-    in float32: 103 -> 92 ms)."""
+    ``kernels.reduced_precision``), the convolution is not depthwise, and the filter has more than one tap or its
+    split problem takes the gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split,
+    docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the
+    H100; its 1x1 ones, split into the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16
+    ms against 0.82-4.2 on an H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against
+    6.1 ms for seven layers); r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are
+    depthwise, 8% slower (with depthwise left in float32: 103 -> 92 ms)."""
     if not (reduced_precision and problem.dtype == "float32") or problem.kind == "depthwise":
         return problem.precision
     taps = math.prod(problem.filter_spatial) > 1
-    one_tap_split = not problem.channels_last and takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)
-    return "bf16x3" if taps or one_tap_split else problem.precision
+    split_gemm = takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)
+    return "bf16x3" if taps or split_gemm else problem.precision
 
 
 # --- The tuner's matrix intrinsics ------------------------------------------------------------------------------

@@ -62,6 +62,27 @@ def test_a_rounded_right_answer_is_no_false_alarm(dtype):
     assert not known_answer.judge(problem, inputs, [wrong]).passed
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_16_bit_weight_gradient_that_reads_into_the_next_chunk_fails(dtype):
+    """The fault IREE 3.13 compiled into gemm-form modules whose chunks were not whole K tiles (docs/perf/h200-gemm):
+    each of 256 chunks of 392 rows summed 8 of the next chunk's rows too, over ResNet-50's first stage (100,352
+    rows). Its error is a fraction of 2 u_out of the terms' magnitudes (version 2 of the check passed it in
+    bfloat16), and many times the bound a right float32 sum rounded once can miss by; the rounded right answer
+    still passes."""
+    problem = grouped_conv_bwd_weight.problem_from_params(
+        batch=32, in_channels=8, out_channels=8, input_spatial=(56, 56), filter_spatial=(1, 1), layout="NHWC",
+        dtype=dtype)
+    inputs = known_answer.inputs_for(problem)
+    x, grad_out = (np.asarray(a, np.float64).reshape(-1, 8) for a in inputs)  # the (n, o) rows
+    chunks = np.arange(len(x)).reshape(256, 392)
+    read = np.concatenate([np.concatenate([chunk, chunks[(i + 1) % 256][:8]]) for i, chunk in enumerate(chunks)])
+    wrong = (grad_out[read].T @ x[read])[:, None, None, :]
+    right = grouped_conv_bwd_weight.reference(problem, inputs)
+    out = dtypes.numpy_dtype(problem.out_dtype)
+    assert known_answer.judge(problem, inputs, [right.astype(out)]).passed
+    assert not known_answer.judge(problem, inputs, [wrong.astype(out)]).passed
+
+
 def test_verdicts_are_recorded_and_a_pass_is_trusted_later(monkeypatch, tmp_path):
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
     problem = _strided_problem(batch=3)

@@ -76,9 +76,10 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
 @pytest.mark.parametrize("layout, batch, expected", [
     ("NCHW", 32, "bf16x3"),   # its split problem (channels-last, 96 x 36 rows) takes the gemm form
     ("NCHW", 2, "float32"),   # 6 x 36 = 216 rows: no whole 32-row blocks, no gemm form
-    ("NHWC", 32, "float32"),  # channels-last: the float32 gemm form itself (as fast as split, measured)
+    ("NHWC", 32, "bf16x3"),
+    ("NHWC", 2, "float32"),
 ])
-def test_a_one_tap_weight_gradient_splits_where_channels_first_and_its_split_takes_the_gemm_form(layout, batch, expected):
+def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm_form(layout, batch, expected):
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
     assert policy.weight_gradient_precision(problem, True) == expected
