@@ -140,7 +140,7 @@ def independent_verdict(problem, inputs: list, got, device) -> dict:
     absolute = [np.abs(np.asarray(a, np.float64)) for a in inputs[:2]]
     magnitude = torch_reference(problem, absolute, device) if getattr(problem, "epilogue", None) is None else \
         _convolution_magnitude(problem, absolute, device) + np.abs(want)
-    tolerance = known_answer.tolerance(problem, 0, magnitude)
+    tolerance = known_answer.tolerance(problem, 0, magnitude, want)
     got64 = np.asarray(got, np.float64)
     error = np.abs(got64 - want)
     ratio = np.where(np.isfinite(got64), error / tolerance, np.inf)

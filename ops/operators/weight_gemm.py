@@ -33,7 +33,7 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
           f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)}, but got {chunks!r}")
     element = dtypes.mlir_element_type(problem.dtype)
     rows_shape = _rows_shape(problem)
-    x_rows, x_value, x_type = _x_rows(problem, element, rows_shape)
+    x_rows, x_value, x_type = _x_rows(problem, rows_shape)
     widen_g, g32 = dtypes.widen("%gv", element, "%g32")
     widen_x, x32 = dtypes.widen("%xv", element, "%x32")
     narrow, stored = dtypes.narrow("%a", out_element, "%v")
@@ -76,7 +76,7 @@ def _rows_shape(problem: ConvBwdWeightProblem) -> list[int]:
     return [problem.batch, *spatial, channels] if problem.channels_last else [problem.batch, channels, *spatial]
 
 
-def _x_rows(problem: ConvBwdWeightProblem, element: str, rows_shape: list[int]) -> tuple[str, str, str]:
+def _x_rows(problem: ConvBwdWeightProblem, rows_shape: list[int]) -> tuple[str, str, str]:
     """(lines, value, type) of x at the positions s*o: a strided slice, or x itself where that is all of x."""
     if rows_shape == list(problem.input_shape):
         return "  // every position of x is read: the rows are x itself", "%x", "!x"
