@@ -28,7 +28,8 @@ def run(problem, arrays: list, device: str | None = None, out=None, *, form: Any
                            out=out, form=form)
 
 
-def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilation=1, layout="NHWC", device=None, out=None):
+def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilation=1, layout="NHWC", device=None, out=None,
+                  precision="float32"):
     """Gradient of an N-D convolution with respect to its input.
 
     grad_out: ``(N, *out_spatial, K)`` for channels-last layouts (``NWC``, ``NHWC``, ``NDHWC``) or
@@ -39,9 +40,12 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
 
     NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out (no host copy).
     ``device`` is an IREE driver name (``local-task`` by default; ``hip``, ``cuda``). ``out``, optional,
-    is a DeviceArray of grad_in's shape and dtype that receives the result.
+    is a DeviceArray of grad_in's shape and dtype that receives the result. ``precision="bf16x3"`` (float32, a
+    one-tap filter with no padding) computes each product as three bfloat16 products summed in float32, within
+    about 2^-16 of its magnitude (as ``grouped_conv_bwd_weight``'s).
     """
-    problem = conv.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation, layout=layout)
+    problem = conv.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation,
+                             layout=layout, precision=precision)
     return run(problem, [grad_out, weight], device, out)
 
 

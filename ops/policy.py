@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from . import compiler, registry, targets
 from .operator import Lowering
-from .operators import contractions, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases, weight_gemm
+from .operators import (contractions, data_gemm, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases,
+                        weight_gemm)
 from .render import templates_dir
 from .targets import Target
 
@@ -275,8 +276,11 @@ def gemm_split(problem) -> int:
 
 
 def _phase_forms(problem, target: Target) -> list:
-    """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``)."""
+    """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
+    problem's one form, the gemm form."""
     Form = stride_phases.Form
+    if problem.precision == "bf16x3":
+        return [Form(contraction="gemm")]
     if target.cpu:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
@@ -447,6 +451,17 @@ def weight_gradient_precision(problem, reduced_precision: bool) -> str:
     taps = math.prod(problem.filter_spatial) > 1
     split_gemm = takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)
     return "bf16x3" if taps or split_gemm else problem.precision
+
+
+def data_gradient_precision(problem, reduced_precision: bool) -> str:
+    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 (its
+    gemm form, ``data_gemm``) where PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``), the
+    problem is one-tap and unpadded with one group, and its output channels come in whole GEMM_ROW_ALIGN blocks
+    (the GEMM's reduction, which IREE pads into the next part's channels otherwise: ``GEMM_ROW_ALIGN``); else in
+    float32. Measured: docs/perf/h200-data-gemm."""
+    wanted = (problem.op == "conv_bwd_data" and problem.dtype == "float32" and data_gemm.applies(problem)
+              and problem.out_channels % GEMM_ROW_ALIGN == 0)
+    return "bf16x3" if reduced_precision and wanted else problem.precision
 
 
 # --- The tuner's matrix intrinsics ------------------------------------------------------------------------------

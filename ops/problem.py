@@ -162,12 +162,14 @@ class ConvProblem(WindowProblem):
 
 @dataclass(frozen=True)
 class ConvBwdDataProblem(ConvProblem):
-    """Backward-data (``conv_bwd_data``, ``grouped_conv_bwd_data``): the convolution, and the fused epilogue
-    ``grad_in = f(acc, d0, d1, ...)`` with its D tensors (none for ``conv_bwd_data``)."""
+    """Backward-data (``conv_bwd_data``, ``grouped_conv_bwd_data``): the convolution, the fused epilogue
+    ``grad_in = f(acc, d0, d1, ...)`` with its D tensors (none for ``conv_bwd_data``), and for float32 the
+    precision of its products (``"bf16x3"``: ``conv_bwd_data``'s one-tap problems, ``ops/operators/data_gemm.py``)."""
 
     epilogue: epilogues.Epilogue | None = None  # parsed once, see ops/epilogue.py
     d_shapes: tuple[tuple[int, ...], ...] = ()
     d_dtypes: tuple[str, ...] = ()
+    precision: str = "float32"
 
     @property
     def epilogue_params(self) -> tuple[str, ...]:
@@ -175,15 +177,22 @@ class ConvBwdDataProblem(ConvProblem):
         return self.epilogue.param_names if self.epilogue else ()
 
     def params(self) -> dict:
-        """With an epilogue, its text and each D tensor's kind: ``"full"`` (grad_in's shape) or ``"channel"``."""
+        """With an epilogue, its text and each D tensor's kind: ``"full"`` (grad_in's shape) or ``"channel"``; split,
+        the precision."""
+        split = {"precision": self.precision} if self.precision != "float32" else {}
         if self.epilogue is None:
-            return super().params()
+            return {**super().params(), **split}
         d_kinds = tuple("full" if shape == self.input_shape else "channel" for shape in self.d_shapes)
-        return {**super().params(), "epilogue": self.epilogue.text, "d_kinds": d_kinds}
+        return {**super().params(), "epilogue": self.epilogue.text, "d_kinds": d_kinds, **split}
+
+    @property
+    def term_roundoff(self) -> float:
+        """A split product's error, as a weight gradient's (``ConvBwdWeightProblem.term_roundoff``)."""
+        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
 
     def _name_suffix(self) -> str:
         if self.epilogue is None:
-            return ""
+            return "_split_bf16x3" if self.precision == "bf16x3" else ""
         # the expression and the D shapes are not identifier-safe: a digest of them keeps the name readable
         digest = repr((self.epilogue.text, self.epilogue_params, self.d_shapes, self.d_dtypes)).encode()
         return f"_e{len(self.d_shapes)}_{hashlib.sha256(digest).hexdigest()[:10]}"
@@ -191,7 +200,7 @@ class ConvBwdDataProblem(ConvProblem):
     @property
     def summary(self) -> str:
         if self.epilogue is None:
-            return super().summary
+            return super().summary + (f" as {self.precision}" if self.precision != "float32" else "")
         text = self.epilogue.text.replace(" ", "")
         return f"{super().summary} epilogue {text if len(text) <= 24 else text[:21] + '...'}"
 

@@ -187,7 +187,7 @@ def layer_calls(rng) -> tuple:
     params = ([2, 2], [1, 1, 1, 1], [1, 1], 2)
     expected = torch.autograd.grad(F.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad)
     x, w = x.detach(), w.detach()
-    calls_made = [(kernels.conv_backward_input, (grad, w, None, list(x.shape), *params)),
+    calls_made = [(kernels.conv_backward_input, (grad, w, None, list(x.shape), *params, False)),
                   (kernels.conv_backward_weight, (x, grad, list(w.shape), *params, False))]
     thunks = [lambda op=op, args=args: op.run(*args) for op, args in calls_made]
     for thunk in thunks:

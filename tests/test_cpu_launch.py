@@ -345,7 +345,7 @@ def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_cal
         ours_again = gradients(functional.conv2d, x_, w, grad_)  # after the first launch's check
         assert len(paired) == 2 and all(p.together and p.checked for p in kernels._PAIRS.values())
         separate = (kernels.conv_backward_input.run(grad_, w.detach(), None, list(x.shape), [2, 2], [1, 1, 1, 1],
-                                                    [1, 1], 2),
+                                                    [1, 1], 2, False),
                     kernels.conv_backward_weight.run(x_.detach(), grad_, list(w.shape), [2, 2], [1, 1, 1, 1], [1, 1], 2,
                                                      False))
         for a, b, c, d in zip(ours, ours_again, separate, gradients(F.conv2d, x, w, grad)):

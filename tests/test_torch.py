@@ -575,7 +575,7 @@ OPCHECK_CASES = {
     "relu_conv": lambda: (torch.randn(2, 4, 9, 9, requires_grad=True), torch.randn(8, 2, 3, 3, requires_grad=True), None,
                           [2, 2], [1, 0, 1, 1], [1, 1], 2),
     "conv_backward_input": lambda: (torch.randn(2, 8, 5, 5), torch.randn(8, 2, 3, 3), torch.randn(2, 4, 9, 9).relu(),
-                                    [2, 4, 9, 9], [2, 2], [1, 1, 1, 1], [1, 1], 2),
+                                    [2, 4, 9, 9], [2, 2], [1, 1, 1, 1], [1, 1], 2, False),
     "conv_backward_weight": lambda: (torch.randn(2, 4, 9, 9), torch.randn(2, 8, 9, 9), [8, 2, 3, 3], [1, 1], [1, 1, 1, 1],
                                      [1, 1], 2, False),
     "max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False, True),
@@ -789,8 +789,8 @@ def test_pytorch_kernels_that_serve_a_problem_no_form_computes_right_match_ours(
         x, g, w, relu_output = (t.contiguous(memory_format=memory_format) for t in (x, g, w, relu_output))
         pairs = [
             (kernels.conv_backward_weight, (x, g, list(w.shape), *arguments, False)),
-            (kernels.conv_backward_input, (g, w, relu_output, list(x.shape), *arguments)),
-            (kernels.conv_backward_input, (g, w, None, list(x.shape), *arguments)),
+            (kernels.conv_backward_input, (g, w, relu_output, list(x.shape), *arguments, False)),
+            (kernels.conv_backward_input, (g, w, None, list(x.shape), *arguments, False)),
             (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True, False)),
             (kernels.max_pool2d, (x, [3, 3], [2, 2], [1, 1], [1, 2], True, True)),
         ]

@@ -8,29 +8,33 @@ its own positions of grad_in (see the template's header).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from .. import dtypes, sweep_params
+from .. import render as mlir
 from .. import reference as reference_ops
 from .. import roles as axis_roles
 from ..operator import Lowering
 from ..roles import Roles
 from ..layouts import activation_from_params, in_layout
-from ..problem import ConvBwdDataProblem
+from ..problem import PRECISIONS, ConvBwdDataProblem
 from ..problem_checks import array_shape_dtype, conv_problem, conv_problem_from_params
 from ..validation import check
-from . import stride_phases
+from . import data_gemm, stride_phases
 
 OP = "conv_bwd_data"
 Problem = ConvBwdDataProblem
 Form = stride_phases.Form
 
 
-def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layout, groups=1, op=OP) -> ConvBwdDataProblem:
+def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layout, groups=1, op=OP,
+              precision="float32") -> ConvBwdDataProblem:
     """Check every argument and build the problem, before anything is compiled (``op``: the operator named in
-    messages; grouped_conv_bwd_data checks its convolution here)."""
+    messages; grouped_conv_bwd_data checks its convolution here). ``precision``: of a float32 one-tap, unpadded
+    problem's products, float32 or ``"bf16x3"`` (each product a sum of three bfloat16 products: ``data_gemm``)."""
     out_shape, out_dtype = array_shape_dtype(op, "grad_out", grad_out)
     weight_shape, weight_dtype = array_shape_dtype(op, "weight", weight)
     problem = conv_problem(
@@ -41,7 +45,17 @@ def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layou
         weight_dtype == out_dtype,
         f"{op}: grad_out and weight must have the same dtype, but got {out_dtype} and {weight_dtype}",
     )
-    return problem
+    return with_precision(problem, precision) if precision != "float32" else problem
+
+
+def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem:
+    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32, one group and one tap, no
+    padding)."""
+    check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
+    check(precision == "float32" or (problem.dtype == "float32" and data_gemm.applies(problem)),
+          f"{OP}: precision bf16x3 takes float32 problems of one group and a one-tap filter with no padding, but got "
+          f"{problem.name}")
+    return dataclasses.replace(problem, precision=precision)
 
 
 def results(problem: ConvBwdDataProblem) -> list:
@@ -49,7 +63,10 @@ def results(problem: ConvBwdDataProblem) -> list:
 
 
 def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
-    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst)."""
+    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst): the stride phases, or
+    for split problems the gemm form."""
+    if form.contraction == "gemm":
+        return data_gemm.render(problem, mlir.transients(lowering.transients))
     return stride_phases.render_module(problem, form, lowering)
 
 
@@ -67,11 +84,13 @@ def problem_from_params(*, batch, in_channels, out_channels, input_spatial, filt
 
     ``in_channels`` (C) and ``out_channels`` (K) are per group, as in CK.
     """
-    return conv_problem_from_params(
+    precision = fields.pop("precision", "float32")
+    problem = conv_problem_from_params(
         ConvBwdDataProblem, op, layout=layout, dtype=dtype, output_channels=groups * out_channels,
         input_shape=activation_from_params(batch, input_spatial, groups * in_channels, layout),
         filter_spatial=filter_spatial, groups=groups, stride=stride, padding=padding, dilation=dilation, **fields,
     )
+    return with_precision(problem, precision) if precision != "float32" else problem
 
 
 def random_inputs(problem: ConvBwdDataProblem, rng) -> list:

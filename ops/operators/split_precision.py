@@ -22,9 +22,10 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -
         grad_w_type=mlir.tensor(problem.weight_shape, "f32"),
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
-        split_x=_split("x", problem, problem.input_spatial, problem.groups * problem.in_channels, HI_HI_LO),
-        split_grad_out=_split("grad_out", problem, problem.output_spatial, problem.groups * problem.out_channels,
-                              HI_LO_HI),
+        split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
+                      problem.channels_last, HI_HI_LO),
+        split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
+                             problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI),
         store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
         store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)),
         store_iterators=mlir.iterators(["parallel"] * (rank + 2)), transients=mlir.transients(transients),
@@ -41,20 +42,20 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
     return [k, *taps, c] if channels_last else [k, c, *taps]
 
 
-def _split(v: str, problem: ConvBwdWeightProblem, spatial: tuple, channels: int, lo_part: int) -> str:
-    """The split fragment of activation ``v`` (N, *spatial, channels) in the problem's layout: the iteration is over
-    (j, n, *spatial, c), the stacked parts' channels-last order."""
+def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int) -> str:
+    """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into %``v``3:
+    its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last. The iteration is
+    over (j, n, *spatial, c), the stacked parts' order."""
     rank = len(spatial)
     domain = _dims(rank + 3)  # j, n, s.., c
     n, s, c = domain[1], domain[2:-1], domain[-1]
-    parts = (3, problem.batch, *spatial, channels)
-    read = [n, *s, c] if problem.channels_last else [n, c, *s]
+    parts = (3, batch, *spatial, channels)
+    read = [n, *s, c] if channels_last else [n, c, *s]
     return mlir.render(
         "split_bf16x3.split", v=v, lo_part=lo_part, parts_type=mlir.tensor(parts, "bf16"),
-        in_type=mlir.tensor((problem.batch, *spatial, channels) if problem.channels_last
-                            else (problem.batch, channels, *spatial), "f32"),
+        in_type=mlir.tensor((batch, *spatial, channels) if channels_last else (batch, channels, *spatial), "f32"),
         read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
         iterators=mlir.iterators(["parallel"] * len(domain)),
         collapse=", ".join(["[0, 1]", *(f"[{a}]" for a in range(2, rank + 3))]),
-        stacked_type=mlir.tensor((3 * problem.batch, *spatial, channels), "bf16"),
+        stacked_type=mlir.tensor((3 * batch, *spatial, channels), "bf16"),
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .. import dtypes
 from .. import render as mlir
 from ..operator import Lowering, one_of
+from ..validation import check
 from ..problem import ConvBwdDataProblem
 from .contractions import DEPTHWISE_OPS, convolution
 from .phase_plan import interleaves, phase_list, transposes
@@ -34,7 +35,8 @@ class Form:
     (``"strided"``), or into its slot of a phase-major tensor that one ``linalg.generic`` interleaves into grad_in
     (``"interleave"``, channels-last, see ``interleave``), or, channels-first, into its slot of a phase-major tensor
     that one ``linalg.transpose`` turns into grad_in (``"transpose"``, see ``phase_plan.transposes``).
-    ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), the
+    ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), for
+    conv_bwd_data's bf16x3 problems the GEMM of a one-tap filter (``"gemm"``, ``data_gemm``: no stride phases), the
     taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), for depthwise
     problems the named depthwise convolution (``"depthwise"``), or, for channels-first layouts, an elementwise
     ``linalg.generic`` with one operand per (tap, output channel), vectorized along the last spatial axis (``"taps"``).
@@ -52,7 +54,7 @@ class Form:
     def __post_init__(self):
         for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
                              ("store", ("interleave", "strided", "transpose")),
-                             ("contraction", ("generic", "im2col", "depthwise", "taps")),
+                             ("contraction", ("generic", "gemm", "im2col", "depthwise", "taps")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
 
@@ -220,6 +222,9 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     ``form`` (``Form``). ``lowering.configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for
     that phase's convolution.
     """
+    check(form.contraction != "gemm" and problem.precision == "float32",
+          f"{problem.op}: the stride phases compute float32 products (the gemm form computes bf16x3), but got the "
+          f"{form.contraction} form of {problem.name}")
     fusion = fusion or Fusion()
     element = dtypes.mlir_element_type(problem.dtype)
     over_groups = reads_groups(problem, form)

@@ -191,7 +191,8 @@ def _linear_gradient(forward: Callable, like: Tensor, size: List[int], grad_outp
     return conform(gradient, is_channels_last(grad_output))
 
 
-def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, stride, padding, dilation, groups):
+def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, stride, padding, dilation, groups,
+                               reduced_precision):
     gradient = _linear_gradient(lambda x: torch_conv(x, weight.detach(), None, stride, padding, dilation, groups),
                                 grad_output, input_size, grad_output)
     return _relu_backward(relu_output, gradient)
@@ -355,10 +356,10 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
     path, as one paired call (``paired_gradients``: one launch, or two queued behind each other)."""
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = None
+    reduced = reduced_precision(conv_input)
     input_args = (grad_output, weight, conv_input if ctx.fused_relu else None, list(conv_input.shape), stride, padding,
-                  dilation, groups)
-    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups,
-                   reduced_precision(conv_input))
+                  dilation, groups, reduced)
+    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups, reduced)
     if ctx.direct and _recording is None and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
         return paired_gradients(input_args, weight_args)
     if ctx.needs_input_grad[0]:
@@ -369,10 +370,10 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
 
 
 def reduced_precision(conv_input: Tensor) -> bool:
-    """Whether this float32 convolution's weight gradient may be computed in reduced precision: PyTorch allows it
+    """Whether this float32 convolution's gradients may be computed in reduced precision: PyTorch allows it
     (``torch.backends.cudnn.allow_tf32``, its default for convolutions) on a driver the policy splits float32 for
-    (``policy.splits_float32``); then ``policy.weight_gradient_precision`` may split it into bfloat16 parts,
-    within 2^-16 of each product where TF32 is within 2^-11."""
+    (``policy.splits_float32``); then ``policy.weight_gradient_precision`` and ``data_gradient_precision`` may
+    split them into bfloat16 parts, within 2^-16 of each product where TF32 is within 2^-11."""
     if _recording is not None and _recording_driver:
         driver = _recording_driver  # precompile's step for a driver, whatever the tensors' device
     else:

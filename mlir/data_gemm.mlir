@@ -1,0 +1,61 @@
+// Convolution backward-data (CK example 17_convnd_bwd_data) of a one-tap filter with no padding, in float32 as
+// bfloat16 x 3, as the GEMM it is: ${rank}-D, layout ${layout}.
+//
+// With one tap (f = 0) and no padding, s*o + d*f = i + p_lo says that each output position o reads x at i = s*o
+// only. So grad_in is zero except at those positions, where
+//     grad_in[n, s*o, c] = sum_k grad_out[n, o, k] * w[k, c]
+// a matmul of grad_out's (n, o) rows (N*O x K) with the weight (K x C). Each float32 value v splits into
+// bfloat16 parts hi = bf16(v) and lo = bf16(v - hi) (mlir/split_bf16x3.mlir), and a product into
+//     g*w ~ hi_g*hi_w + hi_g*lo_w + lo_g*hi_w           (lo_g*lo_w, about 2^-18 |g*w|, is dropped)
+// so the sum runs over the three parts t and the K channels, in float32:
+//     rows[r, c] = sum_{t, k} G3[t, r, k] * W3[t, k, c]     G3 = [hi_g, hi_g, lo_g],   W3 = [hi_w, lo_w, hi_w]
+// The split writes both operands' parts channels-last (the rows r = (n, o) of G3 and W3's (k, c) are then
+// matrices as they lie); the store puts the rows back in the problem's layout, at the strided positions.
+//
+// Problem: ${problem_name}
+
+!grad_out = ${grad_out_type}
+!weight = ${weight_type}
+!grad_in = ${grad_in_type}
+!rows = ${rows_type}
+
+func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
+  %zero = arith.constant 0.0 : f32
+${split_grad_out}
+${split_weight}
+  %g3_merged = tensor.collapse_shape %grad_out3 ${grad_out3_merge} : ${grad_out3_type} into ${g3_merged_type}
+  %g3 = tensor.expand_shape %g3_merged [[0, 1], [2]] output_shape [3, ${rows}, ${k}] : ${g3_merged_type} into ${g3_type}
+  %w3_merged = tensor.collapse_shape %weight3 ${weight3_merge} : ${weight3_type} into ${w3_merged_type}
+  %w3 = tensor.expand_shape %w3_merged [[0, 1], [2]] output_shape [3, ${k}, ${c}] : ${w3_merged_type} into ${w3_type}
+  %rows_empty = tensor.empty() : !rows
+  %rows_zero = linalg.fill ins(%zero : f32) outs(%rows_empty : !rows) -> !rows
+  // rows[r, c] += G3[t, r, k] * W3[t, k, c] over the parts t and the channels k
+  %rows = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3, d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%g3, %w3 : ${g3_type}, ${w3_type}) outs(%rows_zero : !rows) {
+  ^bb0(%gv: bf16, %wv: bf16, %sum: f32):
+    %g32 = arith.extf %gv : bf16 to f32
+    %w32 = arith.extf %wv : bf16 to f32
+${multiply_add}
+    linalg.yield %new_sum : f32
+  } -> !rows
+  %rows_cl = tensor.expand_shape %rows ${rows_split} output_shape [${rows_cl_shape}] : !rows into ${rows_cl_type}
+${store}
+  return %grad_in : !grad_in
+}
+
+// fragment direct: every position of grad_in is read (stride 1): the rows, in the problem's layout, are grad_in
+  %grad_in = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
+      ins(%rows_cl : ${rows_cl_type}) outs(%dst : !grad_in) {
+  ^bb0(%value: f32, %unused: f32):
+    linalg.yield %value : f32
+  } -> !grad_in
+
+// fragment strided: the rows, in the problem's layout, at the positions s*o of a zero grad_in
+  %placed_empty = tensor.empty() : ${placed_type}
+  %placed = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
+      ins(%rows_cl : ${rows_cl_type}) outs(%placed_empty : ${placed_type}) {
+  ^bb0(%value: f32, %unused: f32):
+    linalg.yield %value : f32
+  } -> ${placed_type}
+  %grad_in_zero = linalg.fill ins(%zero : f32) outs(%dst : !grad_in) -> !grad_in
+  %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in

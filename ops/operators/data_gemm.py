@@ -1,0 +1,82 @@
+"""A float32 backward-data of a one-tap filter with no padding, as bfloat16 x 3, as the GEMM it is
+(``mlir/data_gemm.mlir``): conv_bwd_data's ``gemm`` form, the one its split problems (``precision="bf16x3"``)
+take. grad_out and the weight are split into bfloat16 parts (``split_precision.split``), one contraction over
+the parts and the channels sums grad_out's rows times the weight, and the store puts the rows at the strided
+positions of grad_in."""
+
+from __future__ import annotations
+
+import math
+
+from .. import render as mlir
+from ..problem import ConvBwdDataProblem
+from ..validation import check
+from . import split_precision
+
+OP = "conv_bwd_data"
+HI_HI_LO, HI_LO_HI = 2, 1  # grad_out's parts (hi, hi, lo), the weight's (hi, lo, hi)
+
+
+def applies(problem: ConvBwdDataProblem) -> bool:
+    """Whether the gemm form can take ``problem``: one group and one filter tap, no padding, no epilogue."""
+    return (problem.groups == 1 and math.prod(problem.filter_spatial) == 1 and problem.epilogue is None
+            and not any(lo or hi for lo, hi in problem.padding))
+
+
+def rows(problem: ConvBwdDataProblem) -> int:
+    """The GEMM's rows: grad_out's (n, o)."""
+    return problem.batch * math.prod(problem.output_spatial)
+
+
+def render(problem: ConvBwdDataProblem, transients: str) -> str:
+    """The problem's module (a float32 problem computed as bf16x3)."""
+    check(applies(problem) and problem.precision == "bf16x3",
+          f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
+    rank, c, k = problem.rank, problem.in_channels, problem.out_channels
+    spatial = list(problem.output_spatial)
+    rows_cl = [problem.batch, *spatial, c]
+    unit = (1,) * rank
+    return mlir.render(
+        "data_gemm", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
+        grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
+        grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([rows(problem), c], "f32"),
+        transients=transients,
+        split_grad_out=split_precision.split("grad_out", problem.batch, problem.output_spatial, k,
+                                             problem.channels_last, HI_HI_LO),
+        split_weight=split_precision.split("weight", k, unit, c, problem.channels_last, HI_LO_HI),
+        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([3 * problem.batch, *spatial, k], "bf16"),
+        g3_merged_type=mlir.tensor([3 * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
+        g3_type=mlir.tensor([3, rows(problem), k], "bf16"),
+        weight3_merge=_merge(rank), weight3_type=mlir.tensor([3 * k, *unit, c], "bf16"),
+        w3_merged_type=mlir.tensor([3 * k, c], "bf16"), w3_type=mlir.tensor([3, k, c], "bf16"),
+        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
+        rows_split=_groups([list(range(rank + 1)), [rank + 1]]), rows_cl_shape=mlir.index_list(rows_cl),
+        rows_cl_type=mlir.tensor(rows_cl, "f32"), store=_store(problem, rows_cl),
+    )
+
+
+def _merge(rank: int) -> str:
+    """A stacked (3B, *spatial, C) array's reassociation into (3B*spatial, C)."""
+    return _groups([list(range(rank + 1)), [rank + 1]])
+
+
+def _groups(groups: list[list[int]]) -> str:
+    return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
+
+
+def _store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:
+    """The rows (channels-last, the output's positions) into grad_in: in the problem's layout, directly where
+    they are all of grad_in, else at the positions s*o of a zero grad_in."""
+    rank = problem.rank
+    domain = mlir.dims("d", rank + 2)  # the problem's layout's order
+    n, rest = domain[0], domain[1:]
+    read = [n, *rest] if problem.channels_last else [n, *rest[1:], rest[0]]
+    placed = rows_cl if problem.channels_last else [rows_cl[0], rows_cl[-1], *rows_cl[1:-1]]
+    maps = dict(read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
+                iterators=mlir.iterators(["parallel"] * (rank + 2)), rows_cl_type=mlir.tensor(rows_cl, "f32"))
+    if placed == list(problem.input_shape):
+        return mlir.render("data_gemm.direct", **maps)
+    strides = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
+    return mlir.render("data_gemm.strided", **maps, placed_type=mlir.tensor(placed, "f32"),
+                       offsets=mlir.index_list([0] * (rank + 2)), sizes=mlir.index_list(placed),
+                       strides=mlir.index_list(strides))

@@ -1,0 +1,123 @@
+"""conv_bwd_data's gemm form (ops/operators/data_gemm.py): a float32 one-tap, unpadded backward-data as bfloat16 x 3,
+as the GEMM it is. Each product within about 2^-16 of its magnitude on the CPU in every layout and stride (at a
+ResNet layer's size too); the known-answer check allows it that and refuses a lost lo part; what takes it (split
+problems only, by ops.torch where PyTorch allows TF32 on a GPU); and the compiled GPU code contracts with matrix
+instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ops import api, known_answer, policy, targets
+from ops.operators import conv_bwd_data, stride_phases
+
+from lowering import compile_as_shipped, kernel_for
+
+
+def _problem(**params):
+    base = dict(batch=3, in_channels=8, out_channels=32, input_spatial=(7, 6), stride=1, padding=0, layout="NCHW",
+                dtype="float32")
+    params = {**base, **params}
+    params.setdefault("filter_spatial", (1,) * len(params["input_spatial"]))
+    return conv_bwd_data.problem_from_params(**params)
+
+
+def _bf16(a):
+    import ml_dtypes
+
+    return a.astype(ml_dtypes.bfloat16).astype(np.float64)
+
+
+# layouts of 1-3 spatial axes; strides that leave rows and columns of grad_in zero, and x's unread end
+CASES = {"nchw": {}, "nhwc": dict(layout="NHWC"), "nchw_s2": dict(stride=2), "nhwc_s2x1": dict(layout="NHWC", stride=(2, 1)),
+         "ncw_s3": dict(input_spatial=(10,), stride=3, layout="NCW"),
+         "ndhwc_s2": dict(input_spatial=(4, 5, 3), stride=2, layout="NDHWC", in_channels=5, out_channels=6)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(name, rng):
+    problem = _problem(**CASES[name], precision="bf16x3")
+    assert problem.name.endswith("_split_bf16x3") and conv_bwd_data.problem_from_params(**problem.params()) == problem
+    _assert_split_accuracy(problem, rng)
+
+
+def test_bf16x3_at_a_resnet_layers_size(rng):
+    """ResNet-50's strided 1x1 downsample (256 -> 512, 56x56, stride 2) at batch 2: 1.6 M elements of grad_in."""
+    problem = _problem(batch=2, in_channels=256, out_channels=512, input_spatial=(56, 56), stride=2, precision="bf16x3")
+    assert math.prod(problem.input_shape) > 1 << 18
+    _assert_split_accuracy(problem, rng)
+
+
+def _assert_split_accuracy(problem, rng):
+    grad_out, weight = (rng.standard_normal(s).astype(np.float32) for s in (problem.output_shape, problem.weight_shape))
+    got = np.asarray(api.conv_bwd_data(grad_out, weight, input_shape=problem.input_shape, stride=problem.stride,
+                                       layout=problem.layout, precision="bf16x3"), np.float64)
+    want = conv_bwd_data.reference(problem, [grad_out, weight])
+    magnitude = conv_bwd_data.reference(problem, [np.abs(grad_out), np.abs(weight)])
+    unread = magnitude == 0  # positions no output reads: exactly zero
+    assert np.all(got[unread] == 0)
+    error = np.abs(got - want)[~unread] / magnitude[~unread]
+    assert error.max() < 2.0 ** -16, error.max()
+    bfloat16 = conv_bwd_data.reference(problem, [_bf16(grad_out), _bf16(weight)])
+    assert (np.abs(bfloat16 - want)[~unread] / magnitude[~unread]).max() > 16 * error.max()  # the lo parts count
+
+
+def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails():
+    problem = _problem(stride=2, precision="bf16x3")
+    inputs = known_answer.inputs_for(problem)
+    hi_only = conv_bwd_data.reference(problem, [_bf16(a) for a in inputs]).astype(np.float32)
+    assert not known_answer.judge(problem, inputs, [hi_only]).passed
+    right = conv_bwd_data.reference(problem, inputs).astype(np.float32)
+    assert known_answer.judge(problem, inputs, [right]).passed
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(dtype="bfloat16"), "precision bf16x3 takes float32 problems of one group and a one-tap filter"),
+    (dict(filter_spatial=(3, 3), padding=1), "precision bf16x3 takes float32 problems"),
+    (dict(padding=1), "precision bf16x3 takes float32 problems"),
+])
+def test_bf16x3_takes_float32_one_tap_unpadded_problems_only(params, message):
+    with pytest.raises(ValueError, match=f"conv_bwd_data: {message}"):
+        _problem(**params, precision="bf16x3")
+    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, but got 'tf32'"):
+        _problem(precision="tf32")
+
+
+def test_split_problems_take_the_gemm_form_and_no_other_problem_does():
+    for target in (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu")):
+        assert [f.contraction for f in policy.forms_for(_problem(precision="bf16x3"), target)] == ["gemm"]
+        assert all(f.contraction != "gemm" for f in policy.forms_for(_problem(), target))
+    with pytest.raises(ValueError, match="conv_bwd_data: the gemm form computes float32 one-tap, unpadded problems as"):
+        conv_bwd_data.render(_problem(), stride_phases.Form(contraction="gemm"))
+    with pytest.raises(ValueError, match="conv_bwd_data: the stride phases compute float32 products"):
+        conv_bwd_data.render(_problem(precision="bf16x3"), stride_phases.Form())
+
+
+@pytest.mark.parametrize("params, reduced, expected", [
+    (dict(), True, "bf16x3"),
+    (dict(), False, "float32"),
+    (dict(out_channels=24), True, "float32"),                      # K not in whole 32-channel blocks
+    (dict(filter_spatial=(3, 3), padding=1), True, "float32"),
+    (dict(dtype="bfloat16"), True, "bfloat16"),
+])
+def test_ops_torch_splits_one_tap_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
+    problem = _problem(**params)
+    precision = policy.data_gradient_precision(problem, reduced)
+    assert precision == (problem.precision if expected == "bfloat16" else expected)
+
+
+@pytest.mark.parametrize("target, instruction", [("cuda:sm_80", "mma.sync.aligned"), ("rocm:gfx942", "v_mfma")])
+def test_the_gpu_module_contracts_with_matrix_instructions(tmp_path, target, instruction):
+    """ResNet-50's 1x1 layer 1024 -> 256 at 14x14, batch 8, channels-first."""
+    problem = _problem(batch=8, in_channels=1024, out_channels=256, input_spatial=(14, 14), precision="bf16x3")
+    lowered = compile_as_shipped(problem, target, tmp_path)
+    contractions = [d for d in lowered.dispatches if d.mma_kind]
+    assert len(contractions) == 1, lowered.dispatches
+    if target.startswith("rocm"):
+        assert contractions[0].mma_kind.startswith("MFMA_F32_") and instruction in kernel_for(lowered, contractions[0])
+        assert all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
+    else:
+        assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
