@@ -453,14 +453,21 @@ def weight_gradient_precision(problem, reduced_precision: bool) -> str:
     return "bf16x3" if taps or split_gemm else problem.precision
 
 
+# Where a channels-last float32 backward-data's GEMM has fewer columns (input channels C) than this, its stride
+# phases in float32 beat the split (docs/perf/h200-data-gemm: at C = 64, 0.050 against 0.086 ms and 0.166 against
+# 0.287; from C = 256, 4-8x slower than it). Channels-first, they are slower at any C (0.34-7.2 ms).
+DATA_SPLIT_MIN_CHANNELS = 128
+
+
 def data_gradient_precision(problem, reduced_precision: bool) -> str:
     """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 (its
     gemm form, ``data_gemm``) where PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``), the
-    problem is one-tap and unpadded with one group, and its output channels come in whole GEMM_ROW_ALIGN blocks
-    (the GEMM's reduction, which IREE pads into the next part's channels otherwise: ``GEMM_ROW_ALIGN``); else in
-    float32. Measured: docs/perf/h200-data-gemm."""
+    problem is one-tap and unpadded with one group, its output channels come in whole GEMM_ROW_ALIGN blocks (the
+    GEMM's reduction, which IREE pads into the next part's channels otherwise), and it is channels-first or has
+    at least DATA_SPLIT_MIN_CHANNELS input channels; else in float32."""
     wanted = (problem.op == "conv_bwd_data" and problem.dtype == "float32" and data_gemm.applies(problem)
-              and problem.out_channels % GEMM_ROW_ALIGN == 0)
+              and problem.out_channels % GEMM_ROW_ALIGN == 0
+              and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
     return "bf16x3" if reduced_precision and wanted else problem.precision
 
 

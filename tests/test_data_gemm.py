@@ -100,6 +100,8 @@ def test_split_problems_take_the_gemm_form_and_no_other_problem_does():
     (dict(), True, "bf16x3"),
     (dict(), False, "float32"),
     (dict(out_channels=24), True, "float32"),                      # K not in whole 32-channel blocks
+    (dict(layout="NHWC", in_channels=64), True, "float32"),        # channels-last, fewer than 128 columns
+    (dict(layout="NHWC", in_channels=128), True, "bf16x3"),
     (dict(filter_spatial=(3, 3), padding=1), True, "float32"),
     (dict(dtype="bfloat16"), True, "bfloat16"),
 ])
