@@ -39,14 +39,13 @@ ${multiply_add}
     linalg.yield %new_sum : f32
   } -> !rows
   %rows_cl = tensor.expand_shape %rows ${rows_split} output_shape [${rows_cl_shape}] : !rows into ${rows_cl_type}
-${kept}
 ${store}
   return %grad_in : !grad_in
 }
 
 // fragment direct: every position of grad_in is read (stride 1): the rows, in the problem's layout, are grad_in
   %grad_in = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
-      ins(${rows_value} : ${rows_cl_type}) outs(%dst : !grad_in) {
+      ins(%rows_cl : ${rows_cl_type}) outs(%dst : !grad_in) {
   ^bb0(%value: f32, %unused: f32):
     linalg.yield %value : f32
   } -> !grad_in
@@ -54,14 +53,9 @@ ${store}
 // fragment strided: the rows, in the problem's layout, at the positions s*o of a zero grad_in
   %placed_empty = tensor.empty() : ${placed_type}
   %placed = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
-      ins(${rows_value} : ${rows_cl_type}) outs(%placed_empty : ${placed_type}) {
+      ins(%rows_cl : ${rows_cl_type}) outs(%placed_empty : ${placed_type}) {
   ^bb0(%value: f32, %unused: f32):
     linalg.yield %value : f32
   } -> ${placed_type}
   %grad_in_zero = linalg.fill ins(%zero : f32) outs(%dst : !grad_in) -> !grad_in
   %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in
-
-// fragment barrier: channels-first, the rows stay a matrix: IREE 3.13 would fold the store's transpose into the GEMM,
-// whose output positions per image (O, not a multiple of its 64-row tile) it then pads into the next image's rows
-// (wrong on an H200 by 1e3-3e4 times the check's tolerance, docs/perf/h200-data-gemm)
-  %rows_kept = util.optimization_barrier %rows_cl : ${rows_cl_type}

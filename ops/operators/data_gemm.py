@@ -52,8 +52,6 @@ def render(problem: ConvBwdDataProblem, transients: str) -> str:
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
         rows_split=_groups([list(range(rank + 1)), [rank + 1]]), rows_cl_shape=mlir.index_list(rows_cl),
         rows_cl_type=mlir.tensor(rows_cl, "f32"), store=_store(problem, rows_cl),
-        kept="  // channels-last: the rows are grad_in's layout" if problem.channels_last
-        else mlir.render("data_gemm.barrier", rows_cl_type=mlir.tensor(rows_cl, "f32")),
     )
 
 
@@ -75,8 +73,7 @@ def _store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:
     read = [n, *rest] if problem.channels_last else [n, *rest[1:], rest[0]]
     placed = rows_cl if problem.channels_last else [rows_cl[0], rows_cl[-1], *rows_cl[1:-1]]
     maps = dict(read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
-                iterators=mlir.iterators(["parallel"] * (rank + 2)), rows_cl_type=mlir.tensor(rows_cl, "f32"),
-                rows_value="%rows_cl" if problem.channels_last else "%rows_kept")
+                iterators=mlir.iterators(["parallel"] * (rank + 2)), rows_cl_type=mlir.tensor(rows_cl, "f32"))
     if placed == list(problem.input_shape):
         return mlir.render("data_gemm.direct", **maps)
     strides = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
