@@ -126,3 +126,13 @@ def test_the_gpu_module_contracts_with_matrix_instructions(tmp_path, target, ins
         assert all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
     else:
         assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
+
+
+def test_the_data_probe_lists_its_cases():
+    """build_tools/data_probe.py's smoke test: its cases build (running them needs a GPU)."""
+    import subprocess
+    import sys
+
+    listed = subprocess.run([sys.executable, "-m", "build_tools.data_probe", "list"], capture_output=True, text=True,
+                            check=True).stdout.splitlines()
+    assert len(listed) == 9 * 2 * 2 and sum(line.endswith("_split_bf16x3") for line in listed) == 18

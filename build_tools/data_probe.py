@@ -1,0 +1,84 @@
+"""Issue 45's probe: ResNet-50's 1x1 backward-data at batch 32, float32 (the stride phases) against bf16x3 (the gemm
+form, ``ops/operators/data_gemm.py``), in both layouts, each through the CUDA launcher as ops.torch runs it (checked
+on first use), beside cuDNN (FP32 and TF32). docs/perf/h200-data-gemm.
+
+    python -m build_tools.data_probe list
+    OPS_CACHE_DIR=.gpu/cache python -m build_tools.data_probe prepare       # here: compile for sm_80
+    OPS_CACHE_DIR=$PWD/.gpu/cache python -m build_tools.data_probe run      # on the GPU
+"""
+import sys
+import numpy as np
+from ops import compiler, policy, targets, known_answer
+from ops.operators import conv_bwd_data as d
+
+CUDA = targets.parse_target("cuda:sm_80")
+LAYERS = [(64, 64, 56, 1), (64, 256, 56, 1), (256, 64, 56, 1), (256, 512, 56, 2), (512, 128, 28, 1),
+          (1024, 256, 14, 1), (1024, 2048, 14, 2), (2048, 512, 7, 1), (512, 2048, 7, 1)]
+
+
+def cases():
+    for c, k, s, st in LAYERS:
+        for layout in ("NCHW", "NHWC"):
+            for precision in ("float32", "bf16x3"):
+                yield (c, k, s, st), layout, precision, d.problem_from_params(
+                    batch=32, in_channels=c, out_channels=k, input_spatial=(s, s), filter_spatial=(1, 1), stride=st,
+                    padding=0, layout=layout, dtype="float32", precision=precision)
+
+
+if sys.argv[1] == "list":
+    for layer, layout, precision, p in cases():
+        print(layer, layout, precision, p.name)
+    sys.exit(0)
+
+if sys.argv[1] == "prepare":
+    for layer, layout, precision, p in cases():
+        for spec in policy.module_specs(p, CUDA)[:1]:
+            try:
+                compiler.find_or_compile([spec])
+            except compiler.CompileError:
+                print("no compile", layer, layout, precision, flush=True)
+    sys.exit(0)
+
+import torch
+from ops.torch import calls
+dev = torch.device("cuda", 0)
+print(torch.cuda.get_device_name(), flush=True)
+
+
+def timed(call, n=20):
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(n):
+        e0.record(); call(); e1.record(); torch.cuda.synchronize(); ts.append(e0.elapsed_time(e1))
+    return float(np.median(ts))
+
+
+for layer, layout, precision, p in cases():
+    try:
+        kernel = calls.launched(p, dev, "cuda")
+    except Exception as e:
+        print(f"{str(layer):22s} {layout} {precision:8s} ERROR {str(e)[:300]}", flush=True); continue
+    if kernel is None:
+        print(f"{str(layer):22s} {layout} {precision:8s} NO LAUNCH PLAN (IREE's runtime would serve it)", flush=True); continue
+    rng = np.random.default_rng(0)
+    inputs = [calls.to_torch(a, dev, p.channels_last) for a in d.random_inputs(p, rng)]
+    outputs = [calls.to_torch(a, dev, p.channels_last) for a in known_answer.poisoned(p)]
+    ms = timed(lambda: kernel(inputs, outputs))
+    print(f"{str(layer):22s} {layout} {precision:8s} {ms:8.3f} ms {p.flops / ms / 1e9:7.2f} TFLOP/s", flush=True)
+
+for c, k, s, st in LAYERS:
+    o = (s - 1) // st + 1
+    line = f"{str((c, k, s, st)):22s} cuDNN"
+    for tf32, cl in ((False, False), (True, False), (True, True)):
+        torch.backends.cudnn.allow_tf32 = tf32
+        w = torch.randn(k, c, 1, 1, device=dev); g = torch.randn(32, k, o, o, device=dev)
+        if cl:
+            w, g = (t.to(memory_format=torch.channels_last) for t in (w, g))
+        ms = timed(lambda: torch.ops.aten.convolution_backward(g, torch.empty(32, c, s, s, device=dev), w, None,
+                                                                [st, st], [0, 0], [1, 1], False, [0, 0], 1,
+                                                                [True, False, False]))
+        line += f" {'tf32' if tf32 else 'fp32'} {'nhwc' if cl else 'nchw'} {ms:.3f}"
+    print(line + " ms", flush=True)
