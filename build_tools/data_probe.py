@@ -7,8 +7,7 @@ on first use), beside cuDNN (FP32 and TF32). docs/perf/h200-data-gemm.
     OPS_CACHE_DIR=$PWD/.gpu/cache python -m build_tools.data_probe run      # on the GPU
 """
 import sys
-import numpy as np
-from ops import compiler, policy, targets, known_answer
+from ops import compiler, policy, targets
 from ops.operators import conv_bwd_data as d
 
 CUDA = targets.parse_target("cuda:sm_80")
@@ -40,34 +39,13 @@ if sys.argv[1] == "prepare":
     sys.exit(0)
 
 import torch
-from ops.torch import calls
+from build_tools.probe_timing import kernel_line, timed
 dev = torch.device("cuda", 0)
 print(torch.cuda.get_device_name(), flush=True)
 
 
-def timed(call, n=20):
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(n):
-        e0.record(); call(); e1.record(); torch.cuda.synchronize(); ts.append(e0.elapsed_time(e1))
-    return float(np.median(ts))
-
-
 for layer, layout, precision, p in cases():
-    try:
-        kernel = calls.launched(p, dev, "cuda")
-    except Exception as e:
-        print(f"{str(layer):22s} {layout} {precision:8s} ERROR {str(e)[:300]}", flush=True); continue
-    if kernel is None:
-        print(f"{str(layer):22s} {layout} {precision:8s} NO LAUNCH PLAN (IREE's runtime would serve it)", flush=True); continue
-    rng = np.random.default_rng(0)
-    inputs = [calls.to_torch(a, dev, p.channels_last) for a in d.random_inputs(p, rng)]
-    outputs = [calls.to_torch(a, dev, p.channels_last) for a in known_answer.poisoned(p)]
-    ms = timed(lambda: kernel(inputs, outputs))
-    print(f"{str(layer):22s} {layout} {precision:8s} {ms:8.3f} ms {p.flops / ms / 1e9:7.2f} TFLOP/s", flush=True)
+    print(kernel_line(f"{str(layer):22s} {layout} {precision:8s}", p, dev), flush=True)
 
 for c, k, s, st in LAYERS:
     o = (s - 1) // st + 1

@@ -9,8 +9,7 @@ bfloat16). A form is forced for every case, whether or not the policy would take
 """
 import dataclasses
 import sys
-import numpy as np
-from ops import compiler, policy, targets, known_answer
+from ops import compiler, policy, targets
 from ops.operators import grouped_conv_bwd_weight as bw
 
 CUDA = targets.parse_target("cuda:sm_80")
@@ -73,37 +72,17 @@ if sys.argv[1] == "prepare":
     sys.exit(0)
 
 import torch
-from ops.torch import calls
+from build_tools.probe_timing import kernel_line, timed
 dev = torch.device("cuda", 0)
 print(torch.cuda.get_device_name(), flush=True)
-
-
-def timed(call, n=20):
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(n):
-        e0.record(); call(); e1.record(); torch.cuda.synchronize(); ts.append(e0.elapsed_time(e1))
-    return float(np.median(ts))
 
 
 for layer, name, which, p in cases():
     policy.FORM_RULES[bw.Form] = lambda q, t, which=which: [form_of(q, which)]
     try:
-        kernel = calls.launched(p, dev, "cuda")
-    except Exception as e:
-        print(f"{str(layer):22s} {name:12s} {which:8s} ERROR {str(e)[:300]}", flush=True); continue
+        print(kernel_line(f"{str(layer):22s} {name:12s} {which:8s}", p, dev), flush=True)
     finally:
         policy.FORM_RULES[bw.Form] = RULE
-    if kernel is None:
-        print(f"{str(layer):22s} {name:12s} {which:8s} NO KERNEL", flush=True); continue
-    rng = np.random.default_rng(0)
-    inputs = [calls.to_torch(a, dev, p.channels_last) for a in bw.random_inputs(p, rng)]
-    outputs = [calls.to_torch(a, dev, p.channels_last) for a in known_answer.poisoned(p)]
-    ms = timed(lambda: kernel(inputs, outputs))
-    print(f"{str(layer):22s} {name:12s} {which:8s} {ms:8.3f} ms {p.flops / ms / 1e9:7.2f} TFLOP/s", flush=True)
 
 
 def torch_time(layer, dtype, tf32, cl):

@@ -128,11 +128,14 @@ def test_the_gpu_module_contracts_with_matrix_instructions(tmp_path, target, ins
         assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
 
 
-def test_the_data_probe_lists_its_cases():
-    """build_tools/data_probe.py's smoke test: its cases build (running them needs a GPU)."""
+
+@pytest.mark.parametrize("probe, cases, split", [("gemm_probe", 7 * 8, 14), ("data_probe", 9 * 2 * 2, 18)])
+def test_the_probes_list_their_cases(probe, cases, split):
+    """build_tools' per-layer probes of the gemm forms (weight, data), smoke-tested: their cases build (running
+    them needs a GPU)."""
     import subprocess
     import sys
 
-    listed = subprocess.run([sys.executable, "-m", "build_tools.data_probe", "list"], capture_output=True, text=True,
+    listed = subprocess.run([sys.executable, "-m", f"build_tools.{probe}", "list"], capture_output=True, text=True,
                             check=True).stdout.splitlines()
-    assert len(listed) == 9 * 2 * 2 and sum(line.endswith("_split_bf16x3") for line in listed) == 18
+    assert len(listed) == cases and sum(line.endswith("_split_bf16x3") for line in listed) == split

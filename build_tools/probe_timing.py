@@ -1,0 +1,44 @@
+"""What issue 45's per-layer probes (``gemm_probe``, ``data_probe``) share: a problem's kernel timed as ops.torch
+runs it on a CUDA device (the launcher, checked on first use), and a CUDA call's median time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def timed(call, repeat: int = 20) -> float:
+    """The median device milliseconds of ``call()`` on the current CUDA stream (CUDA events), after 3 warm-ups."""
+    import torch
+
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(repeat):
+        start.record()
+        call()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return float(np.median(times))
+
+
+def kernel_line(label: str, problem, device) -> str:
+    """``label`` and ``problem``'s kernel time and TFLOP/s through the CUDA launcher, or why it has none (the
+    check refused every form, or no launch plan)."""
+    from ops import known_answer, registry
+    from ops.torch import calls
+
+    try:
+        kernel = calls.launched(problem, device, "cuda")
+    except Exception as error:  # a refusal or a load failure is the probe's finding, printed
+        return f"{label} ERROR {str(error)[:300]}"
+    if kernel is None:
+        return f"{label} NO LAUNCH PLAN (IREE's runtime would serve it)"
+    rng = np.random.default_rng(0)
+    operator = registry.module(problem)
+    inputs = [calls.to_torch(a, device, problem.channels_last) for a in operator.random_inputs(problem, rng)]
+    outputs = [calls.to_torch(a, device, problem.channels_last) for a in known_answer.poisoned(problem)]
+    ms = timed(lambda: kernel(inputs, outputs))
+    return f"{label} {ms:8.3f} ms {problem.flops / ms / 1e9:7.2f} TFLOP/s"
