@@ -462,11 +462,12 @@ DATA_SPLIT_MIN_CHANNELS = 128
 def data_gradient_precision(problem, reduced_precision: bool) -> str:
     """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 (its
     gemm form, ``data_gemm``) where PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``), the
-    problem is one-tap and unpadded with one group, its output channels come in whole GEMM_ROW_ALIGN blocks (the
-    GEMM's reduction, which IREE pads into the next part's channels otherwise), and it is channels-first or has
-    at least DATA_SPLIT_MIN_CHANNELS input channels; else in float32."""
+    problem is one-tap and unpadded with one group, its output channels and its rows come in whole GEMM_ROW_ALIGN
+    blocks (the GEMM's reduction, which IREE pads into the next part's channels otherwise, and its rows, as the
+    weight gradient's gemm form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels;
+    else in float32."""
     wanted = (problem.op == "conv_bwd_data" and problem.dtype == "float32" and data_gemm.applies(problem)
-              and problem.out_channels % GEMM_ROW_ALIGN == 0
+              and problem.out_channels % GEMM_ROW_ALIGN == 0 and data_gemm.rows(problem) % GEMM_ROW_ALIGN == 0
               and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
     return "bf16x3" if reduced_precision and wanted else problem.precision
 

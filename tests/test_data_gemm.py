@@ -97,13 +97,14 @@ def test_split_problems_take_the_gemm_form_and_no_other_problem_does():
 
 
 @pytest.mark.parametrize("params, reduced, expected", [
-    (dict(), True, "bf16x3"),
+    (dict(batch=32), True, "bf16x3"),                             # 32 x 42 rows
     (dict(), False, "float32"),
-    (dict(out_channels=24), True, "float32"),                      # K not in whole 32-channel blocks
-    (dict(layout="NHWC", in_channels=64), True, "float32"),        # channels-last, fewer than 128 columns
-    (dict(layout="NHWC", in_channels=128), True, "bf16x3"),
-    (dict(filter_spatial=(3, 3), padding=1), True, "float32"),
-    (dict(dtype="bfloat16"), True, "bfloat16"),
+    (dict(batch=3), True, "float32"),                              # 3 x 42 rows: no whole 32-row blocks
+    (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
+    (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
+    (dict(batch=32, layout="NHWC", in_channels=128), True, "bf16x3"),
+    (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "float32"),
+    (dict(batch=32, dtype="bfloat16"), True, "bfloat16"),
 ])
 def test_ops_torch_splits_one_tap_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
