@@ -118,3 +118,17 @@ def test_plain_subclasses_get_their_base_class_and_others_keep_theirs():
     model = nn.Sequential(Plain(2, 2, 1), Own(2, 2, 1), nn.Conv3d(2, 2, 1))
     assert model_layers.plain_subclasses(model) == ["0"]
     assert [type(m) for m in model] == [nn.Conv3d, Own, nn.Conv3d]
+
+
+def test_the_random_layers_suite_is_the_generators_output():
+    """build_tools/manifests/random_layers.json is build_tools/random_layers.py's draw (seed 45, 30 layers), never
+    hand-edited: each layer's backward-data and backward-weight, bfloat16 channels-last, within the families'
+    ranges."""
+    from build_tools import random_layers
+
+    committed = json.loads((catalog.manifests_dir() / "random_layers.json").read_text())
+    assert committed == random_layers.suite(45, 30)
+    for op, _, problem in catalog.problems("random_layers"):
+        assert problem.dtype == "bfloat16" and problem.layout == "NHWC" and 8 <= problem.batch <= 128
+        assert 7 <= problem.input_spatial[0] <= 112 and problem.stride[0] in (1, 2)
+        assert 16 <= problem.groups * max(problem.in_channels, problem.out_channels) <= 1024
