@@ -82,6 +82,20 @@ def _convolution_backward(problem, grad_out, x, weight, output_mask):
     return call
 
 
+# each operator's PyTorch reference, by the decorator below (the forwards have none: PyTorch's own op is theirs)
+TORCH_REFERENCES: dict = {}
+
+
+def reference_of(op: str):
+    """Registers the decorated function as operator ``op``'s PyTorch reference: (problem, host inputs, torch
+    device) -> a call, or None where PyTorch has no such kernel."""
+    def register(function):
+        TORCH_REFERENCES[op] = function
+        return function
+    return register
+
+
+@reference_of("conv_bwd_data")
 def torch_conv_bwd_data(problem, inputs, device):
     if any(lo != hi for lo, hi in problem.padding):
         return None  # PyTorch convolutions take symmetric padding only
@@ -93,6 +107,7 @@ def torch_conv_bwd_data(problem, inputs, device):
     return _convolution_backward(problem, grad_out, x, weight, [True, False, False])
 
 
+@reference_of("grouped_conv_bwd_data")
 def torch_grouped_conv_bwd_data(problem, inputs, device):
     """cuDNN's backward-data, then the epilogue as PyTorch elementwise ops (PyTorch cannot fuse it into the convolution)."""
     call_conv = torch_conv_bwd_data(problem, inputs[:2], device)
@@ -114,6 +129,7 @@ def torch_grouped_conv_bwd_data(problem, inputs, device):
     return call
 
 
+@reference_of("grouped_conv_bwd_weight")
 def torch_grouped_conv_bwd_weight(problem, inputs, device):
     if any(lo != hi for lo, hi in problem.padding):
         return None
@@ -123,6 +139,7 @@ def torch_grouped_conv_bwd_weight(problem, inputs, device):
     return _convolution_backward(problem, grad_out, x, weight, [False, True, False])
 
 
+@reference_of("maxpool2d_bwd")
 def torch_maxpool2d_bwd(problem, inputs, device):
     if any(lo != hi for lo, hi in problem.padding) or problem.source != "indices":
         return None
@@ -140,6 +157,7 @@ def torch_maxpool2d_bwd(problem, inputs, device):
     return call
 
 
+@reference_of("avgpool3d_bwd")
 def torch_avgpool3d_bwd(problem, inputs, device):
     if any(lo != hi for lo, hi in problem.padding) or any(d != 1 for d in problem.dilation):
         return None  # PyTorch's average pooling has no dilation (CK's extension)
@@ -281,10 +299,10 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         row["kernels"] = kernel_times(calls_of[0])
         for k in row["kernels"][:8]:
             print(f"    {k['us']:10.1f} us  {k['kernel'][-110:]}", flush=True)
-    reference = registry.entry(op).bench
+    reference = TORCH_REFERENCES.get(op)
     if torch is not None and reference:
         tdev = targets.target_for_device(device).torch_device
-        call = globals()[reference](problem, host_inputs, tdev)
+        call = reference(problem, host_inputs, tdev)
         if call is not None:
             sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
             try:

@@ -1,11 +1,12 @@
 """The registry: one entry per operator. Nothing else lists the operators (``ops.__all__`` names their functions).
 
 An entry holds the operator's module (the protocol of ``ops/operator.py``), the tolerance its results are checked
-with, whether the manifests name problems of it (the five CK examples), the PyTorch reference the benchmarks
-compare with (a function of ``build_tools/bench.py``), and which ``ops.torch`` kernel serves it.
+with, and whether the manifests name problems of it (the five CK examples). What uses the operators keeps its own
+map to them (the framework bridge its kernel ops, the timing tools their references).
 
 A sixth operator adds its module under ``ops/operators/``, its template under ``mlir/``, one entry here, its
-public function in ``ops/api.py``, its manifest entries and its tests.
+public function in ``ops/api.py``, its manifest entries and its tests (and, where it has them, its kernel op in
+the framework bridge's plans and its reference in the timing tools).
 """
 
 from __future__ import annotations
@@ -27,9 +28,7 @@ SUMMED = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 2e-2}
 class Entry:
     module: ModuleType
     tolerances: Mapping[str, float] | None  # by dtype; None: the results are exact (no sums)
-    manifest: bool  # the manifests (build_tools/manifests) name problems of it: a CK example
-    bench: str | None  # the PyTorch reference in build_tools/bench.py (None: PyTorch has no such op)
-    torch: str | None  # the ops.torch kernel that runs it (None: reached through another operator)
+    manifest: bool  # the manifests name problems of it: a CK example
 
     @property
     def op(self) -> str:
@@ -37,13 +36,13 @@ class Entry:
 
 
 OPERATORS: dict[str, Entry] = {entry.op: entry for entry in (
-    Entry(conv_bwd_data, SUMMED, manifest=True, bench="torch_conv_bwd_data", torch=None),
-    Entry(grouped_conv_bwd_data, SUMMED, manifest=True, bench="torch_grouped_conv_bwd_data", torch="conv_backward_input"),
-    Entry(grouped_conv_bwd_weight, SUMMED, manifest=True, bench="torch_grouped_conv_bwd_weight", torch="conv_backward_weight"),
-    Entry(maxpool2d, SUMMED, manifest=True, bench="torch_maxpool2d_bwd", torch="max_pool2d_backward"),
-    Entry(avgpool3d, SUMMED, manifest=True, bench="torch_avgpool3d_bwd", torch="avg_pool3d_backward"),
-    Entry(maxpool2d_fwd, None, manifest=False, bench=None, torch="max_pool2d"),
-    Entry(avgpool3d_fwd, SUMMED, manifest=False, bench=None, torch="avg_pool3d"),
+    Entry(conv_bwd_data, SUMMED, manifest=True),
+    Entry(grouped_conv_bwd_data, SUMMED, manifest=True),
+    Entry(grouped_conv_bwd_weight, SUMMED, manifest=True),
+    Entry(maxpool2d, SUMMED, manifest=True),
+    Entry(avgpool3d, SUMMED, manifest=True),
+    Entry(maxpool2d_fwd, None, manifest=False),
+    Entry(avgpool3d_fwd, SUMMED, manifest=False),
 )}
 
 

@@ -103,6 +103,13 @@ def test_the_operators_are_listed_only_by_the_registry_and_all():
     assert set(listed) == set(exported), listed
 
 
+def test_the_registry_knows_nothing_of_the_benchmarks_or_the_framework_bridge():
+    """The registry lists operators; build_tools' PyTorch references and ops.torch's kernel ops keep their own maps
+    to them (issue 47)."""
+    text = (ROOT / "ops" / "registry.py").read_text()
+    assert "build_tools" not in text and "torch" not in text and "bench" not in text
+
+
 def _own_modules(tree) -> set[str]:
     """Names bound by imports of this project's modules (ops, build_tools)."""
     names = set()

@@ -220,9 +220,13 @@ KINDS = {
         "SymInt[] padding, bool ceil_mode, bool count_include_pad, SymInt? divisor_override) -> Tensor",
         lambda grad_output, relu_output, input_size, *_: [(input_size, None)], _avg_pool3d_backward),
 }
-# the operator module of each kernel op, from the registry (its entry's ``torch``)
-OPERATORS: dict[str, ModuleType] = {e.torch: e.module for e in registry.OPERATORS.values() if e.torch is not None}
-assert set(KINDS) == set(OPERATORS), "every kernel op the registry names has a Kind, and no other"
+# the operator module of each kernel op (conv_backward_input's plain problems go to conv_bwd_data: see
+# _conv_backward_input)
+OPERATORS: dict[str, ModuleType] = {kernel: registry.module(op) for kernel, op in (
+    ("conv_backward_input", "grouped_conv_bwd_data"), ("conv_backward_weight", "grouped_conv_bwd_weight"),
+    ("max_pool2d", "maxpool2d_fwd"), ("max_pool2d_backward", "maxpool2d_bwd"), ("avg_pool3d", "avgpool3d_fwd"),
+    ("avg_pool3d_backward", "avgpool3d_bwd"))}
+assert set(KINDS) == set(OPERATORS), "every kernel op has a Kind and an operator"
 
 
 # --- The generic plan --------------------------------------------------------------------------------------
