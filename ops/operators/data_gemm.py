@@ -14,7 +14,6 @@ from ..validation import check
 from . import split_precision
 
 OP = "conv_bwd_data"
-HI_HI_LO, HI_LO_HI = 2, 1  # grad_out's parts (hi, hi, lo), the weight's (hi, lo, hi)
 
 
 def applies(problem: ConvBwdDataProblem) -> bool:
@@ -42,8 +41,9 @@ def render(problem: ConvBwdDataProblem, transients: str) -> str:
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([rows(problem), c], "f32"),
         transients=transients,
         split_grad_out=split_precision.split("grad_out", problem.batch, problem.output_spatial, k,
-                                             problem.channels_last, HI_HI_LO),
-        split_weight=split_precision.split("weight", k, unit, c, problem.channels_last, HI_LO_HI),
+                                             problem.channels_last, split_precision.HI_HI_LO),  # (hi, hi, lo)
+        split_weight=split_precision.split("weight", k, unit, c, problem.channels_last,
+                                           split_precision.HI_LO_HI),  # (hi, lo, hi)
         grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([3 * problem.batch, *spatial, k], "bf16"),
         g3_merged_type=mlir.tensor([3 * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
         g3_type=mlir.tensor([3, rows(problem), k], "bf16"),
