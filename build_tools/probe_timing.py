@@ -7,21 +7,16 @@ import numpy as np
 
 
 def timed(call, repeat: int = 20) -> float:
-    """The median device milliseconds of ``call()`` on the current CUDA stream (CUDA events), after 3 warm-ups."""
+    """The median device milliseconds of ``call()`` on the current CUDA stream, each from an idle device (the step
+    benchmark's ``model_bench.timed``), after 3 warm-ups."""
     import torch
+
+    from build_tools.model_bench import timed as timed_once
 
     for _ in range(3):
         call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeat):
-        start.record()
-        call()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return float(np.median(times))
+    device = torch.device("cuda", torch.cuda.current_device())
+    return float(np.median([timed_once(call, device)[1] for _ in range(repeat)]))
 
 
 def kernel_line(label: str, problem, device) -> str:

@@ -38,6 +38,7 @@ if sys.argv[1] == "prepare":
 
 import torch
 from ops.torch import calls
+from build_tools.probe_timing import timed
 dev = torch.device("cuda", 0)
 for layer, name, p in problems():
     try:
@@ -47,13 +48,7 @@ for layer, name, p in problems():
     rng = np.random.default_rng(0)
     inputs = [calls.to_torch(a, dev, p.channels_last) for a in bw.random_inputs(p, rng)]
     outputs = [calls.to_torch(a, dev, p.channels_last) for a in known_answer.poisoned(p)]
-    for _ in range(3): kernel(inputs, outputs)
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        e0.record(); kernel(inputs, outputs); e1.record(); torch.cuda.synchronize(); times.append(e0.elapsed_time(e1))
-    ms = float(np.median(times)); flops = p.flops / (3 if "x3" in name else 1)
+    ms = timed(lambda: kernel(inputs, outputs), 10); flops = p.flops / (3 if "x3" in name else 1)
     print(f"{str(layer):24s} {name:12s} {ms:8.3f} ms  {flops / ms / 1e9:7.2f} TFLOP/s (of the f32 problem)", flush=True)
 
 def torch_time(layer, dtype, tf32, cl):
@@ -63,12 +58,8 @@ def torch_time(layer, dtype, tf32, cl):
     o = (s + 2 * (f // 2) - f) // st + 1
     g = torch.randn(32, k, o, o, device=dev, dtype=dtype)
     if cl: x, w, g = (t.to(memory_format=torch.channels_last) for t in (x, w, g))
-    call = lambda: torch.ops.aten.convolution_backward(g, x, w, None, [st, st], [f // 2] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
-    for _ in range(3): call()
-    torch.cuda.synchronize(); e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); ts = []
-    for _ in range(10):
-        e0.record(); call(); e1.record(); torch.cuda.synchronize(); ts.append(e0.elapsed_time(e1))
-    return float(np.median(ts))
+    return timed(lambda: torch.ops.aten.convolution_backward(g, x, w, None, [st, st], [f // 2] * 2, [1, 1], False,
+                                                             [0, 0], 1, [False, True, False]), 10)
 
 for layer in LAYERS:
     print(f"{str(layer):24s} cuDNN f32 {torch_time(layer, torch.float32, False, False):.3f} ms, tf32 {torch_time(layer, torch.float32, True, False):.3f} ms, bf16 cl {torch_time(layer, torch.bfloat16, False, True):.3f} ms", flush=True)
