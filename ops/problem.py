@@ -154,10 +154,27 @@ class ConvProblem(WindowProblem):
         return (f"{self.layout.lower()} {self.dtype} n{self.batch}{groups} c{self.in_channels}"
                 f"->k{self.out_channels} {_dims(self.input_spatial)} f{_dims(self.filter_spatial)}")
 
+    # the precision of a float32 problem's products (``PRECISIONS``): a field of the problems that can be split
+    # (both backward operators'), float32 for the others
+    precision = "float32"
+
     def params(self) -> dict:
-        """Channels per group, as CK's parameters (and ``problem_from_params``) take them."""
+        """Channels per group, as CK's parameters (and ``problem_from_params``) take them; split, the precision."""
+        split = {"precision": self.precision} if self.precision != "float32" else {}
         return {**super().params(), "in_channels": self.in_channels, "out_channels": self.out_channels,
-                "filter_spatial": self.filter_spatial, "groups": self.groups}
+                "filter_spatial": self.filter_spatial, "groups": self.groups, **split}
+
+    @property
+    def term_roundoff(self) -> float:
+        """A split product's error: 2^-16 of its magnitude at most (the dropped lo*lo and lo's rounding), doubled."""
+        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
+
+    def _name_suffix(self) -> str:
+        return "_split_bf16x3" if self.precision == "bf16x3" else ""
+
+    @property
+    def summary(self) -> str:
+        return super().summary + (f" as {self.precision}" if self.precision != "float32" else "")
 
 
 @dataclass(frozen=True)
@@ -177,22 +194,15 @@ class ConvBwdDataProblem(ConvProblem):
         return self.epilogue.param_names if self.epilogue else ()
 
     def params(self) -> dict:
-        """With an epilogue, its text and each D tensor's kind: ``"full"`` (grad_in's shape) or ``"channel"``; split,
-        the precision."""
-        split = {"precision": self.precision} if self.precision != "float32" else {}
+        """With an epilogue, its text and each D tensor's kind: ``"full"`` (grad_in's shape) or ``"channel"``."""
         if self.epilogue is None:
-            return {**super().params(), **split}
+            return super().params()
         d_kinds = tuple("full" if shape == self.input_shape else "channel" for shape in self.d_shapes)
-        return {**super().params(), "epilogue": self.epilogue.text, "d_kinds": d_kinds, **split}
-
-    @property
-    def term_roundoff(self) -> float:
-        """A split product's error, as a weight gradient's (``ConvBwdWeightProblem.term_roundoff``)."""
-        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
+        return {**super().params(), "epilogue": self.epilogue.text, "d_kinds": d_kinds}
 
     def _name_suffix(self) -> str:
         if self.epilogue is None:
-            return "_split_bf16x3" if self.precision == "bf16x3" else ""
+            return super()._name_suffix()
         # the expression and the D shapes are not identifier-safe: a digest of them keeps the name readable
         digest = repr((self.epilogue.text, self.epilogue_params, self.d_shapes, self.d_dtypes)).encode()
         return f"_e{len(self.d_shapes)}_{hashlib.sha256(digest).hexdigest()[:10]}"
@@ -200,12 +210,12 @@ class ConvBwdDataProblem(ConvProblem):
     @property
     def summary(self) -> str:
         if self.epilogue is None:
-            return super().summary + (f" as {self.precision}" if self.precision != "float32" else "")
+            return super().summary
         text = self.epilogue.text.replace(" ", "")
         return f"{super().summary} epilogue {text if len(text) <= 24 else text[:21] + '...'}"
 
 
-# the precisions of a float32 weight gradient: float32 products, or bfloat16 x 3 (mlir/split_bf16x3.mlir)
+# the precisions of a float32 problem's products: float32, or bfloat16 x 3 (mlir/split_bf16x3.mlir, data_gemm.mlir)
 PRECISIONS = ("float32", "bf16x3")
 
 
@@ -218,12 +228,10 @@ class ConvBwdWeightProblem(ConvProblem):
     precision: str = "float32"
 
     def params(self) -> dict:
-        split = {"precision": self.precision} if self.precision != "float32" else {}
-        return {**super().params(), "out_dtype": self.out_dtype, **split}
+        return {**super().params(), "out_dtype": self.out_dtype}
 
     def _name_suffix(self) -> str:
-        split = "_split_bf16x3" if self.precision == "bf16x3" else ""
-        return (f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else "") + split
+        return (f"_out_{self.out_dtype}" if self.out_dtype != self.dtype else "") + super()._name_suffix()
 
     @property
     def computed_as(self) -> "ConvBwdWeightProblem":
@@ -235,14 +243,8 @@ class ConvBwdWeightProblem(ConvProblem):
                        layout=layouts_of_rank(self.rank)[0])  # the channels-last one
 
     @property
-    def term_roundoff(self) -> float:
-        """A split product's error: 2^-16 of its magnitude at most (the dropped lo*lo and lo's rounding), doubled."""
-        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
-
-    @property
     def summary(self) -> str:
-        return (super().summary + (f" out {self.out_dtype}" if self.out_dtype != self.dtype else "")
-                + (f" as {self.precision}" if self.precision != "float32" else ""))
+        return super().summary + (f" out {self.out_dtype}" if self.out_dtype != self.dtype else "")
 
 
 # --- Pooling --------------------------------------------------------------------------------------------
