@@ -50,18 +50,15 @@ def render(problem: ConvBwdDataProblem, transients: str) -> str:
         weight3_merge=_merge(rank), weight3_type=mlir.tensor([3 * k, *unit, c], "bf16"),
         w3_merged_type=mlir.tensor([3 * k, c], "bf16"), w3_type=mlir.tensor([3, k, c], "bf16"),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
-        rows_split=_groups([list(range(rank + 1)), [rank + 1]]), rows_cl_shape=mlir.index_list(rows_cl),
+        rows_split=_merge(rank), rows_cl_shape=mlir.index_list(rows_cl),
         rows_cl_type=mlir.tensor(rows_cl, "f32"), store=_store(problem, rows_cl),
     )
 
 
-def _merge(rank: int) -> str:
-    """A stacked (3B, *spatial, C) array's reassociation into (3B*spatial, C)."""
-    return _groups([list(range(rank + 1)), [rank + 1]])
-
-
-def _groups(groups: list[list[int]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
+def _merge(rank: int) -> list[list[int]]:
+    """The reassociation between (B, *spatial, C) and (B*spatial, C): the stacked parts' merge into rows, and the
+    rows' split back into positions."""
+    return [list(range(rank + 1)), [rank + 1]]
 
 
 def _store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:

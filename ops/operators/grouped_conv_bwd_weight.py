@@ -94,18 +94,14 @@ def _with_precision(problem: ConvBwdWeightProblem, precision) -> ConvBwdWeightPr
     return dataclasses.replace(problem, precision=precision)
 
 
-def _reassociation(groups: list[list[int]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
-
-
-def _split_batch_and_channels(rank: int, channels_last: bool, split: bool) -> str:
+def _split_batch_and_channels(rank: int, channels_last: bool, split: bool) -> list[list[int]]:
     """Reassociation splitting an (N, *spatial, G*C) or (N, G*C, *spatial) array into (J, Nc, ..., G, C, ...),
     or, unsplit, into (N, ..., G, C, ...)."""
     batch = [[0, 1]] if split else [[0]]
     first = len(batch[0])
     if channels_last:
-        return _reassociation([*batch, *([i] for i in range(first, first + rank)), [first + rank, first + rank + 1]])
-    return _reassociation([*batch, [first, first + 1], *([i] for i in range(first + 2, first + rank + 2))])
+        return [*batch, *([i] for i in range(first, first + rank)), [first + rank, first + rank + 1]]
+    return [*batch, [first, first + 1], *([i] for i in range(first + 2, first + rank + 2))]
 
 
 def batch_split_choices(problem: ConvBwdWeightProblem) -> list[int]:
@@ -387,9 +383,8 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension",
         element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
-        acc_flat_reassociation=_reassociation(
-            [[0], [1, 2], *([i] for i in range(3, rank + 4))] if split else [[0, 1], *([i] for i in range(2, rank + 3))]
-        ),
+        acc_flat_reassociation=[[0], [1, 2], *([i] for i in range(3, rank + 4))] if split
+        else [[0, 1], *([i] for i in range(2, rank + 3))],
         sum_chunks=sum_chunks,
     )
 
@@ -455,7 +450,7 @@ def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[in
             cols_matrix_type=mlir.tensor([groups, positions, chunk_taps * c], element),
             grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
             product_type=mlir.tensor([groups, k, chunk_taps * c], dtypes.ACCUMULATOR),
-            product_reassociation=_reassociation([[0], [1], list(range(2, rank + 3))]),
+            product_reassociation=[[0], [1], list(range(2, rank + 3))],
             product_taps_shape=mlir.index_list(chunk_product),
             product_taps_type=mlir.tensor(chunk_product, dtypes.ACCUMULATOR),
             taps_offsets=mlir.index_list([0, 0, *fixed, *([0] * (rank - lead)), 0]),
@@ -484,7 +479,7 @@ def _per_image_common(problem: ConvBwdWeightProblem) -> dict:
         images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(images_domain) - 1)),
         acc_groups_type=mlir.tensor([problem.groups, problem.out_channels, problem.in_channels,
                                      *problem.filter_spatial], dtypes.ACCUMULATOR),
-        acc_groups_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
+        acc_groups_reassociation=[[0, 1], *([i] for i in range(2, rank + 3))],
     )
 
 
@@ -504,12 +499,12 @@ def _per_image(problem: ConvBwdWeightProblem, element: str) -> str:
         "grouped_conv_bwd_weight.per_image", element=element, cols_type=mlir.tensor(cols_shape, element),
         cols_read=mlir.affine_map(cols_domain, common["x_read"]),
         cols_map=mlir.affine_map(cols_domain, cols_domain), cols_iterators=mlir.iterators(["parallel"] * len(cols_domain)),
-        cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]),
+        cols_reassociation=[[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))],
         cols_matrix_type=mlir.tensor([n * groups, columns, positions], element),
-        grad_out_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 3))]),
+        grad_out_reassociation=[[0, 1], [2], list(range(3, rank + 3))],
         grad_out_matrix_type=mlir.tensor([n * groups, k, positions], element),
         per_image_type=mlir.tensor([n * groups, columns, k], dtypes.ACCUMULATOR),
-        per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
+        per_image_reassociation=[[0, 1], list(range(2, rank + 3)), [rank + 3]],
         per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
         images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *f, "k"]),
         **{key: common[key] for key in ("images_map", "images_iterators", "acc_groups_type", "acc_groups_reassociation")},
@@ -558,14 +553,14 @@ def _nn_grad_out_moved(problem: ConvBwdWeightProblem, element: str, common: dict
     grad_out_t_shape = [problem.batch, problem.groups, *problem.output_spatial, k]
     return dict(
         moved="grad_out", rows="(c, f)", cols_matrix_type=cols,
-        cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))]),
+        cols_reassociation=[[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))],
         grad_out_operand=mlir.render(
             "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor(grad_out_t_shape, element),
             grad_out_permutation=mlir.index_list([0, 1, *range(3, rank + 3), 2]), grad_out_matrix_type=matrix,
-            grad_out_reassociation=_reassociation([[0, 1], list(range(2, rank + 2)), [rank + 2]])),
+            grad_out_reassociation=[[0, 1], list(range(2, rank + 2)), [rank + 2]]),
         lhs="%cols_matrix", rhs="%grad_out_matrix", lhs_type=cols, rhs_type=matrix,
         per_image_type=mlir.tensor([images, columns, k], dtypes.ACCUMULATOR),
-        per_image_reassociation=_reassociation([[0, 1], list(range(2, rank + 3)), [rank + 3]]),
+        per_image_reassociation=[[0, 1], list(range(2, rank + 3)), [rank + 3]],
         images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *common["f"], "k"]),
     ), [problem.batch, problem.groups, problem.in_channels, *problem.filter_spatial, k]
 
@@ -577,13 +572,13 @@ def _nn_cols_moved(problem: ConvBwdWeightProblem, element: str, common: dict) ->
     matrix, cols = mlir.tensor([images, k, positions], element), mlir.tensor([images, positions, columns], element)
     return dict(
         moved="the gathered columns", rows="k", cols_matrix_type=cols,
-        cols_reassociation=_reassociation([[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))]),
+        cols_reassociation=[[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))],
         grad_out_operand=mlir.render(
             "grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
-            grad_out_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 3))])),
+            grad_out_reassociation=[[0, 1], [2], list(range(3, rank + 3))]),
         lhs="%grad_out_matrix", rhs="%cols_matrix", lhs_type=matrix, rhs_type=cols,
         per_image_type=mlir.tensor([images, k, columns], dtypes.ACCUMULATOR),
-        per_image_reassociation=_reassociation([[0, 1], [2], list(range(3, rank + 4))]),
+        per_image_reassociation=[[0, 1], [2], list(range(3, rank + 4))],
         images_read=mlir.affine_map(common["images_domain"], common["images_domain"]),
     ), [problem.batch, problem.groups, k, problem.in_channels, *problem.filter_spatial]
 
@@ -640,7 +635,7 @@ def _tap_sums(problem: ConvBwdWeightProblem, element: str) -> str:
                                   for a in range(rank)),
         pick="\n".join(picks),
         picked=f"%picked{count - 1}" if count > 1 else "%p0",
-        acc_groups_reassociation=_reassociation([[0, 1], *([i] for i in range(2, rank + 3))]),
+        acc_groups_reassociation=[[0, 1], *([i] for i in range(2, rank + 3))],
     )
 
 
@@ -671,7 +666,7 @@ def _x_gather(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[
         piece_type=mlir.tensor(x_sizes, element), cols=f"cols_{number}", cols_type=mlir.tensor(cols_shape, element),
         read_map=mlir.affine_map(domain, x_read), cols_map=mlir.affine_map(domain, domain),
         cols_iterators=mlir.iterators(["parallel"] * len(domain)), value="xv", element=element,
-        cols_reassociation=_reassociation([[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))]),
+        cols_reassociation=[[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))],
         cols_matrix_type=mlir.tensor([groups, n * math.prod(problem.output_spatial), chunk_taps * c], element),
     )
 
@@ -684,7 +679,7 @@ def _grad_out_t(problem: ConvBwdWeightProblem, element: str, positions: int) -> 
     return dict(
         grad_out_t_read=mlir.affine_map(t_domain, t_read), grad_out_t_map=mlir.affine_map(t_domain, t_domain),
         grad_out_t_iterators=mlir.iterators(["parallel"] * len(t_domain)),
-        grad_out_t_reassociation=_reassociation([[0], [1], list(range(2, rank + 3))]),
+        grad_out_t_reassociation=[[0], [1], list(range(2, rank + 3))],
         grad_out_matrix_type=mlir.tensor([problem.groups, problem.out_channels, positions], element),
     )
 
@@ -692,7 +687,7 @@ def _grad_out_t(problem: ConvBwdWeightProblem, element: str, positions: int) -> 
 def _taps_to_weight(problem: ConvBwdWeightProblem, chunks: int, taps_shape: list[int]) -> str:
     """The result (g, k, f.., c) as grad_w: a free reshape channels-last, a transpose to (g, k, c, f..) first."""
     rank = problem.rank
-    flat = _reassociation([[0, 1], *([i] for i in range(2, rank + 3))])
+    flat = [[0, 1], *([i] for i in range(2, rank + 3))]
     if problem.channels_last:
         return mlir.render("grouped_conv_bwd_weight.taps_channels_last", chunks=chunks, taps_reassociation=flat,
                            taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR))

@@ -108,16 +108,12 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
         merge, merged = [[0], [1], list(range(2, rank + 2))], [shape[0], shape[1], math.prod(shape[2:])]
         split = [[0, 1], [2, 3], [4]]
     merged_type = mlir.tensor(merged, element)
-    lines = [mlir.render("common.collapse", result=f"%{name}_merged", source=source, reassociation=_groups(merge),
+    lines = [mlir.render("common.collapse", result=f"%{name}_merged", source=source, reassociation=merge,
                          source_type=source_type, result_type=merged_type)]
     lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=f"%{name}_merged",
-                             reassociation=_groups(split), shape=mlir.index_list(chunks_shape),
+                             reassociation=split, shape=mlir.index_list(chunks_shape),
                              source_type=merged_type, result_type=f"!{name}_chunks"))
     return mlir.indent("\n".join(lines), 2)
-
-
-def _groups(groups: list[list[int]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(str(i) for i in group) + "]" for group in groups) + "]"
 
 
 def _maps(problem: ConvBwdWeightProblem) -> tuple[str, str, str, str]:
@@ -141,7 +137,7 @@ def _acc_as_weight(problem: ConvBwdWeightProblem) -> str:
     """%acc (G*K, C) as the weight's shape, its unit taps added (a free reshape)."""
     groups = [[0], list(range(1, problem.rank + 2))]
     return mlir.indent(mlir.render(
-        "common.expand", result="%acc_weight", source="%acc", reassociation=_groups(groups),
+        "common.expand", result="%acc_weight", source="%acc", reassociation=groups,
         shape=mlir.index_list(problem.weight_shape), source_type="!acc",
         result_type=mlir.tensor(problem.weight_shape, "f32"),
     ), 2)
