@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from ops import catalog, compiler, targets, policy
+from ops.launch import store as plan_store
 
 DEFAULT_TARGETS = "rocm:gfx942"
 
@@ -79,10 +80,10 @@ def _compile(spec: compiler.ModuleSpec, vmfb: Path) -> tuple[int, dict]:
             shutil.rmtree(dump, ignore_errors=True)
     compiler.compile_module(spec, vmfb)
     root = vmfb.parents[1]
-    plan = compiler.load_plan(root, vmfb, vmfb.read_bytes())
+    plan = plan_store.load(root, vmfb, vmfb.read_bytes())
     if isinstance(plan, str):
         return None, {"launch_plan_unsupported": plan}
-    path = compiler.plan_path(vmfb)
+    path = plan_store.plan_path(vmfb)
     return len(plan.dispatches), {"launch_plan": str(path.relative_to(root)),
                                   "launch_plan_sha256": compiler.digest(path.read_bytes())}
 

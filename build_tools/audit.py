@@ -164,7 +164,7 @@ def audit(problem, specs: list, device) -> list:
     """Each of ``specs``, compiled forms of ``problem``: loaded as ops.torch loads it (the CUDA launcher, or IREE's
     runtime where it has no plan), run on fresh inputs with no check, judged against PyTorch; and the check's
     verdict on it."""
-    from ops import runtime
+    from ops import arrays, executor, runtime
     from ops.launch import cuda as launcher
     from ops.torch import calls
 
@@ -180,10 +180,10 @@ def audit(problem, specs: list, device) -> list:
         plan = launcher.load(spec, path, data, device.index)
         if isinstance(plan, str):
             function = runtime.loaded_function(spec, data, "cuda", runtime.get_device("cuda"))
-            run = lambda i, axes=(): runtime.known_run(function, problem, i, axes)  # noqa: E731
+            run = lambda i, axes=(): arrays.known_run(function, problem, i, axes)  # noqa: E731
         else:
-            kernel = calls.LaunchedKernel(*plan, device)
-            run = lambda i, axes=(): calls.run_known(kernel, problem, device, i, axes)  # noqa: E731
+            kernel = executor.LaunchedCall(*plan, calls.host(device), problem)
+            run = lambda i, axes=(): executor.known_run(kernel, i, axes)  # noqa: E731
         got = run(inputs).results[0]
         record = {"module": path.name, "path": "runtime" if isinstance(plan, str) else "launcher",
                   **independent_verdict(problem, inputs, got, device)}

@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from ops import catalog, compiler, dtypes, policy, registry, render, runtime, targets, verify
+from ops import arrays, catalog, compiler, dtypes, policy, registry, render, runtime, targets, verify
 from ops.api import run
 
 try:  # PyTorch is optional: it gives the vendor-library comparison and the hardware ceilings
@@ -277,8 +277,8 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
         calls_of, result_of = _torch_launched(problem, host_sets, result)
     else:
         out = runtime.to_device(np.full(result.shape, np.nan, result.dtype), device)
-        function = runtime.function_for(problem, device, extra_flags, form or None)
-        calls_of = [lambda arguments=arguments: function(*arguments, out) for arguments in input_sets]
+        call = arrays.ready(problem, device, extra_flags, form or None)
+        calls_of = [lambda arguments=arguments: call(arguments, [out]) for arguments in input_sets]
         result_of = out.to_host
     calls_of[0]()
     error = verify.relative_error(result_of(), module.reference(problem, host_inputs))
@@ -314,16 +314,16 @@ def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_f
 
 def _torch_launched(problem, host_sets: list, result) -> tuple[list, Callable]:
     """``problem``'s kernel on the CPU as ``ops.torch`` runs it (``calls.kernel_for``), on PyTorch tensors of each
-    input set (the problem's own layout: the launcher reads raw pointers): a call per set into one NaN-filled
-    destination, and that destination's host copy."""
-    from ops.torch import calls
+    input set, held as PyTorch holds them (a channels-last problem's as (N, C, *spatial) views): a call per set into
+    one NaN-filled destination, and that destination's host copy in the problem's layout."""
+    from ops.torch import calls, plans
 
-    cpu = torch.device("cpu")
-    kernel = calls.kernel_for(problem, cpu, lambda tensors: tensors)
-    tensor_sets = [[calls.to_torch(a, cpu, False) for a in host_set] for host_set in host_sets]
-    out = calls.to_torch(np.full(result.shape, np.nan, result.dtype), cpu, False)
+    cpu, channels_last = torch.device("cpu"), problem.channels_last
+    kernel = calls.kernel_for(problem, cpu)
+    tensor_sets = [[calls.to_torch(a, cpu, channels_last) for a in host_set] for host_set in host_sets]
+    out = calls.to_torch(np.full(result.shape, np.nan, result.dtype), cpu, channels_last)
     return ([lambda tensors=tensors: kernel(tensors, [out]) for tensors in tensor_sets],
-            lambda: calls.to_numpy(out))
+            lambda: calls.to_numpy(plans.kernel_view(out, channels_last)))
 
 
 def print_table(rows: list[dict]) -> None:

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ops import catalog, compiler, policy, registry, targets, verify
+from ops.launch import store as plan_store
 from ops.api import run
 
 TARGET = "cuda:sm_80"
@@ -36,7 +37,7 @@ def prepare(suites: list[str]) -> int:
     for suite in suites:
         for op, name, problem in catalog.problems(suite):
             spec, path, data = compiler.load_first(_specs(problem))
-            plan = compiler.load_plan(compiler.cache_dir(), path, data)
+            plan = plan_store.load(compiler.cache_dir(), path, data)
             print(f"{suite}/{op}/{name}: {'plan' if not isinstance(plan, str) else plan}", flush=True)
     return 0
 
@@ -64,7 +65,7 @@ def _poisoned(shape, dtype, torch):
 def check_one(op: str, name: str, problem, repeat: int, torch, launch_cuda, transient_fill=None) -> dict:
     row = {"operator": op, "problem": name, "function": problem.name}
     spec, path, data = compiler.load_first(_specs(problem))
-    plan = compiler.load_plan(compiler.artifacts_dir() if str(path).startswith(str(compiler.artifacts_dir()))
+    plan = plan_store.load(compiler.artifacts_dir() if str(path).startswith(str(compiler.artifacts_dir()))
                               else compiler.cache_dir(), path, data)
     if isinstance(plan, str):
         return {**row, "status": f"no plan: {plan}"}

@@ -1,6 +1,6 @@
 """Wrong modules, for testing the known-answer check (``ops/known_answer.py``) as a product: each is made from a
 problem's right module, its MLIR changed (never a copy of its results), compiled by IREE for the CPU and judged by
-``known_answer.verify`` through IREE's runtime, as a served module is (``runtime.known_run``).
+``known_answer.verify`` through IREE's runtime, as a served module is (``arrays.known_run``).
 
 A mutation rewrites one array of the module function, position by position (``Rewrite``; the MLIR in
 ``build_tools/mutations.mlir``): a result after the call, or an input before it. Which axis is a channel, a batch index,
@@ -35,7 +35,7 @@ import numpy as np
 
 from iree.compiler import ir
 
-from ops import compiler, known_answer, policy, registry, render, runtime, targets
+from ops import arrays, compiler, known_answer, policy, registry, render, runtime, targets
 
 CPU = targets.parse_target("llvm-cpu")
 DEVICE = "local-task"
@@ -156,8 +156,8 @@ def tap(problem) -> Mutation | None:
     """The last filter tap's contribution gone: zeroed in the input that holds taps (a weight), else in the
     result that does (a weight gradient); None for an operator without declared taps (pooling)."""
     declared = _roles(problem)
-    for kind, arrays in (("input", declared.inputs), ("result", declared.results)):
-        for number, axes in enumerate(arrays):
+    for kind, declared_arrays in (("input", declared.inputs), ("result", declared.results)):
+        for number, axes in enumerate(declared_arrays):
             taps = _taps(axes)
             if taps:
                 shape = _shape(axes)
@@ -372,12 +372,12 @@ def function(spec: compiler.ModuleSpec, data: bytes, mutation: Mutation) -> runt
 
 def verdict(problem, loaded: runtime.Function) -> known_answer.Verdict:
     """The known-answer check of ``loaded`` as ``problem``'s module: ``known_answer.verify`` on the CPU."""
-    return known_answer.verify(problem, lambda inputs, axes: runtime.known_run(loaded, problem, inputs, axes))
+    return known_answer.verify(problem, lambda inputs, axes: arrays.known_run(loaded, problem, inputs, axes))
 
 
 def whole(problem, loaded: runtime.Function, inputs: list) -> list:
     """``loaded``'s whole results on ``inputs``."""
-    return runtime.known_run(loaded, problem, inputs).results
+    return arrays.known_run(loaded, problem, inputs).results
 
 
 # --- The problems ------------------------------------------------------------------------------------------

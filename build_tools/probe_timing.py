@@ -22,15 +22,15 @@ def timed(call, repeat: int = 20) -> float:
 def kernel_line(label: str, problem, device) -> str:
     """``label`` and ``problem``'s kernel time and TFLOP/s through the CUDA launcher, or why it has none (the
     check refused every form, or no launch plan)."""
-    from ops import known_answer, registry
+    from ops import executor, known_answer, registry
     from ops.torch import calls
 
     try:
-        kernel = calls.launched(problem, device, "cuda")
+        kernel = executor.launched(problem, calls.host(device), "cuda")
     except Exception as error:  # a refusal or a load failure is the probe's finding, printed
         return f"{label} ERROR {str(error)[:300]}"
-    if kernel is None:
-        return f"{label} NO LAUNCH PLAN (IREE's runtime would serve it)"
+    if not callable(kernel):
+        return f"{label} NO LAUNCH PLAN (IREE's runtime would serve it): {kernel}"
     rng = np.random.default_rng(0)
     operator = registry.module(problem)
     inputs = [calls.to_torch(a, device, problem.channels_last) for a in operator.random_inputs(problem, rng)]

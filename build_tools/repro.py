@@ -21,7 +21,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from ops import catalog, known_answer, runtime
+from ops import arrays, catalog, known_answer, runtime
 
 
 def problem_of(folder: Path):
@@ -51,7 +51,7 @@ def replay(folder: Path, device: str, compile_: bool) -> int:
         data = (work / f"{stem}.vmfb").read_bytes()
         spec = type("Spec", (), {"name": problem.name})
         function = runtime.loaded_function(spec, data, device, runtime.get_device(device))
-        verdict = known_answer.verify(problem, lambda inputs, axes: runtime.known_run(function, problem, inputs, axes))
+        verdict = known_answer.verify(problem, lambda inputs, axes: arrays.known_run(function, problem, inputs, axes))
         wrong += not verdict.passed
         print(f"  {stem}: {'right' if verdict.passed else 'WRONG'}: {verdict.describe()}")
     return 1 if wrong else 0

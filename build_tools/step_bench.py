@@ -28,7 +28,7 @@ from torch import nn
 
 import ops.torch as otorch
 from build_tools.train import BATCH, MODELS, model_memory_format
-from ops.torch import calls, kernels
+from ops.torch import calls
 
 
 def forward_backward(model, x, y, loss_fn):
@@ -163,34 +163,44 @@ def _compiled(model, x, y, steps: int) -> dict:
     return {"wall_ms": 1e3 * statistics.median(times), "compile_s": compile_s, "gradient_difference": difference}
 
 
-def _per_call(model, x, y, steps: int = 5) -> list:
-    """Host time of each kernel call of a converted step (from the kernel op's entry, ``KernelOp.run``, to its
-    return: the eager path's call, which the dispatcher no longer precedes), the median over ``steps`` steps,
-    and its module's dispatch count."""
-    seen, problems = [], []
-    run, prepared_call = kernels.KernelOp.run, calls.Prepared.__call__
+def _per_call(model, x, y, steps: int = 5, sync=torch.cuda.synchronize) -> list:
+    """Host time of each kernel call of a converted step, the median over ``steps`` steps: each ready call
+    (``calls.Prepared``, which every path reaches: the dispatcher's, the eager autograd path's, a layer's paired
+    gradients, one entry where the CPU launches a layer's two in one) timed from its entry to its return, with its
+    operator, its problem and its module's dispatch count (None where IREE's runtime serves it). ``sync`` ends each step (CUDA's; the CPU's calls have returned done)."""
+    seen = []
+    prepared_call = calls.Prepared.__call__
 
-    def timed(self, *args):
+    def timed(self, args):
         start = time.perf_counter_ns()
-        result = run(self, *args)
-        seen.append((self.op.name(), (time.perf_counter_ns() - start) / 1e3))
+        result = prepared_call(self, args)
+        plan = getattr(self.kernel, "plan", None)
+        seen.append((self.problem.op, self.problem.name, len(plan.dispatches) if plan is not None else None,
+                     (time.perf_counter_ns() - start) / 1e3))
         return result
 
-    def noting(self, args):
-        kernel = self.kernel
-        problems.append((self.problem.name, len(kernel.plan.dispatches) if hasattr(kernel, "plan") else None))
-        return prepared_call(self, args)
+    def timed_pair(self, first_args, second_args):  # a layer's two gradients in one CPU launch: one entry
+        if not self.together:
+            return paired_call(self, first_args, second_args)
+        start = time.perf_counter_ns()
+        result = paired_call(self, first_args, second_args)
+        first, second = self.first, self.second
+        seen.append((f"{first.problem.op}+{second.problem.op}", f"{first.problem.name}+{second.problem.name}",
+                     len(first.kernel.plan.dispatches) + len(second.kernel.plan.dispatches),
+                     (time.perf_counter_ns() - start) / 1e3))
+        return result
 
-    kernels.KernelOp.run, calls.Prepared.__call__ = timed, noting
+    paired_call = calls.Paired.__call__
+    calls.Prepared.__call__, calls.Paired.__call__ = timed, timed_pair
     try:
         for _ in range(steps):
             forward_backward(model, x, y, nn.CrossEntropyLoss())
-            torch.cuda.synchronize()
+            sync()
     finally:
-        kernels.KernelOp.run, calls.Prepared.__call__ = run, prepared_call
+        calls.Prepared.__call__, calls.Paired.__call__ = prepared_call, paired_call
     per_step = len(seen) // steps
-    return [{"op": seen[i][0], "host_us": statistics.median(seen[i + k * per_step][1] for k in range(steps)),
-             "problem": problems[i][0], "dispatches": problems[i][1]} for i in range(per_step)]
+    return [{"op": seen[i][0], "problem": seen[i][1], "dispatches": seen[i][2],
+             "host_us": statistics.median(seen[i + k * per_step][3] for k in range(steps))} for i in range(per_step)]
 
 
 def _no_sync(model, x, y) -> str:

@@ -10,7 +10,7 @@ weight gradients of ``build_tools.train``'s 2D model, channels-last: the 1x1 one
 ``--prepare`` compiles, for ``cuda:sm_80`` into ``$OPS_CACHE_DIR``, the first form of every problem and, for
 ``wrong`` and ``bf16``, every form and fallback flag set, so that the GPU machine (no compiler) can pass over a
 module that fails its check. On the GPU, in one process and in order, each problem's launcher kernel is made as
-``ops.torch`` makes it (``calls.launched``: load, known-answer check, next form on a failure), timed, and then
+``ops.torch`` makes it (``executor.launched``: load, known-answer check, next form on a failure), timed, and then
 run on other random inputs, judged as the check judges.
 """
 
@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ops import catalog, compiler, known_answer, policy, registry, runtime, targets
+from ops import arrays, catalog, compiler, executor, known_answer, policy, registry, runtime, targets
 
 CUDA = targets.parse_target("cuda:sm_80")
 # 50 and 51 run before 71: its fault needs them; 107, 127, 172 and 176 were first caught by the check (H100, run A)
@@ -107,8 +107,8 @@ def check_on_gpu(problem, device) -> dict:
     known_answer.Gate.__call__, known_answer.verify = noting, timed
     start = time.perf_counter()
     try:
-        kernel = calls.launched(problem, device)
-        outcome = "launched" if kernel is not None else "no plan"
+        kernel = executor.launched(problem, calls.host(device), "cuda")
+        kernel, outcome = (kernel, "launched") if callable(kernel) else (None, "no plan")
     except known_answer.WrongResultError as error:
         kernel, outcome = None, f"refused every form: {error}"
     finally:
@@ -117,11 +117,10 @@ def check_on_gpu(problem, device) -> dict:
               "check_s": sum(checks), "modules": seen}
     inputs = registry.module(problem).random_inputs(problem, np.random.default_rng(1))
     if kernel is not None:  # the served kernel on other inputs, judged as the check judges (sampled when large)
-        results = calls.run_known(kernel, problem, device, inputs).results
+        results = executor.known_run(kernel, inputs).results
     elif outcome == "no plan":  # IREE's runtime serves it, checked on its load
         try:
-            function = runtime.function_for(problem, "cuda")
-            results = runtime.known_run(function, problem, inputs).results
+            results = executor.known_run(arrays.ready(problem, "cuda"), inputs).results
             record["outcome"] = "no plan: iree.runtime"
         except known_answer.WrongResultError as error:
             record["outcome"], results = f"no plan: iree.runtime refused every form: {error}", None
@@ -138,7 +137,7 @@ def _through_runtime(problem, spec, data: bytes) -> str:
     """A module the launcher's check refused, run through IREE's runtime instead: the same verdict or not."""
     function = runtime.loaded_function(spec, data, "cuda", runtime.get_device("cuda"))
     inputs = known_answer.inputs_for(problem)
-    return known_answer.judge(problem, inputs, runtime.known_run(function, problem, inputs).results).describe()
+    return known_answer.judge(problem, inputs, arrays.known_run(function, problem, inputs).results).describe()
 
 
 def run(sets: list[str], out: str | None) -> int:

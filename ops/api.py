@@ -22,10 +22,10 @@ def run(problem, arrays: list, device: str | None = None, out=None, *, form: Any
     ``form`` replaces the target's choice of the template's form: the operator's ``Form``, or a dict of the keys to
     change in the target's first form (tests and the tuner try each).
     """
-    from . import registry, runtime  # the IREE runtime only when something runs
+    from . import arrays as calls, registry  # the IREE runtime only when something runs
 
-    return runtime.execute(problem, list(arrays), results=registry.module(problem).results(problem), device=device,
-                           out=out, form=form)
+    results = registry.module(problem).results(problem)
+    return calls.execute(problem, list(arrays), results=results, device=device, out=out, form=form)
 
 
 def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilation=1, layout="NHWC", device=None, out=None,

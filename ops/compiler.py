@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .launch import plan as launch_plan
 from .targets import Target
 from .validation import warn_caller
 
@@ -62,7 +61,7 @@ def cache_dir() -> Path:
 # Where the cache cannot be written (a read-only file system, another user's folder), what this process compiles
 # goes to a temporary folder of its own, removed when it exits, and serves this process only (as known-answer
 # verdicts are kept per process there). Errors that say so:
-_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST)
+UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST)
 _writable: set[Path] = set()  # caches this process has written into
 _elsewhere: dict[Path, Path] = {}  # caches it cannot write into: the temporary folder it writes to instead
 
@@ -198,7 +197,12 @@ def digest_path(vmfb: Path) -> Path:
     return vmfb.with_name(vmfb.name + ".sha256")
 
 
-def _run(command: list[str], cwd: Path, spec: ModuleSpec, shown: list[str]) -> None:
+# What reads a module's HAL-level program as it is compiled: ``reader(vmfb, hal_text, module_bytes)``. The launch
+# plan store (``ops/launch/store.py``) adds itself when imported; the compiler knows nothing of launching.
+HAL_PROGRAM_READERS: list = []
+
+
+def run_compiler(command: list[str], cwd: Path, spec: ModuleSpec, shown: list[str]) -> None:
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
         raise CompileError(
@@ -210,9 +214,9 @@ def _run(command: list[str], cwd: Path, spec: ModuleSpec, shown: list[str]) -> N
 def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -> Path:
     """Compile ``spec`` to ``vmfb`` (atomically), with its digest, ``<vmfb stem>.mlir`` and ``.compile.sh`` beside it.
 
-    Modules compile in two steps, to IREE's HAL-level program and on from it, and the launch plan read from that
-    program (``ops/launch/plan.py``) is stored beside the module with its digest (``plan_path``): the plan and the
-    module come from one program. A program no plan expresses leaves the reason instead."""
+    Modules compile in two steps, to IREE's HAL-level program and on from it. Each of ``HAL_PROGRAM_READERS`` reads
+    that program with the module's bytes before the module is in place (``ops/launch/store.py`` stores the launch
+    plan read from it beside the module: the plan and the module come from one program)."""
     mlir_path = vmfb.with_suffix(".mlir")
     atomic_write(mlir_path, spec.mlir.encode())
     tmp = vmfb.with_name(f".{vmfb.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -236,9 +240,10 @@ def compile_module(spec: ModuleSpec, vmfb: Path, dump_dir: Path | None = None) -
     try:
         for step, visible in zip(steps, shown):
             real = [tool, *(hal_tmp.name if a == hal.name else tmp.name if a == vmfb.name else a for a in step)]
-            _run(real, vmfb.parent, spec, visible)
+            run_compiler(real, vmfb.parent, spec, visible)
         data = tmp.read_bytes()
-        _store_plan(vmfb, hal_tmp.read_text(), data)
+        for read in HAL_PROGRAM_READERS:
+            read(vmfb, hal_tmp.read_text(), data)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -259,90 +264,10 @@ def root_of(path: Path) -> Path:
     return elsewhere if elsewhere is not None and path.is_relative_to(elsewhere) else cache_dir()
 
 
-def plan_path(vmfb: Path) -> Path:
-    """Where a module's launch plan is stored (the extractor's version in its name)."""
-    return vmfb.with_name(f"{vmfb.stem}.launch-v{launch_plan.EXTRACTOR_VERSION}.json")
-
-
-def unsupported_path(vmfb: Path) -> Path:
-    """Where the reason is kept that a module has no launch plan (it runs through IREE's runtime)."""
-    return plan_path(vmfb).with_suffix(".unsupported")
-
-
-def _store_plan(vmfb: Path, hal_text: str, data: bytes) -> None:
-    """Read the launch plan of ``hal_text`` and store it beside ``vmfb``, the executables located in ``data`` (the
-    module's bytes, which embed them verbatim); or store why there is none."""
-    try:
-        plan = launch_plan.locate(*launch_plan.extract(hal_text), data)
-    except launch_plan.UnsupportedModule as error:
-        atomic_write(unsupported_path(vmfb), f"{error}\n".encode())
-        return
-    text = plan.to_json().encode()
-    atomic_write(digest_path(plan_path(vmfb)), (digest(text) + "\n").encode())
-    atomic_write(plan_path(vmfb), text)
-
-
-def ensure_plan(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
-    """Store the launch plan of a cached module that has none intact beside it: one compiled before plans were read
-    for its target (neither a plan nor the reason there is none beside it), or one whose plan does not match its
-    recorded digest (damaged: rebuilt, with a warning, as a damaged module is). Its HAL-level program is compiled
-    again and the plan located in the module's bytes ``data`` (a program that does not embed the same executables
-    leaves that reason). In a cache this process cannot write, nothing is stored: IREE's runtime serves the module,
-    and ``load_plan`` says why."""
-    root, path = root_of(vmfb), plan_path(vmfb)
-    if root == artifacts_dir() or (root == cache_dir() and writes_elsewhere()):
-        return
-    damaged = path.is_file() and _recorded_digest(root, path) != digest(path.read_bytes())
-    if (path.is_file() and not damaged) or (not path.is_file() and unsupported_path(vmfb).is_file()):
-        return
-    try:
-        if damaged:
-            path.unlink()  # where the plan cannot be rebuilt, the reason serves instead of a damaged plan
-            warn_caller(f"{path} did not match its recorded SHA-256 digest; rebuilding it")
-        _plan_again(spec, vmfb, data)
-    except OSError as error:
-        if error.errno not in _UNWRITABLE:
-            raise
-
-
-def _plan_again(spec: ModuleSpec, vmfb: Path, data: bytes) -> None:
-    """``vmfb``'s HAL-level program compiled again from ``spec``, and its plan stored (``_store_plan``), or, where
-    it cannot be compiled, the reason."""
-    with tempfile.TemporaryDirectory() as directory:
-        # the source's name as compile_module gave it: IREE names the executables after it
-        source, hal = Path(directory) / vmfb.with_suffix(".mlir").name, Path(directory) / f"{vmfb.stem}.hal.mlir"
-        source.write_text(spec.mlir)
-        shown = ["iree-compile", source.name, *spec.flags, "--compile-to=hal", "-o", hal.name]
-        try:
-            _run([compiler_tool(), *shown[1:]], Path(directory), spec, shown)
-        except Exception as error:  # no compiler here (a runtime-only install), or it fails: IREE's runtime serves it
-            atomic_write(unsupported_path(vmfb), f"its HAL program could not be compiled again: {error}\n".encode())
-            return
-        _store_plan(vmfb, hal.read_text(), data)
-
-
-def load_plan(root: Path, vmfb: Path, data: bytes) -> "launch_plan.Plan | str":
-    """The verified launch plan of the module ``vmfb`` (under ``root``, its verified bytes ``data``), or why there
-    is none: never stored, its digest does not match, or its executables are not those of the module."""
-    path = plan_path(vmfb)
-    if not path.is_file():
-        reason = unsupported_path(vmfb)
-        return reason.read_text().strip() if reason.is_file() else f"no launch plan beside {vmfb.name}"
-    text = path.read_bytes()
-    if _recorded_digest(root, path) != digest(text):
-        return f"{path} does not match its recorded SHA-256 digest"
-    plan = launch_plan.Plan.from_json(text.decode())
-    for executable in plan.executables:
-        embedded = data[executable.offset: executable.offset + executable.nbytes]
-        if digest(embedded) != executable.sha256:
-            return f"{path}: executable {executable.name} is not at its recorded place in {vmfb.name}"
-    return plan
-
-
 _manifest_digests: dict[tuple, dict[str, str]] = {}
 
 
-def _recorded_digest(root: Path, vmfb: Path) -> str | None:
+def recorded_digest(root: Path, vmfb: Path) -> str | None:
     """The digest a stored file (a module, a launch plan) must have: artifacts/manifest.json's record of it,
     else the one beside it."""
     manifest = root / "manifest.json"
@@ -367,7 +292,7 @@ def verified(root: Path, vmfb: Path, damaged: list[Path] | None = None) -> bytes
     if not vmfb.is_file():
         return None
     data = vmfb.read_bytes()
-    if _recorded_digest(root, vmfb) == digest(data):
+    if recorded_digest(root, vmfb) == digest(data):
         return data
     if damaged is not None:
         damaged.append(vmfb)
@@ -493,7 +418,7 @@ def _compiled_somewhere(spec: ModuleSpec, errors: list) -> tuple[Path, bytes | N
     try:
         return vmfb, _compiled(spec, vmfb, errors)
     except OSError as error:
-        if error.errno not in _UNWRITABLE or writes_elsewhere():
+        if error.errno not in UNWRITABLE or writes_elsewhere():
             raise
         write_elsewhere(error)
     vmfb = spec.path(write_dir(), compiler_version())

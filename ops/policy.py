@@ -1,5 +1,5 @@
 """Every target rule in one place: the forms a target compiles, in order; the flags and fallback flag sets; the
-tuned configurations; how a GPU's kernels are launched; and the IREE 3.13 workarounds, each with its reason and
+tuned configurations; and the IREE 3.13 workarounds, each with its reason and
 its measurement (``WORKAROUNDS``).
 
 The operators render a form they are given (``ops/operator.py``) and never ask which target it is for; IREE keeps
@@ -24,7 +24,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -486,76 +485,3 @@ MMA_INTRINSICS = {
 def mma_intrinsic(target: Target, element: str) -> tuple:
     """The matrix intrinsic a tuned configuration on ``target`` uses for ``element`` inputs (IREE 3.13 has no wgmma)."""
     return MMA_INTRINSICS[(target.backend, element)]
-
-
-# --- The CPU call beside PyTorch --------------------------------------------------------------------------------
-
-# The three settings below concern CPU calls through IREE's runtime (``cpu_launcher`` below: where a module has no
-# launch plan, or ``OPS_CPU_LAUNCHER=runtime``); the default launcher runs on PyTorch's own threads.
-
-# ``ops.torch`` releases PyTorch's OpenMP pool (``omp_pause_resource_all``) before each CPU module call: libgomp's
-# workers spin after every parallel region, on the cores IREE's workers are about to need. Measured with
-# docs/perf/cpu-step/in-step/contention_ab.py (docs/PERFORMANCE.md, the CPU training step, third session): cnn3d's
-# step 17.4 -> 15.4 and 19.6 -> 15.8 ms, resnext2d's 27.7 -> 27.8 and 32.9 -> 28.9 ms; the next parallel region
-# makes its thread again (about 45 us).
-CPU_CALLS_RELEASE_OPENMP = True
-
-# ``ops.torch`` runs each CPU module call with the calling thread under Linux's ``SCHED_BATCH`` (and back to
-# ``SCHED_OTHER`` after; a thread may switch between the two without privileges). The call blocks in IREE's
-# ``hal.fence.await``, and the worker that finishes the last dispatch wakes the caller *before* it marks its
-# timepoint done, so the woken caller spins until that worker runs again; on two cores the woken caller preempted
-# that very worker and spun to the scheduler's tick (4 ms). A ``SCHED_BATCH`` thread never preempts on wake-up, so
-# the worker finishes first. Measured with docs/perf/cpu-step/in-step/batch_ab.py (docs/PERFORMANCE.md, the CPU
-# training step, fourth session).
-CPU_CALLS_SCHED_BATCH = True
-
-# ``ops.torch`` queues a convolution layer's two gradient calls on the CPU back to back (the weight gradient's module
-# waits on the input gradient's fence in IREE's queue) and waits once, for the second (``calls.queued_calls``):
-# IREE's workers go from one module to the next without a round trip through the calling thread. Measured with
-# docs/perf/cpu-step/seventh/async_pair.py (docs/PERFORMANCE.md, the CPU training step, seventh session): resnext2d's
-# ten layers 12.80 -> 12.47 ms (1.01-1.05x a layer; an earlier run 14.88 -> 14.10), cnn3d's two 5.51 -> 5.39 ms,
-# results bitwise equal; a single call takes the same time whichever execution model its module has. In whole
-# steps the gain is within the noise.
-CPU_LAYER_CALLS_QUEUED = True
-
-
-# The launched CPU kernels' shared workspace (``calls.launch_workspace``: their transients, such as the per-image
-# forms' gathered windows, 10.6 MB for cnn3d's 3-D stem) is an anonymous mapping with ``MADV_HUGEPAGE``, where Linux
-# offers it (``transparent_hugepage`` in ``madvise`` mode, as here, or ``always``): 2 MB pages, so the gathers and
-# the matmuls that stream it miss the TLB 512 times less often. Measured with docs/perf/cpu-step/eleventh/
-# huge_workspace.py (docs/PERFORMANCE.md, the CPU training step, eleventh session): every kernel call of a step
-# inside whole steps, a PyTorch allocation, plain pages and huge pages taking turns, medians: the kernels' sum a
-# step cnn3d 2.251, 2.225 -> 2.181 ms (its 3-D stem 0.851 -> 0.799) and resnext2d 4.876, 4.871 -> 4.762 ms; the
-# calls without a workspace unchanged, the whole steps within their noise.
-CPU_WORKSPACE_HUGE_PAGES = True
-
-
-def cpu_launcher() -> str:
-    """How ``ops.torch`` runs a CPU module: ``"plan"``, its launch plan's dispatch functions called on PyTorch's own
-    OpenMP threads (``ops/launch/cpu.py``), or ``"runtime"``, IREE's runtime on its own workers
-    (``OPS_CPU_LAUNCHER=runtime``; also where a module has no plan, or the host no C compiler for the runner).
-    Measured (docs/PERFORMANCE.md, the CPU training step, ninth session): IREE's runtime hands each call to its
-    workers beside PyTorch's pool, which must be released first and made again after; on PyTorch's threads a call
-    costs neither."""
-    return "runtime" if os.environ.get("OPS_CPU_LAUNCHER", "") == "runtime" else "plan"
-
-
-def cpu_layer_calls_queued() -> bool:
-    """Whether a convolution layer's two gradient calls on the CPU are queued behind each other, one wait
-    (``CPU_LAYER_CALLS_QUEUED``): through IREE's runtime only. A launched call (``cpu_launcher() == "plan"``)
-    runs on the calling thread's team and has returned done, so the queue's block would only cost its own time
-    (about 3 us a layer)."""
-    return CPU_LAYER_CALLS_QUEUED and cpu_launcher() == "runtime"
-
-
-# --- Launching on a framework's GPU stream --------------------------------------------------------------------
-
-
-def gpu_launcher(target: Target) -> str:
-    """How ``ops.torch`` runs a GPU module on PyTorch's stream: ``"plan"``, its kernels launched by the driver API
-    from the module's launch plan (``ops/launch``; CUDA, whose IREE runtime has no external stream, and ROCm with
-    ``OPS_ROCM_LAUNCHER=plan``), or ``"stream"``, IREE's runtime on a device made over the stream (HIP's
-    ``hip_external_stream``, the ROCm default)."""
-    if target.external_stream and os.environ.get("OPS_ROCM_LAUNCHER", "") != "plan":
-        return "stream"
-    return "plan"

@@ -1,8 +1,8 @@
-"""Running compiled modules through the IREE runtime: devices, loaded modules, arrays in and out.
+"""IREE's runtime: devices, loaded modules (``Function``), the transient workspace, queued calls' fences, and the
+NumPy API's arrays as a host of the executor (``IreeHost``).
 
-Each (problem, target, device) is rendered, found or compiled, and loaded once; later calls go
-straight to the loaded function. NumPy inputs give a NumPy result; when any input is an IREE
-``DeviceArray`` the result stays on the device as a ``DeviceArray``.
+Which module serves a problem, and whether it computes the known answer, is ``ops.executor``'s work; this module
+loads what it is given and calls it.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import numpy as np
 
 import iree.runtime as rt
 
-from . import compiler, dtypes, known_answer, targets, policy
-from .validation import check, check_type
+from . import compiler, dtypes, known_answer, targets
+from .validation import check
 
 _lock = threading.Lock()
 _devices: dict[str, rt.HalDevice] = {}
-_functions: dict[tuple, "Function"] = {}
 _stream_devices: dict[tuple, rt.HalDevice] = {}
 _instance: rt.VmInstance | None = None
 stats = {"loads": 0}
@@ -47,7 +46,7 @@ def get_device(driver: str) -> rt.HalDevice:
         return _devices[driver]
 
 
-def _driver_of(device: rt.HalDevice) -> str | None:
+def driver_of(device: rt.HalDevice) -> str | None:
     return next((name for name, known in _devices.items() if known is device), None)
 
 
@@ -56,7 +55,7 @@ def resolve_device(op: str, arrays: list, device: str | None) -> str:
     on_device = [a for a in arrays if isinstance(a, rt.DeviceArray)]
     drivers = set()
     for array in on_device:
-        driver = _driver_of(array._device)
+        driver = driver_of(array._device)
         check(
             driver is not None,
             f"{op}: a DeviceArray input lives on a device this package did not open; create inputs with "
@@ -178,7 +177,7 @@ class Function:
 
     def __init__(self, context: rt.SystemContext, vm_function: rt.VmFunction, driver: str, device: rt.HalDevice):
         self._system_context = context  # keeps the module and its context alive
-        self._context, self._function, self._driver = context.vm_context, vm_function, driver
+        self._context, self._function, self.driver = context.vm_context, vm_function, driver
         self.device = self._device = device
         reflection = vm_function.reflection
         self.transient_bytes = None
@@ -206,7 +205,7 @@ class Function:
         for view in buffer_views:
             arguments.push_ref(view)
         if self.transient_bytes is not None:
-            arguments.push_ref(workspace(self._driver, self.transient_bytes))
+            arguments.push_ref(workspace(self.driver, self.transient_bytes))
         if not self.fenced:
             finish()
             self._context.invoke(self._function, arguments, rt.VmVariantList(2))
@@ -227,23 +226,12 @@ class Function:
                 finish()
 
 
-def load_specs(specs: list[compiler.ModuleSpec], driver: str, hal_device: rt.HalDevice | None = None,
-          problem=None) -> Function:
-    """The entry point of the first of ``specs`` that loads (``compiler.load_first``) on ``hal_device`` (by default
-    ``driver``'s one device) and, given the ``problem``, computes its known answer there (``ops.known_answer``);
-    its results are the destinations, the last ``len(results)`` arrays of a call."""
-    hal_device = hal_device or get_device(driver)
-
-    def load(spec, path, data):
-        function = loaded_function(spec, data, driver, hal_device)
-        return function, lambda inputs, axes: known_run(function, problem, inputs, axes)
-
-    if problem is None:  # a benchmark's own module: it checks its results itself
-        spec, path, data = compiler.load_first(specs)
-        return load(spec, path, data)[0]
-    gate = known_answer.Gate(problem, device_identity(driver), "iree-runtime", load)
-    compiler.load_first(specs, gate)
-    return gate.served
+def load_specs(specs: list[compiler.ModuleSpec], driver: str) -> Function:
+    """The entry point of the first of ``specs`` that loads (``compiler.load_first``) on ``driver``'s device, with no
+    known-answer check: a benchmark's own module, which checks its results itself. Problems run through
+    ``ops.executor``, which checks them."""
+    spec, path, data = compiler.load_first(specs)
+    return loaded_function(spec, data, driver, get_device(driver))
 
 
 def loaded_function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_device: rt.HalDevice) -> Function:
@@ -257,14 +245,6 @@ def loaded_function(spec: compiler.ModuleSpec, data: bytes, driver: str, hal_dev
     return Function(context, module.lookup_function(spec.name), driver, hal_device)
 
 
-def known_run(function: Function, problem, inputs: list, axes: tuple = ()) -> known_answer.Ran:
-    """``function`` on ``inputs`` into NaN-filled (or -1) destinations: its results on the host, reduced to the
-    positions ``axes`` keeps, and their unwritten positions counted (``known_answer.verify``)."""
-    destinations = known_answer.poisoned(problem)
-    returned = function(*inputs, *destinations)[-len(destinations):]
-    return known_answer.gathered([np.array(r.to_host(), copy=True) for r in returned], axes)
-
-
 def device_identity(driver: str) -> str:
     """What a known-answer verdict on ``driver``'s device is recorded under (``known_answer.device_identity``; a
     GPU's name is that of the driver's first device, the one ``get_device`` opens)."""
@@ -272,19 +252,6 @@ def device_identity(driver: str) -> str:
         return known_answer.device_identity(driver)
     infos = rt.get_driver(driver).query_available_devices()
     return known_answer.device_identity(driver, infos[0].get("name", "") if infos else "")
-
-
-def function_for(problem, driver: str, extra_flags: tuple[str, ...] = (), form=None) -> Function:
-    """The loaded entry point of ``problem``'s module on ``driver``: rendered, compiled and loaded once. ``form``
-    (the operator's Form, or a dict of its keys) replaces the target's choice of the template's form."""
-    target = targets.target_for_device(driver)
-    form_key = tuple(sorted(form.items())) if isinstance(form, dict) else form
-    cache_key = (problem, str(target), driver, extra_flags, form_key)
-    function = _functions.get(cache_key)
-    if function is None:
-        function = load_specs(policy.module_specs(problem, target, extra_flags, options=form), driver, problem=problem)
-        _functions[cache_key] = function
-    return function
 
 
 def stream_device(driver: str, index: int, uuid: str | None, stream: int) -> rt.HalDevice:
@@ -298,17 +265,6 @@ def stream_device(driver: str, index: int, uuid: str | None, stream: int) -> rt.
             info = next((i for i in infos if uuid and uuid in str(i.get("path", ""))), None) or infos[index]
             _stream_devices[key] = hal_driver.create_device(info, params={"hip_external_stream": str(stream)})
         return _stream_devices[key]
-
-
-def stream_function(problem, driver: str, index: int, uuid: str | None, stream: int) -> Function:
-    """``problem``'s module loaded on ``stream_device(driver, index, uuid, stream)`` (once per stream)."""
-    key = (problem, driver, index, stream)
-    function = _functions.get(key)
-    if function is None:
-        target = targets.target_for_device(driver)
-        device = stream_device(driver, index, uuid, stream)
-        function = _functions[key] = load_specs(policy.module_specs(problem, target), driver, device, problem)
-    return function
 
 
 _holders: list[Callable[[], None]] = []
@@ -333,69 +289,41 @@ def _release() -> None:
         finish()
     _workspaces.__dict__.clear()
     _queued.__dict__.clear()
-    _functions.clear()
     _stream_devices.clear()
     _devices.clear()
     _instance = None
     gc.collect()
 
 
-def _check_out(op: str, out, shape, dtype: str, driver: str) -> None:
-    check_type(isinstance(out, rt.DeviceArray), f"{op}: out must be an IREE DeviceArray, but got {type(out).__name__}")
-    got_shape, got_dtype = tuple(int(s) for s in out.shape), dtypes.dtype_name(out.dtype)
-    check(got_shape == tuple(shape), f"{op}: out has shape {got_shape}, but the result has shape {tuple(shape)}")
-    check(got_dtype == dtype, f"{op}: out has dtype {got_dtype}, but the result has dtype {dtype}")
-    check(_driver_of(out._device) == driver, f"{op}: out lives on another device than {driver!r}")
+class IreeHost:
+    """IREE DeviceArrays on ``driver``'s device: the NumPy API's host for the executor (``ops.executor``'s docstring
+    says what a host offers). It launches nothing itself: every call runs through IREE's runtime."""
 
+    launches = False
+    queues = False
+    name = "ops"
 
-def _empty_batch(results, outs: list, driver: str, keep_on_device: bool):
-    """A batch of 0, as PyTorch has it, without compiling: empty results, and zeros where a result sums over
-    the batch (a weight gradient), written into ``outs`` when given."""
-    arrays = [np.zeros(shape, dtypes.numpy_dtype(dtype)) for shape, dtype in results]
-    hal_device = get_device(driver)
-    for array, destination in zip(arrays, outs):
-        if array.size:
-            semaphore = hal_device.create_semaphore(0)
-            zeros = to_device(array, driver)
-            hal_device.queue_copy(zeros._buffer_view.get_buffer(), destination._buffer_view.get_buffer(),
-                                  wait_semaphores=[], signal_semaphores=[(semaphore, 1)])
-            semaphore.wait(1)
-    if outs:
-        returned = outs
-    elif keep_on_device:
-        returned = [to_device(a, driver) for a in arrays]
-    else:
-        returned = arrays
-    return returned[0] if len(returned) == 1 else tuple(returned)
+    def __init__(self, driver: str):
+        self.driver, self.key = driver, ("iree", driver)
 
+    def hal_device(self) -> rt.HalDevice:
+        return get_device(self.driver)
 
-def execute(problem, inputs: list, *, results: list[tuple[tuple[int, ...], str]], device=None, out=None, form=None):
-    """Run ``problem``'s module on ``inputs`` (its function's arguments), writing ``results`` (shape, dtype) into
-    destinations: ``ops.api.run``'s work.
+    @staticmethod
+    def views(hal_device, inputs: list, outputs: list, channels_last: bool) -> list:
+        return [a._buffer_view for a in inputs] + [a._buffer_view for a in outputs]
 
-    The module's function takes the inputs, then one destination per result (``iree.abi.output``).
-    ``out`` (a DeviceArray, or a tuple of them for several results) receives the results in place.
-    Returns a NumPy array (a tuple of them for several results), or DeviceArrays when any input or
-    ``out`` is a DeviceArray.
-    """
-    outs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
-    check(
-        not outs or len(outs) == len(results),
-        f"{problem.op}: out must hold {len(results)} array(s), but got {len(outs)}",
-    )
-    driver = resolve_device(problem.op, [*inputs, *outs], device)
-    for destination, (shape, dtype) in zip(outs, results):
-        _check_out(problem.op, destination, shape, dtype, driver)
-    keep_on_device = bool(outs) or any(isinstance(a, rt.DeviceArray) for a in inputs)
-    if problem.batch == 0:
-        return _empty_batch(results, outs, driver, keep_on_device)
-    function = function_for(problem, driver, form=form)
-    if known_answer.mode() == "always":
-        known_answer.check_again(problem, driver, lambda inputs, axes: known_run(function, problem, inputs, axes))
-    destinations = outs or [empty(shape, dtype, driver) for shape, dtype in results]
-    arguments = [a if isinstance(a, rt.DeviceArray) else np.ascontiguousarray(a) for a in inputs]
-    returned = function(*arguments, *destinations)[len(arguments):]
-    if not keep_on_device:
-        # a copy: to_host() maps the device buffer, which is freed with the DeviceArray (a view would dangle)
-        returned = [np.array(r.to_host(), copy=True) for r in returned]
-    return returned[0] if len(returned) == 1 else tuple(returned)
+    def before_runtime(self) -> None:
+        pass  # a synchronous call after this thread's queued ones (Function.invoke)
+
+    def put(self, array: np.ndarray, channels_last: bool) -> rt.DeviceArray:
+        return rt.asdevicearray(self.hal_device(), array)
+
+    @staticmethod
+    def wait() -> None:
+        finish()
+
+    @staticmethod
+    def fetch(outputs: list, channels_last: bool, axes: tuple) -> known_answer.Ran:
+        # copies: to_host() maps the device buffer, which is freed with the DeviceArray (a view would dangle)
+        return known_answer.gathered([np.array(r.to_host(), copy=True) for r in outputs], axes)

@@ -80,7 +80,7 @@ class Target:
     def compile_flags(self) -> list[str]:
         # async-external: the entry point takes a wait and a signal fence (ops/runtime.Function), so that PyTorch's
         # HIP stream can run it without a host wait (iree-turbine's path), and so that a CPU call can queue behind
-        # the one before it (ops.torch: a layer's two gradients, one wait; policy.CPU_LAYER_CALLS_QUEUED)
+        # the one before it (ops.torch: a layer's two gradients, one wait; cpu_executor.LAYER_CALLS_QUEUED)
         if self.backend == "llvm-cpu":
             return [
                 "--iree-hal-target-device=local",

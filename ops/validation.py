@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 import os
 import sys
+import threading
 import warnings
 from typing import Sequence
 
@@ -44,6 +45,19 @@ def warn_caller(message: str, category: type[Warning] = RuntimeWarning) -> None:
     while frame.f_back is not None and _library_frame(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)  # + 1: this function's own frame
+
+
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def say_once(message: str) -> None:
+    """``message`` as a RuntimeWarning at the user's line that led here (``warn_caller``), once a process."""
+    with _said_lock:
+        if message in _said:
+            return
+        _said.add(message)
+    warn_caller(message)
 
 
 ACTIVATIONS = (None, "relu")  # what an input_activation may be: the activation before a layer, fused into it

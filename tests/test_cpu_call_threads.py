@@ -1,10 +1,10 @@
 """ops.torch's CPU calls through IREE's runtime (``OPS_CPU_LAUNCHER=runtime``, and where a module has no launch plan)
 and the threads beside them (the default launcher, on PyTorch's own threads: tests/test_cpu_launch.py):
-- they release PyTorch's OpenMP pool first (``policy.CPU_CALLS_RELEASE_OPENMP``): the pool's threads go, PyTorch's
+- they release PyTorch's OpenMP pool first (``cpu_executor.RELEASE_OPENMP``): the pool's threads go, PyTorch's
   next parallel region makes them again, and the gradients do not change;
-- they run with the calling thread under ``SCHED_BATCH`` (``policy.CPU_CALLS_SCHED_BATCH``), and leave it as it was;
+- they run with the calling thread under ``SCHED_BATCH`` (``cpu_executor.SCHED_BATCH``), and leave it as it was;
 - a convolution layer's two gradient calls are queued back to back and waited for once
-  (``policy.CPU_LAYER_CALLS_QUEUED``).
+  (``cpu_executor.LAYER_CALLS_QUEUED``).
 """
 
 import os
@@ -17,7 +17,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ops import policy, runtime  # noqa: E402
+from ops import cpu_executor, runtime  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
 
 from conftest import fresh_kernel_calls, iree_threads, pool_threads  # noqa: E402
@@ -27,7 +27,7 @@ from conftest import fresh_kernel_calls, iree_threads, pool_threads  # noqa: E40
 def through_irees_runtime(monkeypatch):
     """Every kernel made in a test runs through IREE's runtime: the launcher switched, and no call prepared before
     (under the default launcher) reused."""
-    monkeypatch.setattr(policy, "cpu_launcher", lambda: "runtime")
+    monkeypatch.setattr(cpu_executor, "launcher", lambda: "runtime")
     fresh_kernel_calls(monkeypatch)
 
 
@@ -70,7 +70,7 @@ def parallel_region() -> None:
 
 
 def test_the_release_lets_the_pool_go_and_pytorch_makes_it_again(two_threads):
-    release = calls.openmp_release()
+    release = cpu_executor.openmp_release()
     assert release is not None, "PyTorch's OpenMP runtime was not found in /proc/self/maps"
     parallel_region()
     with_pool = pool_threads()
@@ -81,7 +81,7 @@ def test_the_release_lets_the_pool_go_and_pytorch_makes_it_again(two_threads):
 
 
 def test_a_cpu_kernel_call_releases_the_pool_and_keeps_pytorchs_gradients(two_threads, rng):
-    assert policy.CPU_CALLS_RELEASE_OPENMP
+    assert cpu_executor.RELEASE_OPENMP
     x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
     parallel_region()
@@ -95,33 +95,33 @@ def test_a_cpu_kernel_call_releases_the_pool_and_keeps_pytorchs_gradients(two_th
 
 def test_batch_scheduled_switches_the_calling_thread_and_back(sched_other):
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
-    assert calls.batch_scheduled(os.sched_getscheduler, 0) == os.SCHED_BATCH
+    assert cpu_executor.batch_scheduled(os.sched_getscheduler, 0) == os.SCHED_BATCH
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
     with pytest.raises(ZeroDivisionError):
-        calls.batch_scheduled(lambda: 1 / 0)
+        cpu_executor.batch_scheduled(lambda: 1 / 0)
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
 def test_batch_scheduled_leaves_a_thread_it_did_not_switch_as_it_was(sched_other):
     os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     try:
-        assert calls.batch_scheduled(os.sched_getscheduler, 0) == os.SCHED_BATCH
+        assert cpu_executor.batch_scheduled(os.sched_getscheduler, 0) == os.SCHED_BATCH
         assert os.sched_getscheduler(0) == os.SCHED_BATCH
     finally:
         os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 def test_a_cpu_kernel_call_runs_under_sched_batch(two_threads, sched_other, rng, monkeypatch):
-    assert policy.CPU_CALLS_SCHED_BATCH
+    assert cpu_executor.SCHED_BATCH
     x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
     policies = []
-    switching = calls.batch_scheduled
+    switching = cpu_executor.batch_scheduled
 
     def recorded(call, *args):
         return switching(lambda: (policies.append(os.sched_getscheduler(0)), call(*args))[1])
 
-    monkeypatch.setattr(calls, "batch_scheduled", recorded)
+    monkeypatch.setattr(cpu_executor, "batch_scheduled", recorded)
     made = iree_thread_policies()
     assert made
     ours = torch.autograd.grad(functional.conv2d(x, w, stride=2, padding=1, groups=2), (x, w), grad[..., :6, :6])
@@ -161,10 +161,10 @@ def recorded_waits(monkeypatch) -> list:
 
 
 def test_a_layers_two_gradient_calls_are_queued_and_waited_for_once(two_threads, rng, monkeypatch):
-    assert policy.CPU_LAYER_CALLS_QUEUED and policy.cpu_layer_calls_queued()  # this file runs IREE's runtime
+    assert cpu_executor.LAYER_CALLS_QUEUED and cpu_executor.layer_calls_queued()  # this file runs IREE's runtime
     with monkeypatch.context() as launched:  # a launched call returns done: nothing to queue
-        launched.setattr(policy, "cpu_launcher", lambda: "plan")
-        assert not policy.cpu_layer_calls_queued()
+        launched.setattr(cpu_executor, "launcher", lambda: "plan")
+        assert not cpu_executor.layer_calls_queued()
     x, w, grad = conv_case(rng)
     torch.autograd.grad(functional.conv2d(x, w, padding=1, groups=2), (x, w), grad)  # the kernels made and checked
     seen, waits = recorded_invokes(monkeypatch), recorded_waits(monkeypatch)
@@ -203,7 +203,7 @@ def test_queued_calls_grow_the_workspace_only_after_the_queued_call_is_done(rng,
     for first, second in ((data, weight), (weight, data)):  # in one of the two orders, the second call grows it
         runtime.release_workspaces()
         finished.clear()
-        with calls.queued_calls():
+        with cpu_executor.queued_calls():
             results = [first(), second()]
         grown = sizes[0] < sizes[1] if first is data else sizes[1] < sizes[0]
         assert len(finished) == 1 + grown  # a growth waited for the queued call first; then the block's end
@@ -216,7 +216,7 @@ def test_queued_calls_grow_the_workspace_only_after_the_queued_call_is_done(rng,
 def test_a_block_that_raises_still_waits_for_its_queued_calls(rng):
     (data, _), _, expected = layer_calls(rng)
     with pytest.raises(ZeroDivisionError):
-        with calls.queued_calls():
+        with cpu_executor.queued_calls():
             result = data()
             1 / 0
     assert getattr(runtime._queued, "fence", None) is None
@@ -231,7 +231,7 @@ def test_a_numpy_call_inside_a_block_starts_after_the_queued_call_and_waits_for_
     grad_out, weight = rng.standard_normal((2, 4, 5, 5)), rng.standard_normal((4, 3, 3, 3))
     x = torch.zeros(2, 3, 7, 7, dtype=torch.float64, requires_grad=True)
     (want,) = torch.autograd.grad(F.conv2d(x, torch.from_numpy(weight)), x, torch.from_numpy(grad_out))
-    with calls.queued_calls():
+    with cpu_executor.queued_calls():
         result = data()
         got = api.conv_bwd_data(grad_out.astype(np.float32), weight.astype(np.float32), input_shape=(2, 3, 7, 7),
                                 layout="NCHW")

@@ -14,11 +14,12 @@ import torch.nn.functional as F  # noqa: E402
 
 from conftest import fresh_kernel_calls, pool_threads  # noqa: E402
 
-from ops import compiler, policy, registry, runtime, targets  # noqa: E402
+from ops import compiler, cpu_executor, executor, policy, registry, runtime, targets  # noqa: E402
 from ops.launch import cpu as cpu_launch  # noqa: E402
 from ops.launch import elf  # noqa: E402
 from ops.launch import plan as launch_plan  # noqa: E402
-from ops.launch import plan_of  # noqa: E402
+from ops.launch import store as plan_store  # noqa: E402
+from ops.launch.store import plan_of  # noqa: E402
 from ops.operators import avgpool3d, conv_bwd_data, grouped_conv_bwd_weight, maxpool2d, maxpool2d_fwd  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
 
@@ -61,7 +62,7 @@ def problems(rng) -> dict:
 
 def _stored(problem):
     spec, path, data = compiler.load_first(policy.module_specs(problem, CPU))
-    return spec, path, data, compiler.load_plan(compiler.root_of(path), path, data)
+    return spec, path, data, plan_store.load(compiler.root_of(path), path, data)
 
 
 def test_cpu_modules_have_plans_of_both_kinds(rng):
@@ -92,7 +93,7 @@ def _launched(problem, rng) -> tuple[list, list]:
     spec, path, data, plan = _stored(problem)
     found = cpu_launch.load(spec, path, data)
     assert not isinstance(found, str), found
-    kernel = calls.CpuLaunchedKernel(*found, torch.device("cpu"))
+    kernel = cpu_executor.CpuLaunchedCall(*found, calls.host(torch.device("cpu")), problem)
     tensors = [torch.from_numpy(np.ascontiguousarray(a)).clone() for a in inputs]
     poison = [np.full(shape, np.nan if np.dtype(dtype).kind == "f" else -1, dtype=dtype)
               for shape, dtype in module.results(problem)]
@@ -116,7 +117,7 @@ def test_the_launcher_computes_what_irees_runtime_computes(rng, name):
 
 @pytest.mark.parametrize("huge_pages", [True, False])
 def test_the_launch_workspace_is_aligned_zero_filled_and_ours_to_the_last_byte(huge_pages):
-    """cpu_launch.Workspace (calls.launch_workspace's): page-aligned (IREE's code assumes 64 bytes), aligned to a
+    """cpu_launch.Workspace (cpu_executor.launch_workspace's): page-aligned (IREE's code assumes 64 bytes), aligned to a
     huge page where advised (so that its 2 MB pages start at its start), zero-filled, and every byte of the size
     asked for writable and read back."""
     import ctypes
@@ -136,19 +137,19 @@ def test_the_launch_workspace_is_aligned_zero_filled_and_ours_to_the_last_byte(h
 @pytest.mark.parametrize("huge_pages", [True, False])
 def test_the_launcher_computes_what_irees_runtime_computes_in_either_workspace(rng, huge_pages, monkeypatch):
     """A module with a workspace (a grouped weight gradient's gathered windows) through the launcher, its workspace
-    in huge pages or not (policy.CPU_WORKSPACE_HUGE_PAGES), made fresh for this test: IREE's runtime's bits."""
-    import threading
-
-    monkeypatch.setattr(policy, "CPU_WORKSPACE_HUGE_PAGES", huge_pages)
-    monkeypatch.setattr(calls, "_launch_workspace", threading.local())
+    in huge pages or not (cpu_executor.WORKSPACE_HUGE_PAGES), made fresh for this test: IREE's runtime's bits."""
+    monkeypatch.setattr(cpu_executor, "WORKSPACE_HUGE_PAGES", huge_pages)
+    made, workspace = [], cpu_launch.Workspace
+    monkeypatch.setattr(cpu_launch, "Workspace", lambda size, huge: made.append((huge, workspace(size, huge))) or made[-1][1])
+    cpu_executor.release_launch_workspace()
     ours, irees = _launched(problems(rng)["grouped_weight"], rng)
-    assert calls._launch_workspace.workspace.size > 0  # the call made its own
+    assert made and made[-1][0] == huge_pages and made[-1][1].size > 0  # the call made its own
     assert all(np.array_equal(a, b) for a, b in zip(ours, irees))
 
 
 @pytest.mark.parametrize("backend", ["cpu", "cuda", "hip"])
-def test_every_launcher_has_the_one_interface_calls_launched_uses(backend):
-    """ops/torch/calls.launched calls any launcher the same way: ``unavailable()``, then ``load(spec, path, data,
+def test_every_launcher_has_the_one_interface_the_executor_uses(backend):
+    """ops.executor.launched calls any launcher the same way: ``unavailable()``, then ``load(spec, path, data,
     device_index)``. Read from each module's source, so that the CUDA launcher (whose import needs NVIDIA's
     driver bindings) is checked here too."""
     import ast
@@ -158,7 +159,7 @@ def test_every_launcher_has_the_one_interface_calls_launched_uses(backend):
     functions = {node.name: node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
     assert [a.arg for a in functions["unavailable"].args.args] == []
     assert [a.arg for a in functions["load"].args.args][:4] == ["spec", "path", "data", "device_index"]
-    assert backend in calls._LAUNCHERS
+    assert backend in executor.LAUNCHER_NAMES
 
 
 def test_each_executable_is_its_own_library(rng):
@@ -211,10 +212,10 @@ def served_by(kind, ours, x, w, grad) -> None:
 
 def test_ops_torch_launches_cpu_modules_on_pytorchs_threads(fresh_calls, rng):
     """The default: both gradients through the launcher, PyTorch's pool kept (not released), PyTorch's answer."""
-    assert policy.cpu_launcher() == "plan"
+    assert cpu_executor.launcher() == "plan"
     x, w, grad = conv_case(rng)
     gradients(functional.conv2d, x, w, grad)  # the kernels made and checked
-    assert kernels_made() and all(type(k) is calls.CpuLaunchedKernel for k in kernels_made())
+    assert kernels_made() and all(type(k) is cpu_executor.CpuLaunchedCall for k in kernels_made())
     torch.relu(torch.randn(1 << 22))  # a parallel region: the pool's threads made
     with_pool = pool_threads()
     ours = gradients(functional.conv2d, x, w, grad)
@@ -227,7 +228,7 @@ def test_ops_cpu_launcher_runtime_keeps_irees_runtime(fresh_calls, rng, monkeypa
     monkeypatch.setenv("OPS_CPU_LAUNCHER", "runtime")
     x, w, grad = conv_case(rng)
     ours = gradients(functional.conv2d, x, w, grad)
-    served_by(calls.RuntimeKernel, ours, x, w, grad)
+    served_by(executor.RuntimeCall, ours, x, w, grad)
 
 
 def test_without_a_runner_irees_runtime_runs_the_module_and_says_why(fresh_calls, rng, monkeypatch):
@@ -235,18 +236,18 @@ def test_without_a_runner_irees_runtime_runs_the_module_and_says_why(fresh_calls
     x, w, grad = conv_case(rng)
     with pytest.warns(RuntimeWarning, match="CPU kernels run through IREE's runtime: no C compiler"):
         ours = gradients(functional.conv2d, x, w, grad)
-    served_by(calls.RuntimeKernel, ours, x, w, grad)
+    served_by(executor.RuntimeCall, ours, x, w, grad)
 
 
 def test_a_launcher_computing_a_wrong_answer_is_refused(fresh_calls, rng, monkeypatch):
     """The known-answer check runs through the launcher (``cpu-launch``): a launch that writes nothing is refused,
     said once, and IREE's runtime computes the gradients."""
-    monkeypatch.setattr(calls.CpuLaunchedKernel, "__call__", lambda self, inputs, outputs: None)
+    monkeypatch.setattr(cpu_executor.CpuLaunchedCall, "__call__", lambda self, inputs, outputs: None)
     x, w, grad = conv_case(rng, int(rng.integers(17, 21)))  # a size no other test draws: its verdicts are not known yet
     with pytest.warns(RuntimeWarning, match="runs through IREE's runtime: the CPU launcher's forms fail the "
                                             "known-answer check"):
         ours = gradients(functional.conv2d, x, w, grad)
-    served_by(calls.RuntimeKernel, ours, x, w, grad)
+    served_by(executor.RuntimeCall, ours, x, w, grad)
 
 
 @pytest.mark.parametrize("threads", [1, 3])
@@ -264,14 +265,14 @@ def test_the_launcher_runs_on_any_team_size(rng, threads):
 
 def test_a_launched_layer_never_asks_the_queueing_policy(fresh_calls, rng, monkeypatch):
     """A convolution layer's two gradient calls queue behind each other only through IREE's runtime: until a CPU
-    kernel runs there (calls.cpu_runtime_kernels), the layer's backward does not ask the policy (an environment
+    kernel runs there (cpu_executor.runtime_calls), the layer's backward does not ask the policy (an environment
     read, 12-17 us a layer inside a step)."""
-    monkeypatch.setattr(calls, "cpu_runtime_kernels", 0)
-    monkeypatch.setattr(policy, "cpu_layer_calls_queued", lambda: pytest.fail("the queueing policy was asked"))
+    monkeypatch.setattr(cpu_executor, "runtime_calls", 0)
+    monkeypatch.setattr(cpu_executor, "layer_calls_queued", lambda: pytest.fail("the queueing policy was asked"))
     case = conv_case(rng, int(rng.integers(9, 16)))
     for ours, theirs in zip(gradients(functional.conv2d, *case), gradients(F.conv2d, *case)):
         assert float((ours - theirs).norm() / theirs.norm()) < 1e-5
-    assert calls.cpu_runtime_kernels == 0
+    assert cpu_executor.runtime_calls == 0
 
 
 def test_calls_from_two_threads_at_once_keep_their_own_results(fresh_calls, rng):
@@ -297,18 +298,18 @@ def test_calls_from_two_threads_at_once_keep_their_own_results(fresh_calls, rng)
 
 def test_a_cached_module_without_a_plan_gets_one_on_first_use_or_keeps_irees_runtime(rng, monkeypatch):
     """A module compiled before CPU plans were read (no plan, no reason beside it) gets its plan from its HAL program
-    compiled again (``compiler.ensure_plan``); where that cannot compile, the reason is kept and nothing raises."""
+    compiled again (``plan_store.ensure``); where that cannot compile, the reason is kept and nothing raises."""
     problem = problems(rng)["strided_data"]
     spec, path, data, plan = _stored(problem)
-    compiler.plan_path(path).unlink()
-    compiler.ensure_plan(spec, path, data)
-    again = compiler.load_plan(compiler.root_of(path), path, data)
+    plan_store.plan_path(path).unlink()
+    plan_store.ensure(spec, path, data)
+    again = plan_store.load(compiler.root_of(path), path, data)
     assert isinstance(again, launch_plan.Plan) and again == plan
-    compiler.plan_path(path).unlink()
+    plan_store.plan_path(path).unlink()
     monkeypatch.setattr(compiler, "compiler_tool", lambda: "/nonexistent/iree-compile")
-    compiler.ensure_plan(spec, path, data)
-    assert "could not be compiled again" in compiler.load_plan(compiler.root_of(path), path, data)
-    compiler.unsupported_path(path).unlink()  # the next test's first use reads it again
+    plan_store.ensure(spec, path, data)
+    assert "could not be compiled again" in plan_store.load(compiler.root_of(path), path, data)
+    plan_store.unsupported_path(path).unlink()  # the next test's first use reads it again
 
 
 def test_a_damaged_plan_is_rebuilt_once_and_then_loads_without_a_warning(rng):
@@ -317,9 +318,9 @@ def test_a_damaged_plan_is_rebuilt_once_and_then_loads_without_a_warning(rng):
     import warnings
 
     spec, path, data, plan = _stored(problems(rng)["strided_data"])
-    stored = compiler.plan_path(path)
+    stored = plan_store.plan_path(path)
     stored.write_bytes(stored.read_bytes()[:-40])  # truncated
-    assert "does not match its recorded SHA-256 digest" in compiler.load_plan(compiler.root_of(path), path, data)
+    assert "does not match its recorded SHA-256 digest" in plan_store.load(compiler.root_of(path), path, data)
     with pytest.warns(RuntimeWarning, match=rf"{stored.name} did not match its recorded SHA-256 digest; rebuilding"):
         loaded = cpu_launch.load(spec, path, data)
     assert not isinstance(loaded, str) and loaded[1] == plan
@@ -356,7 +357,7 @@ def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_cal
 def test_a_pair_launching_other_bits_than_its_calls_is_given_up(fresh_calls, rng, monkeypatch):
     """The first paired launch is checked against the two calls': where it differs (here: it writes nothing), the
     calls' results are returned, the pair is given up, and that is said once."""
-    monkeypatch.setattr(calls.CpuLaunchedKernel, "then", lambda self, *args: None)
+    monkeypatch.setattr(cpu_executor.CpuLaunchedCall, "then", lambda self, *args: None)
     x, w, grad = conv_case(rng)
     with pytest.warns(RuntimeWarning, match="launched together differ from their own launches"):
         ours = gradients(functional.conv2d, x, w, grad)

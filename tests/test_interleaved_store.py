@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ops import catalog, render, runtime, targets, policy
+from ops import catalog, executor, render, targets, policy
 from ops.operators import conv_bwd_data as conv
 from ops.operators import phase_plan, stride_phases
 
@@ -26,7 +26,7 @@ from test_grouped_conv_bwd_data import check_against_the_definition_and_the_epil
 @pytest.fixture(params=["gpu phases", "cpu phases"])
 def interleave(request, monkeypatch):
     """The interleaved store, with the GPU targets' phases or the CPU's (zero taps on one-tap axes)."""
-    monkeypatch.setattr(runtime, "_functions", {})  # loaded functions are keyed by problem and target, not form
+    executor.forget()  # ready calls are keyed by problem and host, not by the form a test forces
     interleaved_store(monkeypatch)
     if request.param == "gpu phases":
         gpu_phases(monkeypatch)
@@ -105,7 +105,7 @@ def tuned_phases(monkeypatch):
         return text.replace(" attrs = {compilation_info = TUNED}", "").replace(", compilation_info = TUNED", ""), shape, read
 
     monkeypatch.setattr(stride_phases, "convolution", tuned)
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     gpu_phases(monkeypatch)
 
 

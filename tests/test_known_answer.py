@@ -12,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from ops import api, compiler, dtypes, known_answer, policy, registry, runtime, targets
+from ops import api, arrays, compiler, dtypes, executor, known_answer, policy, registry, targets
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
 CPU = targets.parse_target("llvm-cpu")
@@ -89,12 +89,12 @@ def test_verdicts_are_recorded_and_a_pass_is_trusted_later(monkeypatch, tmp_path
     checks = []
     original = known_answer.verify
     monkeypatch.setattr(known_answer, "verify", lambda p, run: checks.append(p.name) or original(p, run))
-    runtime._functions.clear()
-    runtime.function_for(problem, "local-task")
+    executor.forget()
+    arrays.ready(problem, "local-task")
     assert checks == [problem.name]
     assert len(list((tmp_path / "verified").glob("*.pass"))) == 1
-    runtime._functions.clear()  # as a new process: the module is loaded again, its pass recalled
-    runtime.function_for(problem, "local-task")
+    executor.forget()  # as a new process: the module is loaded again, its pass recalled
+    arrays.ready(problem, "local-task")
     assert checks == [problem.name]
 
 
@@ -105,11 +105,11 @@ def test_ops_verify_off_always_and_a_wrong_value(monkeypatch, tmp_path, rng):
     checks = []
     original = known_answer.verify
     monkeypatch.setattr(known_answer, "verify", lambda p, run: checks.append(p.name) or original(p, run))
-    runtime._functions.clear()
+    executor.forget()
     monkeypatch.setenv("OPS_VERIFY", "off")
     api.run(problem, inputs)
     assert checks == [] and not (tmp_path / "verified").exists()
-    runtime._functions.clear()
+    executor.forget()
     monkeypatch.setenv("OPS_VERIFY", "always")
     for _ in range(2):
         api.run(problem, inputs)
@@ -190,14 +190,14 @@ def test_the_torch_path_gathers_the_sampled_positions_before_they_reach_the_host
     monkeypatch.setattr(known_answer, "WHOLE", 0)
     problem = _strided_problem(batch=9, in_channels=6)  # NHWC: channels-last tensors
     cpu = torch.device("cpu")
-    kernel = calls.kernel_for(problem, cpu, lambda tensors: [t.permute(0, 2, 3, 1) for t in tensors])
+    kernel = calls.kernel_for(problem, cpu)
     inputs = known_answer.inputs_for(problem)
     sample = known_answer.sample_of(problem, inputs)
     assert [axis for axis, _ in sample.axes] == [0, 3]  # batch indices, then channels
-    gathered = calls.run_known(kernel, problem, cpu, inputs, sample.axes).results
-    whole = calls.run_known(kernel, problem, cpu, inputs).results
+    gathered = executor.known_run(kernel, inputs, sample.axes).results
+    whole = executor.known_run(kernel, inputs).results
     assert gathered[0].shape == (4, 7, 7, 4) and np.array_equal(gathered[0], known_answer.take(whole[0], sample.axes))
-    assert known_answer.verify(problem, lambda i, axes: calls.run_known(kernel, problem, cpu, i, axes)).passed
+    assert known_answer.verify(problem, lambda i, axes: executor.known_run(kernel, i, axes)).passed
 
 
 def test_ops_verify_always_checks_every_torch_call(monkeypatch, tmp_path):
@@ -257,7 +257,7 @@ def test_right_modules_at_sampled_sizes_pass_the_whole_chain(monkeypatch, tmp_pa
     problem = operator.problem_from_params(**params)
     inputs = known_answer.inputs_for(problem)
     assert known_answer.sample_of(problem, inputs).axes, "the check must be sampled at this size"
-    runtime._functions.clear()
+    executor.forget()
     got = api.run(problem, inputs)  # refused with WrongResultError before the sample went by roles
     assert len(list((tmp_path / "verified").glob("*.pass"))) == 1
     expected = operator.reference(problem, inputs)

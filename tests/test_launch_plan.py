@@ -18,7 +18,8 @@ import torch
 import iree.runtime as rt
 import numpy as np
 
-from ops import compiler, runtime, targets, policy
+from ops import arrays, compiler, executor, targets, policy
+from ops.launch import store as plan_store
 from ops.launch import flatbuffer
 from ops.launch import plan as launch_plan
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
@@ -50,7 +51,7 @@ def monkeypatch_module():
 def _compiled(problem, target_name):
     target = targets.parse_target(target_name)
     spec, path, data = compiler.load_first(policy.module_specs(problem, target))
-    return spec, path, data, compiler.load_plan(compiler.root_of(path), path, data)
+    return spec, path, data, plan_store.load(compiler.root_of(path), path, data)
 
 
 def _fresh_hal(spec, tmp_path) -> str:
@@ -144,8 +145,8 @@ def test_every_committed_gfx942_module_has_a_plan_that_agrees_with_a_fresh_hal_p
         vmfb = root / record["module"]
         data = compiler.verified(root, vmfb)
         assert data is not None, record["module"]
-        assert record["launch_plan"] == compiler.plan_path(vmfb).relative_to(root).as_posix()
-        plan = compiler.load_plan(root, vmfb, data)
+        assert record["launch_plan"] == plan_store.plan_path(vmfb).relative_to(root).as_posix()
+        plan = plan_store.load(root, vmfb, data)
         assert not isinstance(plan, str), plan
         assert record["dispatches"] == len(plan.dispatches)
         directory = tmp_path / str(number)
@@ -161,16 +162,16 @@ def test_every_committed_gfx942_module_has_a_plan_that_agrees_with_a_fresh_hal_p
 
 def test_a_damaged_plan_or_module_is_not_used(store, tmp_path):
     spec, path, data, plan = _compiled(PROBLEMS["conv_bwd_data_s2"](), "cuda:sm_80")
-    stored = compiler.plan_path(path)
+    stored = plan_store.plan_path(path)
     text = stored.read_text()
     stored.write_text(text.replace('"grid": [', '"grid": [1, ', 1))
     try:
-        assert "digest" in compiler.load_plan(compiler.root_of(path), path, data)
+        assert "digest" in plan_store.load(compiler.root_of(path), path, data)
     finally:
         stored.write_text(text)
     e = plan.executables[0]
     moved = data[:e.offset] + b"\0" + data[e.offset:]
-    assert "not at its recorded place" in compiler.load_plan(compiler.root_of(path), path, moved)
+    assert "not at its recorded place" in plan_store.load(compiler.root_of(path), path, moved)
 
 
 def test_a_program_that_is_not_static_has_no_plan(store, tmp_path):
@@ -196,7 +197,7 @@ def test_a_misaligned_input_is_launched_from_an_aligned_copy(monkeypatch):
                             (64,), (launch_plan.Slot(0, None, 0, 16), launch_plan.Slot(1, None, 0, 16),
                                     launch_plan.Slot(None, 0, 0, 64)), (), ())
     seen = []
-    kernel = calls.LaunchedKernel(lambda bases, stream: seen.append(bases), plan, torch.device("cpu"))
+    kernel = executor.LaunchedCall(lambda bases, stream: seen.append(bases), plan, calls.host(torch.device("cpu")), None)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 0, raising=False)
     storage = torch.arange(8, dtype=torch.float32)
     aligned, misaligned = storage[:4], storage[1:5]
@@ -216,8 +217,8 @@ def test_an_async_external_module_runs_with_fences_as_a_synchronous_one(rng):
     the caller waits), and the float64 reference's values."""
     problem = PROBLEMS["conv_bwd_data_s2"]()
     inputs = conv_bwd_data.random_inputs(problem, rng)
-    plain = runtime.function_for(problem, "local-task", extra_flags=("--iree-execution-model=async-internal",))
-    fenced = runtime.function_for(problem, "local-task")
+    plain = arrays.ready(problem, "local-task", extra_flags=("--iree-execution-model=async-internal",)).function
+    fenced = arrays.ready(problem, "local-task").function
     assert fenced.fenced and not plain.fenced
 
     def destination():
@@ -289,7 +290,7 @@ def test_the_opt_in_hip_launcher_issues_a_committed_gfx942_plan_as_it_says():
     record = next(m for m in _committed_gfx942() if m["dispatches"] == 15)
     vmfb = ARTIFACTS / record["module"]
     data = compiler.verified(ARTIFACTS, vmfb)
-    plan = compiler.load_plan(ARTIFACTS, vmfb, data)
+    plan = plan_store.load(ARTIFACTS, vmfb, data)
     stand_in = _StandInHip()
     stand_in.arguments = {e.name: e.bindings + e.constants for x in plan.executables for e in x.exports}
     kernels = launch_hip.Kernels(plan, [data[e.offset: e.offset + e.nbytes] for e in plan.executables], 3, stand_in)

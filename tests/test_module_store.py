@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ops import compiler, policy, runtime, targets
+from ops import compiler, executor, policy, targets
 from ops.operators import conv_bwd_data as op
 from ops.api import run
 
@@ -52,7 +52,7 @@ def test_artifacts_are_used_before_the_cache_and_without_compiling(tmp_path, mon
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "empty-cache"))
     version = compiler.compiler_version()
     compiler.compile_module(spec(), spec().path(artifacts, version))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     before = compiler.stats["compiles"]
     inputs = op.random_inputs(PROBLEM, rng)
     result = run(PROBLEM, inputs)
@@ -97,7 +97,7 @@ def test_a_runtime_only_machine_runs_artifacts_and_names_what_is_missing(tmp_pat
     (artifacts / "manifest.json").write_text(f'{{"compiler_version": "{version}"}}')
     # from here on, no compiler: keys use the version artifacts/ was built with
     monkeypatch.setattr(compiler, "installed_compiler_version", lambda: None)
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     inputs = op.random_inputs(PROBLEM, rng)
     np.testing.assert_allclose(run(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
     other = op.problem_from_params(batch=1, in_channels=3, out_channels=2, input_spatial=(7,), filter_spatial=(3,), stride=2, padding=1, layout="NWC", dtype="float32")
@@ -201,7 +201,7 @@ def test_a_cache_one_user_fills_under_umask_022_serves_another_as_it_is(monkeypa
     root = Path(tempfile.mkdtemp(prefix="ops-shared-"))
     cache = root / "cache"
     monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     monkeypatch.setattr(known_answer, "_remembered", {})  # the verdict is recorded in the cache
     before = os.umask(0o022)
     try:
@@ -228,13 +228,13 @@ def _damage(vmfb, how):
 @pytest.mark.parametrize("how", ["truncated", "flipped", "no digest"])
 def test_a_damaged_cached_module_is_rebuilt_not_run(how, tmp_path, monkeypatch, rng):
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     inputs = op.random_inputs(PROBLEM, rng)
     run(PROBLEM, inputs)
     vmfb = spec().path(tmp_path / "cache", compiler.compiler_version())
     assert compiler.digest_path(vmfb).read_text().strip() == compiler.digest(vmfb.read_bytes())
     _damage(vmfb, how)
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     before = compiler.stats["compiles"]
     with pytest.warns(RuntimeWarning, match=rf"{vmfb.name} did not match its recorded SHA-256 digest; rebuilding"):
         result = run(PROBLEM, inputs)
@@ -255,13 +255,13 @@ def test_a_damaged_artifact_without_a_compiler_is_named_with_its_rebuild_command
     record = {"module": vmfb.relative_to(artifacts).as_posix(), "sha256": good}
     (artifacts / "manifest.json").write_text(json.dumps({"compiler_version": version, "modules": [record]}))
     monkeypatch.setattr(compiler, "installed_compiler_version", lambda: None)
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     inputs = op.random_inputs(PROBLEM, rng)
     np.testing.assert_allclose(run(PROBLEM, inputs), op.reference(PROBLEM, inputs), rtol=1e-5, atol=1e-6)
     # the manifest's digest rules: a module that still matches the digest beside it, but not the manifest's, is refused
     _damage(vmfb, "flipped")
     compiler.digest_path(vmfb).write_text(compiler.digest(vmfb.read_bytes()))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     with pytest.raises(compiler.DamagedModuleError,
                        match=rf"{vmfb} does not match its recorded SHA-256 digest .* python -m build_tools.aot --targets llvm-cpu"):
         run(PROBLEM, inputs)

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")  # the test extra installs it
 import torch.nn.functional as F  # noqa: E402
 
 import ops  # noqa: E402
-from ops import policy, runtime  # noqa: E402
+from ops import executor, policy  # noqa: E402
 from ops.operators import grouped_conv_bwd_weight  # noqa: E402
 
 from conftest import gpu_phases, interleaved_store  # noqa: E402
@@ -56,7 +56,7 @@ def _forms(operator):
 def form(request, monkeypatch):
     """The target form a test runs (parametrized indirectly from FORMS): the CPU's as it is, or a GPU's."""
     if request.param:
-        monkeypatch.setattr(runtime, "_functions", {})  # loaded functions are keyed by problem and target, not form
+        executor.forget()  # ready calls are keyed by problem and host, not by the form a test forces
         request.param(monkeypatch)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ops
-from ops import cli, compiler, known_answer, runtime, targets
+from ops import arrays, cli, compiler, executor, known_answer, runtime, targets
 from ops.operators import avgpool3d
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,7 +93,7 @@ def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_
 
     monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(compiler, "_said", set())
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     cpu = targets.parse_target("llvm-cpu")
     conv = conv_bwd_data.problem_from_params(batch=4, in_channels=16, out_channels=32, input_spatial=(15, 15),
                                              filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW",
@@ -105,7 +105,7 @@ def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_
     assert compiler.stats["compiles"] == before + 2  # two forms compiled
     pool = avgpool3d.problem_from_params(batch=1, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
                                          stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
-    runtime.function_for(pool, "local-task")
+    arrays.ready(pool, "local-task")
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ops: ")]
     assert said == [
         "ops: compiling conv_bwd_data nchw float32 n4 c16->k32 15x15 f3x3 s2 p1 for llvm-cpu (once)",
@@ -117,7 +117,7 @@ def test_a_compile_on_first_use_says_so_in_one_short_line_per_problem_and_quiet_
     monkeypatch.setenv("OPS_QUIET", "1")
     other = avgpool3d.problem_from_params(batch=2, channels=2, input_spatial=(4, 4, 4), kernel_size=(2, 2, 2),
                                           stride=(2, 2, 2), padding=(0, 0, 0), layout="NDHWC", dtype="float32")
-    runtime.function_for(other, "local-task")
+    arrays.ready(other, "local-task")
     assert "ops: " not in capsys.readouterr().err
     assert cli.main(["cache"]) == 0
     shown = capsys.readouterr().out
@@ -144,7 +144,7 @@ def _refused_on(monkeypatch, paths: set) -> None:
     checked = known_answer.ensure
     monkeypatch.setattr(known_answer, "ensure", lambda problem, sha, device, path, run: wrong if path in paths
                         else checked(problem, sha, device, path, run))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     monkeypatch.setenv("OPS_CPU_LAUNCHER", "plan")
     fresh_kernel_calls(monkeypatch)
 
@@ -186,7 +186,7 @@ def test_a_launcher_refusal_the_runtime_serves_is_one_line_at_the_users_line(mon
     import warnings
 
     import ops.torch as otorch
-    from ops.torch import calls, kernels
+    from ops.torch import kernels
 
     _refused_on(monkeypatch, {"cpu-launch"})
     x = torch.randn(1, 3, 10, 6)
@@ -195,7 +195,7 @@ def test_a_launcher_refusal_the_runtime_serves_is_one_line_at_the_users_line(mon
         y = otorch.max_pool2d(x, 2)
     assert torch.equal(y, torch.nn.functional.max_pool2d(x, 2))
     (call,) = kernels.max_pool2d.ready.values()
-    assert type(call.kernel) is calls.RuntimeKernel
+    assert type(call.kernel) is executor.RuntimeCall
     said = [w for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(said) == 1 and said[0].filename == __file__
     message = str(said[0].message)
@@ -315,7 +315,7 @@ def test_cache_files_and_folders_are_as_readable_as_the_umask_says(umask, monkey
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     monkeypatch.setattr(known_answer, "_remembered", {})  # the verdict is recorded, not recalled from the last case
     problem, arrays, call, expected = _small_conv(rng)
     broken = compiler.ModuleSpec(problem.name, "func.func @f() { not_an_op }", targets.parse_target("llvm-cpu"))
@@ -388,7 +388,7 @@ def test_an_unwritable_cache_compiles_elsewhere_for_this_process_with_one_warnin
     cache = tmp_path / "read-only-cache"
     cache.mkdir()
     monkeypatch.setenv("OPS_CACHE_DIR", str(cache))
-    monkeypatch.setattr(runtime, "_functions", {})
+    executor.forget()
     monkeypatch.setattr(known_answer, "_remembered", {})
     monkeypatch.setattr(compiler, "_elsewhere", {})
     monkeypatch.setattr(compiler, "_writable", set())

@@ -153,19 +153,71 @@ def _imports_of(path: Path, name: str, modules: dict) -> set[str]:
     return found - {name}
 
 
-def test_ops_has_no_import_cycle():
-    """No module of ops imports (at the top or inside a function) one that imports it back, however far."""
+def _import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Each module of ``package`` (under ``root``) and the modules of it that importing it runs: those it imports
+    (at the top or inside a function), each with its parent packages (importing ``a.b.c`` runs ``a`` and ``a.b``
+    first), and its own parent packages. A package's edges to its own submodules are left out: Python runs the
+    package first, so a package that imports its submodules is no cycle."""
     modules = {}
-    for p in _sources("ops"):
-        parts = p.relative_to(ROOT).with_suffix("").parts
+    for p in sorted((root / package).rglob("*.py")):
+        parts = p.relative_to(root).with_suffix("").parts
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-    graph = {name: _imports_of(path, name, modules) for name, path in modules.items()}
 
+    def with_parents(name: str) -> set[str]:
+        parts = name.split(".")
+        return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & modules.keys()
+
+    graph = {}
+    for name, path in modules.items():
+        imported = _imports_of(path, name, modules)
+        edges = set().union(*(with_parents(n) for n in imported | {name}))
+        graph[name] = {n for n in edges - {name} if not (path.name == "__init__.py" and n.startswith(name + "."))}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
     def reaches(start, goal, seen):
         return any(n == goal or (n not in seen and not seen.add(n) and reaches(n, goal, seen)) for n in graph[start])
 
-    cycles = sorted(name for name in graph if reaches(name, name, set()))
+    return sorted(name for name in graph if reaches(name, name, set()))
+
+
+def test_ops_has_no_import_cycle():
+    """No module of ops imports (at the top or inside a function, or through a parent package that importing it
+    runs) one that imports it back, however far."""
+    cycles = _cycles(_import_graph(ROOT, "ops"))
     assert not cycles, cycles
+
+
+def test_the_cycle_check_counts_the_edge_to_a_parent_package(tmp_path):
+    """The shape the compiler and the launchers once had: ``compiler`` imports ``launch.plan``, which runs
+    ``launch/__init__``, which imports ``compiler``. No module imports another that imports it back directly;
+    the cycle runs through the parent package, and the check finds it."""
+    (tmp_path / "pkg" / "launch").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "compiler.py").write_text("from .launch import plan\n")
+    (tmp_path / "pkg" / "launch" / "__init__.py").write_text("def plan_of():\n    from .. import compiler\n")
+    (tmp_path / "pkg" / "launch" / "plan.py").write_text("import json\n")
+    assert _cycles(_import_graph(tmp_path, "pkg")) == ["pkg.compiler", "pkg.launch", "pkg.launch.plan"]
+    (tmp_path / "pkg" / "launch" / "__init__.py").write_text("")
+    assert _cycles(_import_graph(tmp_path, "pkg")) == []
+
+
+def _called(path: Path) -> set[str]:
+    """The dotted names ``path`` calls (``executor.ready``, ``known_answer.Gate``, ``loaded_function``...)."""
+    return {ast.unparse(node.func) for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)}
+
+
+def test_one_executor_entry_point_serves_both_apis():
+    """The NumPy API (``ops/arrays.py``) and ops.torch (``ops/torch/calls.py``) get their calls from one entry
+    point, ``executor.ready``; nothing else in ops loads a module to serve a problem or checks one on first use
+    (a known-answer Gate, IREE's runtime's loader, a launcher's load)."""
+    assert "executor.ready" in _called(ROOT / "ops" / "arrays.py")
+    assert "executor.ready" in _called(ROOT / "ops" / "torch" / "calls.py")
+    serving = {"known_answer.Gate", "runtime.loaded_function", "launcher.load"}
+    elsewhere = [f"{p.relative_to(ROOT)}: {sorted(_called(p) & serving)}" for p in _sources("ops")
+                 if p.name != "executor.py" and _called(p) & serving]
+    assert not elsewhere, elsewhere
 
 
 def _known_problem_names() -> set[str]:

@@ -18,7 +18,7 @@ from torch import nn  # noqa: E402
 
 import ops.torch as otorch  # noqa: E402
 from ops.torch import calls, functional, kernels  # noqa: E402
-from ops import compiler  # noqa: E402
+from ops import compiler, cpu_executor  # noqa: E402
 from conftest import compiles_nothing  # noqa: E402
 
 
@@ -469,7 +469,7 @@ def test_tensors_at_odd_storage_offsets_give_pytorchs_gradients(seeded):
     """IREE's CPU device imports only 64-byte aligned memory: an input that is not gets one copy, not an error."""
     x = _at_an_odd_offset(torch.randn(2, 4, 8, 8)).requires_grad_()
     weight = _at_an_odd_offset(torch.randn(6, 4, 3, 3), 5).requires_grad_()
-    assert x.data_ptr() % calls.CPU_ALIGNMENT and weight.data_ptr() % calls.CPU_ALIGNMENT
+    assert x.data_ptr() % cpu_executor.ALIGNMENT and weight.data_ptr() % cpu_executor.ALIGNMENT
     grad = torch.randn(2, 6, 4, 4)
     otorch.conv2d(x, weight, stride=2, padding=1).backward(grad)
     ref_x, ref_w = x.detach().clone().requires_grad_(), weight.detach().clone().requires_grad_()
@@ -497,14 +497,13 @@ def test_backward_makes_no_host_copy(monkeypatch, seeded):
     monkeypatch.setattr(torch.Tensor, "numpy", refuse)
     monkeypatch.setattr(torch.Tensor, "__array__", refuse)
     wrapped = []
-    for name in ("wrap", "buffer_view"):  # the stream kernels' DeviceArrays, the synchronous call's buffer views
-        original = getattr(calls, name)
-        monkeypatch.setattr(calls, name, lambda device, t, original=original: wrapped.append(t.data_ptr())
-                            or original(device, t))
-    launch, then = calls.CpuLaunchedKernel.__call__, calls.CpuLaunchedKernel.then  # the CPU launcher's pointers
-    monkeypatch.setattr(calls.CpuLaunchedKernel, "__call__", lambda self, inputs, outputs: wrapped.extend(
+    views = calls.TorchHost.views  # IREE's runtime's buffer views of the tensors (the stream's and the synchronous call's)
+    monkeypatch.setattr(calls.TorchHost, "views", staticmethod(lambda device, inputs, outputs, channels_last: wrapped.extend(
+        t.data_ptr() for t in outputs) or views(device, inputs, outputs, channels_last)))
+    launch, then = cpu_executor.CpuLaunchedCall.__call__, cpu_executor.CpuLaunchedCall.then  # the CPU launcher's pointers
+    monkeypatch.setattr(cpu_executor.CpuLaunchedCall, "__call__", lambda self, inputs, outputs: wrapped.extend(
         t.data_ptr() for t in outputs) or launch(self, inputs, outputs))
-    monkeypatch.setattr(calls.CpuLaunchedKernel, "then", lambda self, second, *tensors: wrapped.extend(
+    monkeypatch.setattr(cpu_executor.CpuLaunchedCall, "then", lambda self, second, *tensors: wrapped.extend(
         t.data_ptr() for t in tensors[1] + tensors[3]) or then(self, second, *tensors))  # a layer's two gradients
     _, _, grads = forward_backward(lambda *t: otorch.conv2d(*t, **kwargs), tensors)
     _, _, (grad_x,) = forward_backward(lambda t: otorch.max_pool2d(t, 2), [x])

@@ -50,21 +50,21 @@ def _call(op, **changes):
 @pytest.mark.parametrize("op", list(CALLS))
 def test_the_baselines_are_valid(op):
     """Each baseline passes validation: the rejections below are the changed argument's doing."""
-    import ops.runtime as runtime
+    import ops.executor as executor
 
     checked = []
-    original = runtime.function_for
+    original = executor.ready
 
     def stop(*args, **kwargs):
         checked.append(True)
         raise LookupError("validated")
 
-    runtime.function_for = stop
+    executor.ready = stop
     try:
         with pytest.raises(LookupError, match="validated"):
             _call(op)
     finally:
-        runtime.function_for = original
+        executor.ready = original
     assert checked
 
 

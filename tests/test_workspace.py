@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from ops import catalog, registry, runtime, verify
+from ops import arrays, catalog, registry, runtime, verify
 from ops.api import run
 
 from conftest import poisoned
@@ -41,8 +41,8 @@ def _poison_workspace() -> None:
 
 
 def test_modules_of_two_sizes_in_turn_share_one_workspace_and_never_read_stale_data(rng):
-    large = runtime.function_for(LARGE, CPU).transient_bytes
-    small = runtime.function_for(SMALL, CPU).transient_bytes
+    large = arrays.ready(LARGE, CPU).transient_bytes
+    small = arrays.ready(SMALL, CPU).transient_bytes
     assert 0 < small < large, (small, large)
     runtime.release_workspaces()  # loading ran each module's known-answer check, in this thread's workspace
     _check(SMALL, rng)
@@ -82,7 +82,7 @@ def test_threads_calling_one_module_at_once_each_reach_their_own_fences(rng):
     """A module's call waits on a fence of its thread's own timeline (``runtime._next_fence``): calls of one module
     from two threads at once finish in any order, which one shared timeline could not record (IREE refuses a
     value below one already signalled)."""
-    function = runtime.function_for(SMALL, CPU)
+    function = arrays.ready(SMALL, CPU).function
     module = registry.module(SMALL)
     inputs = [runtime.to_device(a, CPU) for a in module.random_inputs(SMALL, rng)]
     expected = module.reference(SMALL, [a.to_host() for a in inputs])
@@ -109,7 +109,7 @@ def test_threads_calling_one_module_at_once_each_reach_their_own_fences(rng):
 def test_a_failed_queued_call_does_not_fail_the_threads_later_calls(rng):
     """A call that waits on a failed fence fails, and so does its signal (the thread's timeline semaphore, which
     stays failed): the failure is raised once, and the thread's next calls take a new timeline and compute."""
-    function = runtime.function_for(SMALL, CPU)
+    function = arrays.ready(SMALL, CPU).function
     _check(SMALL, rng)
     broken = function.device.create_semaphore(0)
     broken.fail("a call before this one failed")

@@ -27,6 +27,7 @@ import threading
 
 from . import elf
 from . import plan as launch_plan
+from .store import plan_of
 
 RUNNER_SOURCE = r"""
 #include <stdint.h>
@@ -346,9 +347,7 @@ def load(spec, path, data: bytes, device_index=None) -> "tuple[Kernels, launch_p
     """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on this process's OpenMP
     threads, and their plan; or why the module has none (no plan, no OpenMP runtime, no runner). A module compiled
     before CPU plans were read, or whose plan is damaged, gets its plan first (``plan_of``). ``device_index``: none
-    on the CPU (the launchers' one interface, ``ops/torch/calls.launched``)."""
-    from . import plan_of
-
+    on the CPU (the launchers' one interface, ``ops.executor``)."""
     reason = unavailable()
     if reason is not None:
         return reason

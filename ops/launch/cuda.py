@@ -16,6 +16,7 @@ import ctypes
 import threading
 
 from . import plan as launch_plan
+from .store import plan_of
 from .blocks import ArgumentBlock
 
 try:
@@ -123,8 +124,6 @@ def unavailable() -> None:
 def load(spec, path, data: bytes, device_index: int) -> "tuple[Kernels, launch_plan.Plan] | str":
     """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on CUDA device
     ``device_index``, and their plan; or why the module has none."""
-    from . import plan_of
-
     planned = plan_of(spec, path, data)
     if isinstance(planned, str):
         return planned

@@ -16,6 +16,7 @@ import functools
 import os
 
 from . import plan as launch_plan
+from .store import plan_of
 from .blocks import ArgumentBlock
 
 _HANDLE = ctypes.c_void_p
@@ -112,8 +113,6 @@ def unavailable() -> None:
 def load(spec, path, data: bytes, device_index: int, hip=None) -> "tuple[Kernels, launch_plan.Plan] | str":
     """The kernels of ``spec``'s stored module at ``path`` (its verified bytes ``data``) on HIP device
     ``device_index``, and their plan; or why the module has none."""
-    from . import plan_of
-
     planned = plan_of(spec, path, data)
     if isinstance(planned, str):
         return planned

@@ -25,9 +25,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import known_answer, policy, registry, runtime
-from ..validation import check
+from ..validation import check, say_once
 from . import calls, plans
-from .plans import conform, empty, is_channels_last, kernel_view
+from .plans import conform, empty, is_channels_last
 
 # --- Recording (precompile): plans' problems are noted, nothing runs ----------------------------------------
 
@@ -84,10 +84,9 @@ def _prepare(name: str, args: tuple, fallback: Callable) -> calls.Prepared:
     is_empty = any(t.numel() == 0 for t in [*planned.inputs, *planned.writes])
     problem = _checked_problem(planned)
     try:
-        views = lambda ts: [kernel_view(t, channels_last) for t in ts]  # noqa: E731
-        kernel = None if is_empty else calls.kernel_for(problem, device, views)
+        kernel = None if is_empty else calls.kernel_for(problem, device)
     except known_answer.WrongResultError as error:
-        calls.say_once(fallback_message(problem, error))
+        say_once(fallback_message(problem, error))
         return calls.Prepared(problem, reads, memory_format, results, device, None, is_empty, fallback)
     return calls.Prepared(problem, reads, memory_format, results, device, kernel, is_empty)
 
