@@ -354,6 +354,21 @@ def test_a_layers_two_gradients_launch_together_as_the_two_calls_would(fresh_cal
             assert float((a - d).norm() / d.norm()) < 1e-5
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_channels_last_pointwise_layers_paired_launch_is_checked_and_kept(fresh_calls, rng, dtype):
+    """A channels_last 1x1 layer's weight gradient, (K, C, 1, 1), is contiguous to PyTorch with a last stride of C:
+    the paired launch's bitwise check compares it all the same (it once raised there), keeps the pair, and both
+    gradients are PyTorch's."""
+    torch.manual_seed(int(rng.integers(2**31)))
+    x = torch.randn(2, 8, 6, 6, dtype=dtype).contiguous(memory_format=torch.channels_last).requires_grad_()
+    w = torch.randn(16, 8, 1, 1, dtype=dtype).contiguous(memory_format=torch.channels_last).requires_grad_()
+    grad = torch.randn(2, 16, 6, 6, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    ours = torch.autograd.grad(functional.conv2d(x, w), (x, w), grad)
+    assert [(p.together, p.checked) for p in kernels._PAIRS.values()] == [(True, True)]
+    for a, b in zip(ours, torch.autograd.grad(F.conv2d(x.double(), w.double()), (x, w), grad.double())):
+        assert float((a.double() - b).norm() / b.norm()) < (1e-5 if dtype == torch.float32 else 1e-2)
+
+
 def test_a_pair_launching_other_bits_than_its_calls_is_given_up(fresh_calls, rng, monkeypatch):
     """The first paired launch is checked against the two calls': where it differs (here: it writes nothing), the
     calls' results are returned, the pair is given up, and that is said once."""

@@ -134,7 +134,9 @@ def _equal(a, b) -> bool:
     """Bitwise equal results (NaNs included): a tensor, or a tuple of them."""
     if isinstance(a, tuple):
         return all(_equal(x, y) for x, y in zip(a, b))
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    # flattened first: a tensor PyTorch calls contiguous may keep any stride on a size-1 dimension (a channels_last
+    # (K, C, 1, 1) weight gradient's last is C), and a view as bytes needs the last stride to be 1
+    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
 
 
 # --- PyTorch's tensors as the executor's host --------------------------------------------------------------
