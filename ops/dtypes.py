@@ -2,14 +2,14 @@
 
 Every operator accumulates in float32 and returns its input dtype (unless an operator documents an
 ``out_dtype``). bfloat16 travels through ``ml_dtypes``, which the IREE runtime exchanges natively.
+Pure: no MLIR is written here; ``ops/render.py``'s ``widen`` and ``narrow`` write the casts to and from
+the accumulator.
 """
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-
-from . import render
 
 # numpy dtype name -> MLIR element type
 MLIR_ELEMENT_TYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
@@ -33,17 +33,3 @@ def dtype_name(dtype) -> str:
 
 def mlir_element_type(name: str) -> str:
     return MLIR_ELEMENT_TYPES[name]
-
-
-def widen(value: str, element: str, result: str) -> tuple[str, str]:
-    """(line, value): ``value`` of MLIR type ``element`` in the float32 accumulator as ``result`` (no line for f32)."""
-    if element == ACCUMULATOR:
-        return "", value
-    return render.render("common.widen", result=result, value=value, element=element), result
-
-
-def narrow(value: str, element: str, result: str) -> tuple[str, str]:
-    """(line, value): the float32 accumulator ``value`` as the stored element type ``element`` (no line for f32)."""
-    if element == ACCUMULATOR:
-        return "", value
-    return render.render("common.narrow", result=result, value=value, element=element), result

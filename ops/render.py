@@ -12,6 +12,8 @@ import re
 import string
 from pathlib import Path
 
+from .dtypes import ACCUMULATOR
+
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -124,3 +126,17 @@ def transients(taken: bool) -> str:
     """The module function's last argument when it ``taken``, the workspace for its intermediates
     (``common.transients``; ops/runtime.py passes it; ``Target.transients``)."""
     return render("common.transients") if taken else ""
+
+
+def widen(value: str, element: str, result: str) -> tuple[str, str]:
+    """(line, value): ``value`` of MLIR type ``element`` in the float32 accumulator as ``result`` (no line for f32)."""
+    if element == ACCUMULATOR:
+        return "", value
+    return render("common.widen", result=result, value=value, element=element), result
+
+
+def narrow(value: str, element: str, result: str) -> tuple[str, str]:
+    """(line, value): the float32 accumulator ``value`` as the stored element type ``element`` (no line for f32)."""
+    if element == ACCUMULATOR:
+        return "", value
+    return render("common.narrow", result=result, value=value, element=element), result

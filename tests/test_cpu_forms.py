@@ -266,7 +266,7 @@ def test_the_per_image_form_matches_the_definition(rng):
 
 def test_the_per_image_nn_form_matches_the_definition(rng):
     """Both of its layouts: grad_out moved where the (c, f) columns are at least K, else the gathered windows."""
-    from ops.operators import grouped_conv_bwd_weight
+    from ops.operators import weight_per_image
 
     problems = _channels_first_weight_problems(rng, 6)
     problems += [catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=3, groups=g, in_channels=c, out_channels=k,
@@ -275,7 +275,7 @@ def test_the_per_image_nn_form_matches_the_definition(rng):
                  for g, c, k, spatial, filters, stride, padding, layout in [
                      (1, 3, 32, (9, 10), (3, 3), 1, 1, "NCHW"), (1, 24, 40, (6, 7), (1, 1), 2, 0, "NCHW"),
                      (2, 5, 4, (4, 5, 6), (3, 1, 3), 1, (1, 0, 1), "NCDHW"), (3, 2, 9, (11,), (3,), 2, 1, "NCW")]]
-    moved = {grouped_conv_bwd_weight.grad_out_moved(p) for p in problems}
+    moved = {weight_per_image.grad_out_moved(p) for p in problems}
     assert moved == {True, False}, "the problems cover both of the form's layouts"
     for problem in problems:
         error = _form_error(problem, rng, "per_image_nn")

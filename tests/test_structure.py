@@ -299,3 +299,30 @@ def test_forms_come_in_order_without_repeats_and_the_rules_form_first():
                 assert len(forms) == len(set(forms)) >= 1, (op, name, target)
     grouped = catalog.problem("grouped_conv_bwd_weight", "resnext_32x4d")
     assert [f.contraction for f in policy.forms_for(grouped, cpu)] == ["im2col", "generic"]
+
+
+MAX_FILE_LINES = 600
+
+
+def test_no_source_file_in_ops_is_longer_than_600_lines():
+    """A file over 600 lines holds several things: an operator's forms go to modules of their own (issue 47)."""
+    long = [f"{p.relative_to(ROOT)} ({n} lines)" for p in _sources("ops")
+            if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES]
+    assert not long, long
+
+
+def test_the_math_layer_imports_no_mlir():
+    """Problems, their checks, the epilogue's tree, dtypes, shape algebra, layouts, roles, the references and the
+    phase plan are math: none imports ``ops.render`` or a module that does, however far (imports inside functions
+    counted; an epilogue's MLIR is ``ops/epilogue_mlir.py``'s, the casts' ``render.widen``/``render.narrow``)."""
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in _sources("ops")}
+    math_layer = ["problem", "problem_checks", "epilogue", "dtypes", "geometry", "layouts", "validation", "roles",
+                  "reference", "sweep_params", "operators.phase_plan"]
+    for name in (f"ops.{m}" for m in math_layer):
+        reached, todo = set(), [name]
+        while todo:
+            current = todo.pop()
+            for imported in _imports_of(modules[current], current, modules) - reached:
+                reached.add(imported)
+                todo.append(imported)
+        assert "ops.render" not in reached, (name, sorted(reached))

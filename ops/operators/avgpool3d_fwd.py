@@ -73,7 +73,7 @@ def render(problem: AvgPoolProblem, form: Form = Form(windows="slices"), lowerin
     _, _, spatial = windows.grid_dims(problem)
     window_lines = [mlir.render("avgpool3d_fwd.window", x=x, dim=spatial[a])
                     for a, x in enumerate(windows.axis_letters(problem))]
-    narrow = dtypes.narrow("%mean", element, "%mean_out")
+    narrow = mlir.narrow("%mean", element, "%mean_out")
     return mlir.render(
         "avgpool3d_fwd",
         title_relu=" of relu(x)" if relu else "",

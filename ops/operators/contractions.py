@@ -84,8 +84,8 @@ def generic_contraction(window_groups: dict, element: str, filter_value: str, ac
                          config: str | None) -> str:
     """A convolution as a ``linalg.generic`` of f32 multiply-adds over ``domain`` (its first ``parallel`` dims
     parallel, the rest reductions)."""
-    widen_x, x = dtypes.widen("%x", element, "%x_f32")
-    widen_w, w = dtypes.widen("%w", element, "%w_f32")
+    widen_x, x = mlir.widen("%x", element, "%x_f32")
+    widen_w, w = mlir.widen("%w", element, "%w_f32")
     return mlir.render(
         "conv_bwd_data.generic_contraction", **window_groups, filter=filter_value,
         acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
@@ -235,8 +235,8 @@ def _taps(index: int, phase, problem: ConvBwdDataProblem, element: str, window_v
         types += [row_type, plane_type]
         maps += [mlir.affine_map(domain, ["n", "g", *m]), mlir.affine_map(domain, ["g", "c"])]
         block_args += [f"%x{number}: {element}", f"%w{number}: {element}"]
-        widen_x, x = dtypes.widen(f"%x{number}", element, f"%x{number}_f32")
-        widen_w, w = dtypes.widen(f"%w{number}", element, f"%w{number}_f32")
+        widen_x, x = mlir.widen(f"%x{number}", element, f"%x{number}_f32")
+        widen_w, w = mlir.widen(f"%w{number}", element, f"%w{number}_f32")
         body += [line for line in (widen_x, widen_w) if line]
         body.append(mlir.render("conv_bwd_data.taps_term", term=number, x=x, w=w, previous=f"%sum{number - 1}")
                     if number else mlir.render("conv_bwd_data.taps_first_term", x=x, w=w))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dtypes, sweep_params, epilogue as epilogues
+from .. import epilogue_mlir
 from .. import render as mlir
 from ..operator import Lowering
 from ..layouts import LAYOUTS, activation_from_params
@@ -168,15 +169,15 @@ class _Fusion(stride_phases.Fusion):
         """D values to f32, the parameters read, then the epilogue."""
         problem, lines, operands = self.problem, [], {"acc": acc}
         for j, d_dtype in enumerate(problem.d_dtypes):
-            widen, operands[f"d{j}"] = dtypes.widen(f"%d{j}_value", dtypes.mlir_element_type(d_dtype), f"%d{j}_f32")
+            widen, operands[f"d{j}"] = mlir.widen(f"%d{j}_value", dtypes.mlir_element_type(d_dtype), f"%d{j}_f32")
             if widen:
                 lines.append(mlir.indent(widen, 4))
         for position, name in enumerate(problem.epilogue_params):
-            text, operands[name] = epilogues.parameter(name, position)
+            text, operands[name] = epilogue_mlir.parameter(name, position)
             lines.append(mlir.indent(text, 4))
         if problem.epilogue is None:
             return lines, acc
-        body, value = epilogues.emit(problem.epilogue.root, operands)
+        body, value = epilogue_mlir.emit(problem.epilogue.root, operands)
         return lines + ["    " + line for line in body], value
 
 

@@ -6,14 +6,16 @@ the channels as in PyTorch and CK's NHWGC: x holds ``G*C`` channels, grad_out ``
 ``(G*K, *filter, C)`` channels-last or ``(G*K, C, *filter)`` channels-first. The MLIR form is
 ``mlir/grouped_conv_bwd_weight.mlir``: one convolution-form ``linalg.generic`` that reduces over the batch and
 the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from the weight's side), on GPUs in
-J batch chunks of partial sums that a second, small dispatch adds (``default_batch_split``).
+J batch chunks of partial sums that a second, small dispatch adds (``default_batch_split``). That generic and the
+module around every form's contraction are here; the other forms have their modules: ``weight_gemm`` (one-tap
+filters, no padding), ``weight_im2col``, ``weight_per_image`` (``per_image``, ``per_image_nn``), ``weight_taps``,
+``weight_depthwise``, and ``split_precision`` (bfloat16 x 3) around any of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 from dataclasses import dataclass
 import math
 
@@ -29,8 +31,7 @@ from ..layouts import activation_from_params, in_layout, join_activation
 from ..problem import PRECISIONS, ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
-from . import contractions, split_precision, weight_gemm
-from .contractions import DEPTHWISE_OPS
+from . import split_precision, weight_depthwise, weight_gemm, weight_im2col, weight_per_image, weight_taps
 
 OP = "grouped_conv_bwd_weight"
 Problem = ConvBwdWeightProblem
@@ -250,7 +251,7 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
     """The module around the contraction: the function, x's padding and group split, grad_out's, the store."""
     problem, rank = shape.problem, shape.problem.rank
     out_element = dtypes.mlir_element_type(result_dtype(problem))
-    narrow, stored = dtypes.narrow("%a", out_element, "%v")
+    narrow, stored = mlir.narrow("%a", out_element, "%v")
     x_groups_shape = shape.groups_shape(shape.padded_spatial, problem.in_channels)
     grad_out_groups_shape = shape.groups_shape(problem.output_spatial, problem.out_channels)
     reassociation = _split_batch_and_channels(rank, problem.channels_last, shape.split)
@@ -350,15 +351,15 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
     problem = shape.problem
     if contraction == "im2col":
         x_groups_shape = shape.groups_shape(shape.padded_spatial, problem.in_channels)
-        return _im2col(problem, element, x_groups_shape), "%acc"
+        return weight_im2col.render(problem, element, x_groups_shape), "%acc"
     if contraction == "depthwise":
-        return _depthwise(problem, element, x_value, shape.padded_spatial), "%acc"
+        return weight_depthwise.render(problem, element, x_value, shape.padded_spatial), "%acc"
     if contraction == "per_image":
-        return _per_image(problem, element), "%acc"
+        return weight_per_image.render(problem, element), "%acc"
     if contraction == "per_image_nn":
-        return _per_image_nn(problem, element, config), "%acc"
+        return weight_per_image.render_nn(problem, element, config), "%acc"
     if contraction == "taps":
-        return _tap_sums(problem, element), "%acc"
+        return weight_taps.render(problem, element), "%acc"
     return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
 
 
@@ -367,8 +368,8 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     rank, split = shape.problem.rank, shape.split
     domain = [shape.d[name] for name in shape.names]
     x_map, grad_out_map, acc_map = shape.maps()
-    widen_x, x32 = dtypes.widen("%xv", element, "%x32")
-    widen_g, g32 = dtypes.widen("%gv", element, "%g32")
+    widen_x, x32 = mlir.widen("%xv", element, "%x32")
+    widen_g, g32 = mlir.widen("%gv", element, "%g32")
     store_domain, chunks_domain = mlir.dims("d", rank + 2), mlir.dims("d", rank + 3)  # the weight's dims, then j
     sum_chunks = mlir.render(
         "grouped_conv_bwd_weight.chunk_sum", batch_split=shape.chunks,
@@ -386,317 +387,6 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
         acc_flat_reassociation=[[0], [1, 2], *([i] for i in range(3, rank + 4))] if split
         else [[0, 1], *([i] for i in range(2, rank + 3))],
         sum_chunks=sum_chunks,
-    )
-
-
-def _depthwise(problem: ConvBwdWeightProblem, element: str, x_value: str, padded_spatial: list[int]) -> str:
-    """The llvm-cpu form of depthwise problems (``mlir/grouped_conv_bwd_weight.mlir``'s ``depthwise``): a named
-    depthwise convolution over (batch, spatial..) of x_padded with grad_out as the filter, into (1, 1, f.., g)."""
-    rank, groups, n = problem.rank, problem.groups, problem.batch
-    check(problem.kind == "depthwise" and rank + 1 in (2, 3),
-          f"{OP}: the depthwise form needs C = K = 1 and at most 2 spatial axes, but got {problem.name}")
-    x_cl_shape, grad_out_cl_shape = [n, *padded_spatial, groups], [n, *problem.output_spatial, groups]
-    x_cl, grad_out_cl, moves = x_value, "%grad_out", []  # x_value (x, its slice or x_padded) has !x_padded's type
-    x_cl_type, grad_out_cl_type = "!x_padded", "!grad_out"
-    if not problem.channels_last:
-        to_last = mlir.index_list([0, *range(2, rank + 2), 1])
-        moves.append(mlir.render("common.transpose", result="%x_cl", source=x_value,
-                                 source_type="!x_padded",
-                                 result_type=mlir.tensor(x_cl_shape, element), permutation=to_last))
-        moves.append(mlir.render("common.transpose", result="%grad_out_cl", source="%grad_out",
-                                 source_type="!grad_out", result_type=mlir.tensor(grad_out_cl_shape, element),
-                                 permutation=to_last))
-        x_cl, grad_out_cl = "%x_cl", "%grad_out_cl"
-        x_cl_type, grad_out_cl_type = mlir.tensor(x_cl_shape, element), mlir.tensor(grad_out_cl_shape, element)
-    filters = list(problem.filter_spatial)
-    acc_dw = [1, 1, *filters, groups]
-    weight_last = [groups, *filters, 1] if problem.channels_last else [groups, 1, *filters]
-    return mlir.render(
-        "grouped_conv_bwd_weight.depthwise",
-        to_channels_last="\n".join(moves) if moves else "  // channels-last already: x_padded and grad_out as they are",
-        x_cl=x_cl, x_cl_type=x_cl_type, grad_out_cl=grad_out_cl, grad_out_cl_type=grad_out_cl_type,
-        x_dw_reassociation=[[0, 1], *([a] for a in range(2, rank + 3))],
-        x_dw_shape=mlir.index_list([1, *x_cl_shape]), x_dw_type=mlir.tensor([1, *x_cl_shape], element),
-        acc_dw_type=mlir.tensor(acc_dw, dtypes.ACCUMULATOR), conv_op=DEPTHWISE_OPS[rank + 1],
-        dilations=mlir.i64_array([1, *problem.stride]), strides=mlir.i64_array([1, *problem.dilation]),
-        acc_taps_reassociation=[[0, 1, 2], *([a] for a in range(3, rank + 3))],
-        acc_taps_type=mlir.tensor([*filters, groups], dtypes.ACCUMULATOR),
-        acc_t_type=mlir.tensor([groups, *filters], dtypes.ACCUMULATOR),
-        acc_permutation=mlir.index_list([rank, *range(rank)]),
-        acc_reassociation=[[0], *([a] for a in range(1, rank)), [rank, rank + 1]] if problem.channels_last
-        else [[0, 1], *([a] for a in range(2, rank + 2))],
-        acc_shape=mlir.index_list(weight_last),
-    )
-
-
-def _im2col(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int]) -> str:
-    """The llvm-cpu form (``mlir/grouped_conv_bwd_weight.mlir``'s ``im2col``): grad_out with (g, k) first, the windows
-    of x gathered in chunks of taps (``contractions.im2col_chunks``), a batch_matmul per chunk into the float32
-    result (g, k, f.., c)."""
-    rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
-    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
-    itemsize = dtypes.numpy_dtype(problem.dtype).itemsize
-    inputs = (math.prod(problem.input_shape) + math.prod(problem.output_shape)) * itemsize
-    positions = n * math.prod(outputs)
-    lead = geometry.gather_leading_axes(filters, groups * positions * c * itemsize, inputs)
-    chunk_taps = math.prod(filters[lead:])
-    taps_shape = [groups, k, *filters, c]
-    chunk_product = [groups, k, *([1] * lead), *filters[lead:], c]
-    cols_shape = [groups, n, *outputs, *filters[lead:], c]
-
-    def chunk(number, fixed, gathered):
-        return mlir.render(
-            "grouped_conv_bwd_weight.im2col_chunk", chunk=number, next_chunk=number + 1, gather=gathered,
-            cols_matrix_type=mlir.tensor([groups, positions, chunk_taps * c], element),
-            grad_out_matrix_type=mlir.tensor([groups, k, positions], element),
-            product_type=mlir.tensor([groups, k, chunk_taps * c], dtypes.ACCUMULATOR),
-            product_reassociation=[[0], [1], list(range(2, rank + 3))],
-            product_taps_shape=mlir.index_list(chunk_product),
-            product_taps_type=mlir.tensor(chunk_product, dtypes.ACCUMULATOR),
-            taps_offsets=mlir.index_list([0, 0, *fixed, *([0] * (rank - lead)), 0]),
-            taps_strides=mlir.index_list([1] * len(taps_shape)), taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-        )
-    gather = functools.partial(_x_gather, problem, element, x_groups_shape, lead, cols_shape, chunk_taps)
-    count, texts = contractions.im2col_chunks(filters, lead, gather, chunk)
-    return mlir.render(
-        "grouped_conv_bwd_weight.im2col", element=element, chunks=count, chunk_taps=chunk_taps,
-        grad_out_t_type=mlir.tensor([groups, k, n, *outputs], element), chunk_matmuls=texts,
-        taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR), taps_to_weight=_taps_to_weight(problem, count, taps_shape),
-        **_grad_out_t(problem, element, positions),
-    )
-
-
-def _per_image_common(problem: ConvBwdWeightProblem) -> dict:
-    """What the per_image forms share: x's windows gathered per (image, group), read s*o + d*f, the float32 sum of
-    the images (g, k, c, f..)."""
-    rank = problem.rank
-    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
-    windows = [f"{mlir.term(o[a], problem.stride[a])} + {mlir.term(f[a], problem.dilation[a])}" for a in range(rank)]
-    images_domain = ["n", "g", "k", "c", *f]
-    return dict(
-        o=o, f=f, images_domain=images_domain, x_read=["n", "g", "c", *windows],
-        images_map=mlir.affine_map(images_domain, images_domain[1:]),
-        images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(images_domain) - 1)),
-        acc_groups_type=mlir.tensor([problem.groups, problem.out_channels, problem.in_channels,
-                                     *problem.filter_spatial], dtypes.ACCUMULATOR),
-        acc_groups_reassociation=[[0, 1], *([i] for i in range(2, rank + 3))],
-    )
-
-
-def _per_image(problem: ConvBwdWeightProblem, element: str) -> str:
-    """The llvm-cpu form for channels-first layouts (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image``): x's
-    windows gathered per (image, group) with the output positions last, a batch_matmul per (image, group) over the
-    output positions, then the sum over the images into the float32 result (g, k, c, f..)."""
-    rank, n, groups, c, k = problem.rank, problem.batch, problem.groups, problem.in_channels, problem.out_channels
-    common = _per_image_common(problem)
-    o, f = common["o"], common["f"]
-    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
-    cols_domain = ["n", "g", "c", *f, *o]
-    cols_shape = [n, groups, c, *filters, *outputs]
-    columns, positions = c * math.prod(filters), math.prod(outputs)
-    taps_shape = [n, groups, c, *filters, k]
-    return mlir.render(
-        "grouped_conv_bwd_weight.per_image", element=element, cols_type=mlir.tensor(cols_shape, element),
-        cols_read=mlir.affine_map(cols_domain, common["x_read"]),
-        cols_map=mlir.affine_map(cols_domain, cols_domain), cols_iterators=mlir.iterators(["parallel"] * len(cols_domain)),
-        cols_reassociation=[[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))],
-        cols_matrix_type=mlir.tensor([n * groups, columns, positions], element),
-        grad_out_reassociation=[[0, 1], [2], list(range(3, rank + 3))],
-        grad_out_matrix_type=mlir.tensor([n * groups, k, positions], element),
-        per_image_type=mlir.tensor([n * groups, columns, k], dtypes.ACCUMULATOR),
-        per_image_reassociation=[[0, 1], list(range(2, rank + 3)), [rank + 3]],
-        per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-        images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *f, "k"]),
-        **{key: common[key] for key in ("images_map", "images_iterators", "acc_groups_type", "acc_groups_reassociation")},
-    )
-
-
-def grad_out_moved(problem: ConvBwdWeightProblem) -> bool:
-    """Which operand the per_image_nn form lays out (o, channels): grad_out where the matmul's other side, the
-    (c, f) columns, is at least as large as K (the matmul's rows are then (c, f)); else the gathered columns."""
-    return problem.in_channels * math.prod(problem.filter_spatial) >= problem.out_channels
-
-
-def _per_image_nn(problem: ConvBwdWeightProblem, element: str, config: str | None = None) -> str:
-    """The per_image form with no reduction along a row (``mlir/grouped_conv_bwd_weight.mlir``'s ``per_image_nn``):
-    grad_out laid out (o, k) (``grad_out_moved``), or the windows gathered (o, (c, f)), then a plain batch_matmul per
-    (image, group), ``config`` pinned on it where given, and the sum over the images."""
-    common = _per_image_common(problem)
-    o, f = common["o"], common["f"]
-    moved = grad_out_moved(problem)
-    gathered = ["n", "g", "c", *f, *o] if moved else ["n", "g", *o, "c", *f]
-    sizes = dict(n=problem.batch, g=problem.groups, c=problem.in_channels, **dict(zip(f, problem.filter_spatial)),
-                 **dict(zip(o, problem.output_spatial)))
-    layout = _nn_grad_out_moved if moved else _nn_cols_moved
-    values, taps_shape = layout(problem, element, common)
-    return mlir.render(
-        "grouped_conv_bwd_weight.per_image_nn", element=element,
-        matmul_config=f" {{compilation_info = {config}}}" if config else "",
-        cols_type=mlir.tensor([sizes[d] for d in gathered], element), cols_read=mlir.affine_map(gathered, common["x_read"]),
-        cols_map=mlir.affine_map(gathered, gathered), cols_iterators=mlir.iterators(["parallel"] * len(gathered)),
-        per_image_taps_shape=mlir.index_list(taps_shape), per_image_taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-        **{key: common[key] for key in ("images_map", "images_iterators", "acc_groups_type", "acc_groups_reassociation")},
-        **values,
-    )
-
-
-def _nn_shape(problem: ConvBwdWeightProblem) -> tuple[int, int, int, int, int]:
-    """(rank, images x groups, (c, f) columns, output positions, K) of the per-image matmuls."""
-    return (problem.rank, problem.batch * problem.groups, problem.in_channels * math.prod(problem.filter_spatial),
-            math.prod(problem.output_spatial), problem.out_channels)
-
-
-def _nn_grad_out_moved(problem: ConvBwdWeightProblem, element: str, common: dict) -> tuple[dict, list[int]]:
-    """per_image_nn's values where grad_out is laid out (o, k): cols[(n, g), (c, f), o] x grad_out_t[(n, g), o, k]."""
-    rank, images, columns, positions, k = _nn_shape(problem)
-    matrix, cols = mlir.tensor([images, positions, k], element), mlir.tensor([images, columns, positions], element)
-    grad_out_t_shape = [problem.batch, problem.groups, *problem.output_spatial, k]
-    return dict(
-        moved="grad_out", rows="(c, f)", cols_matrix_type=cols,
-        cols_reassociation=[[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))],
-        grad_out_operand=mlir.render(
-            "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor(grad_out_t_shape, element),
-            grad_out_permutation=mlir.index_list([0, 1, *range(3, rank + 3), 2]), grad_out_matrix_type=matrix,
-            grad_out_reassociation=[[0, 1], list(range(2, rank + 2)), [rank + 2]]),
-        lhs="%cols_matrix", rhs="%grad_out_matrix", lhs_type=cols, rhs_type=matrix,
-        per_image_type=mlir.tensor([images, columns, k], dtypes.ACCUMULATOR),
-        per_image_reassociation=[[0, 1], list(range(2, rank + 3)), [rank + 3]],
-        images_read=mlir.affine_map(common["images_domain"], ["n", "g", "c", *common["f"], "k"]),
-    ), [problem.batch, problem.groups, problem.in_channels, *problem.filter_spatial, k]
-
-
-def _nn_cols_moved(problem: ConvBwdWeightProblem, element: str, common: dict) -> tuple[dict, list[int]]:
-    """per_image_nn's values where the windows are gathered (o, (c, f)): grad_out[(n, g), k, o] x cols_t[(n, g), o,
-    (c, f)]."""
-    rank, images, columns, positions, k = _nn_shape(problem)
-    matrix, cols = mlir.tensor([images, k, positions], element), mlir.tensor([images, positions, columns], element)
-    return dict(
-        moved="the gathered columns", rows="k", cols_matrix_type=cols,
-        cols_reassociation=[[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))],
-        grad_out_operand=mlir.render(
-            "grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
-            grad_out_reassociation=[[0, 1], [2], list(range(3, rank + 3))]),
-        lhs="%grad_out_matrix", rhs="%cols_matrix", lhs_type=matrix, rhs_type=cols,
-        per_image_type=mlir.tensor([images, k, columns], dtypes.ACCUMULATOR),
-        per_image_reassociation=[[0, 1], [2], list(range(3, rank + 4))],
-        images_read=mlir.affine_map(common["images_domain"], common["images_domain"]),
-    ), [problem.batch, problem.groups, k, problem.in_channels, *problem.filter_spatial]
-
-
-def _tap_sums(problem: ConvBwdWeightProblem, element: str) -> str:
-    """The llvm-cpu form for channels-first problems of few channels a group (``mlir/grouped_conv_bwd_weight.mlir``'s
-    ``tap_sums``): one sum per tap, image, group and (k, c), the output positions reduced, then the images summed."""
-    rank, n, groups, c, k = problem.rank, problem.batch, problem.groups, problem.in_channels, problem.out_channels
-    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
-    outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
-    taps = list(itertools.product(*(range(size) for size in filters)))
-    row_type = mlir.tensor([n, groups, c, *outputs], element)
-    per_tap_type = mlir.tensor([n, groups, k, c], dtypes.ACCUMULATOR)
-    domain, images_domain = ["n", "g", "k", "c", *o], ["g", "k", "c", *f, "n"]
-    widen_g, g = dtypes.widen("%gv", element, "%gv_f32")
-    rows, products, picks, sums = [], [widen_g] if widen_g else [], [], []
-    for number, tap in enumerate(taps):
-        rows.append(mlir.render(
-            "grouped_conv_bwd_weight.tap_sums_row", tap=number, row_type=row_type,
-            offsets=mlir.index_list([0, 0, 0, *(d * t for d, t in zip(problem.dilation, tap))]),
-            sizes=mlir.index_list([n, groups, c, *outputs]), strides=mlir.index_list([1, 1, 1, *problem.stride]),
-        ))
-        widen, x = dtypes.widen(f"%x{number}", element, f"%x{number}_f32")
-        if widen:
-            products.append(widen)
-        products.append(mlir.render("grouped_conv_bwd_weight.tap_sums_product", tap=number, g=g, x=x))
-        sums.append(f"%sum{number}_next")
-        if number:
-            picks.append(mlir.render("grouped_conv_bwd_weight.tap_sums_pick", tap=number,
-                                     previous="%p0" if number == 1 else f"%picked{number - 1}"))
-    count = len(taps)
-    strides = [math.prod(filters[a + 1:]) for a in range(rank)]
-    return mlir.render(
-        "grouped_conv_bwd_weight.tap_sums", element=element, taps=count, x_rows="\n".join(rows),
-        per_tap_type=per_tap_type, per_tap_types=", ".join([per_tap_type] * count),
-        per_tap_maps=", ".join([mlir.affine_map(domain, ["n", "g", "k", *o])]
-                               + [mlir.affine_map(domain, ["n", "g", "c", *o])] * count
-                               + [mlir.affine_map(domain, ["n", "g", "k", "c"])] * count),
-        per_tap_iterators=mlir.iterators(["parallel"] * 4 + ["reduction"] * rank),
-        x_row_values=", ".join(f"%x_tap_{t}" for t in range(count)), x_row_types=", ".join([row_type] * count),
-        per_tap_zeros=", ".join(["%per_tap_zero"] * count),
-        x_row_args=", ".join(f"%x{t}: {element}" for t in range(count)),
-        sum_args=", ".join(f"%sum{t}: f32" for t in range(count)), products="\n".join(products),
-        sums=", ".join(sums), sum_types=", ".join(["f32"] * count),
-        acc_groups_type=mlir.tensor([groups, k, c, *filters], dtypes.ACCUMULATOR),
-        images_maps=", ".join([mlir.affine_map(images_domain, ["n", "g", "k", "c"])] * count
-                              + [mlir.affine_map(images_domain, images_domain[:-1])]),
-        images_iterators=mlir.iterators(["parallel"] * (rank + 3) + ["reduction"]),
-        per_tap_results=", ".join(f"%per_tap#{t}" for t in range(count)),
-        tap_args=", ".join(f"%p{t}: f32" for t in range(count)),
-        tap_number=mlir.affine_map(f, [" + ".join(mlir.term(d, s) for d, s in zip(f, strides))]),
-        tap_indices=", ".join(f"%f{a}_index" for a in range(rank)),
-        tap_index_lines="\n".join(mlir.render("conv_bwd_data.gather_index", result=f"%f{a}_index", dim=3 + a)
-                                  for a in range(rank)),
-        pick="\n".join(picks),
-        picked=f"%picked{count - 1}" if count > 1 else "%p0",
-        acc_groups_reassociation=[[0, 1], *([i] for i in range(2, rank + 3))],
-    )
-
-
-def _x_gather(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[int], lead: int, cols_shape: list[int],
-              chunk_taps: int, number: int, fixed: tuple) -> dict:
-    """``common.im2col_gather``'s values for a chunk of x's windows: x rows s*o + d*f, on a fixed axis a strided
-    slice from d*f, then o itself."""
-    rank, groups, c, n = problem.rank, problem.groups, problem.in_channels, problem.batch
-    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
-    offsets, sizes, strides, windows = [], [], [], []
-    for a in range(rank):
-        s, dl = problem.stride[a], problem.dilation[a]
-        if a < lead:
-            offsets.append(dl * fixed[a]); sizes.append(problem.output_spatial[a]); strides.append(s); windows.append(o[a])
-        else:
-            offsets.append(0); sizes.append(x_groups_shape[1 + a] if problem.channels_last else x_groups_shape[3 + a])
-            strides.append(1); windows.append(f"{mlir.term(o[a], s)} + {mlir.term(f[a], dl)}")
-    if problem.channels_last:
-        x_offsets, x_sizes, x_strides = [0, *offsets, 0, 0], [n, *sizes, groups, c], [1, *strides, 1, 1]
-        x_read = ["n", *windows, "g", "c"]
-    else:
-        x_offsets, x_sizes, x_strides = [0, 0, 0, *offsets], [n, groups, c, *sizes], [1, 1, 1, *strides]
-        x_read = ["n", "g", "c", *windows]
-    domain = ["g", "n", *o, *f[lead:], "c"]
-    return dict(
-        rows="x", identity="s*o + d*f", piece=f"x_{number}", source="%x_groups", source_type="!x_groups",
-        offsets=mlir.index_list(x_offsets), sizes=mlir.index_list(x_sizes), strides=mlir.index_list(x_strides),
-        piece_type=mlir.tensor(x_sizes, element), cols=f"cols_{number}", cols_type=mlir.tensor(cols_shape, element),
-        read_map=mlir.affine_map(domain, x_read), cols_map=mlir.affine_map(domain, domain),
-        cols_iterators=mlir.iterators(["parallel"] * len(domain)), value="xv", element=element,
-        cols_reassociation=[[0], list(range(1, rank + 2)), list(range(rank + 2, len(cols_shape)))],
-        cols_matrix_type=mlir.tensor([groups, n * math.prod(problem.output_spatial), chunk_taps * c], element),
-    )
-
-
-def _grad_out_t(problem: ConvBwdWeightProblem, element: str, positions: int) -> dict:
-    """The im2col form's grad_out_t[g, k, n, o..] = grad_out[n, o.., g, k] (channels-first: grad_out[n, g, k, o..])."""
-    rank, o = problem.rank, mlir.dims("o", problem.rank)
-    t_domain = ["g", "k", "n", *o]
-    t_read = ["n", *o, "g", "k"] if problem.channels_last else ["n", "g", "k", *o]
-    return dict(
-        grad_out_t_read=mlir.affine_map(t_domain, t_read), grad_out_t_map=mlir.affine_map(t_domain, t_domain),
-        grad_out_t_iterators=mlir.iterators(["parallel"] * len(t_domain)),
-        grad_out_t_reassociation=[[0], [1], list(range(2, rank + 3))],
-        grad_out_matrix_type=mlir.tensor([problem.groups, problem.out_channels, positions], element),
-    )
-
-
-def _taps_to_weight(problem: ConvBwdWeightProblem, chunks: int, taps_shape: list[int]) -> str:
-    """The result (g, k, f.., c) as grad_w: a free reshape channels-last, a transpose to (g, k, c, f..) first."""
-    rank = problem.rank
-    flat = [[0, 1], *([i] for i in range(2, rank + 3))]
-    if problem.channels_last:
-        return mlir.render("grouped_conv_bwd_weight.taps_channels_last", chunks=chunks, taps_reassociation=flat,
-                           taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR))
-    return mlir.render(
-        "grouped_conv_bwd_weight.taps_channels_first", chunks=chunks, taps_reassociation=flat,
-        taps_type=mlir.tensor(taps_shape, dtypes.ACCUMULATOR),
-        taps_t_type=mlir.tensor([problem.groups, problem.out_channels, problem.in_channels, *problem.filter_spatial],
-                                dtypes.ACCUMULATOR),
-        permutation=mlir.index_list([0, 1, rank + 2, *range(2, rank + 2)]),
     )
 
 

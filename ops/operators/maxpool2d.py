@@ -192,7 +192,7 @@ def _render_slices(problem: MaxPoolBwdProblem, element: str, index_type: str, so
     """``mlir/maxpool2d_bwd_slices.mlir``: each stride phase's slot of a phase-major float32 accumulator
     (``_PhaseMajor``) in one elementwise pass over its taps' windows; the phases put back in place are grad_in."""
     layout = _PhaseMajor(problem)
-    narrow, stored = dtypes.narrow("%a", element, "%v")
+    narrow, stored = mlir.narrow("%a", element, "%v")
     f32, acc, texts, phases = dtypes.ACCUMULATOR, "%acc_empty", [], layout.phases()
     for number, phase in enumerate(phases):
         texts.append(_phase_slot(problem, layout, f"_{number}", phase, acc, element, index_type))
@@ -230,7 +230,7 @@ def _render_candidates(problem: MaxPoolBwdProblem, element: str, index_type: str
     count = len(slices)
     ins = [name for k in range(count) for name in (f"%windows_g_{k}", f"%windows_argmax_{k}")]
     types = ["!slot_g", mlir.tensor(layout.slot, index_type)] * count
-    narrow, stored = dtypes.narrow(f"%sum_{count}", element, "%v")
+    narrow, stored = mlir.narrow(f"%sum_{count}", element, "%v")
     dims = {f"q_{axis}": grid_dims.index(("slot", layout.spatial[a])) for a, axis in enumerate("hw")}
     dims.update({f"r_{axis}": grid_dims.index(("phase", a)) for a, axis in enumerate("hw")})
     position = mlir.render("maxpool2d_bwd_candidates.position", s_h=problem.stride[0], s_w=problem.stride[1],

@@ -196,7 +196,7 @@ def interleave(problem: ConvBwdDataProblem, element: str, slots: Slots, value: s
 def store_body(fusion: Fusion, element: str, acc: str) -> tuple[str, str]:
     """(lines, stored value) of a store's body: the fused epilogue, then the cast to the stored dtype."""
     lines, value = fusion.body(acc)
-    narrow, value = dtypes.narrow(value, element, "%stored")
+    narrow, value = mlir.narrow(value, element, "%stored")
     return "\n".join([*lines, *([mlir.indent(narrow, 4)] if narrow else [])]), value
 
 

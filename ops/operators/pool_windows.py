@@ -280,7 +280,7 @@ def reductions(problem: PoolProblem) -> int:
 
 def to_f32(value: str, element: str) -> tuple[str, str]:
     """(line, name): ``value`` widened to the float32 accumulator (no line for f32)."""
-    return dtypes.widen(value, element, f"{value}32")
+    return render.widen(value, element, f"{value}32")
 
 
 def _store(problem: PoolProblem, element: str, relu: bool) -> dict:
@@ -292,7 +292,7 @@ def _store(problem: PoolProblem, element: str, relu: bool) -> dict:
         relu_to_f32, relu32 = to_f32("%relu", element)
         mask = render.render("pool_bwd.relu_mask", relu_to_f32=relu_to_f32, relu32=relu32)
         activation, result = "\n".join(line for line in mask.splitlines() if line), "%masked"  # f32: no widening
-    narrow, stored = dtypes.narrow(result, element, "%v")
+    narrow, stored = render.narrow(result, element, "%v")
     return dict(
         store_maps=", ".join([grid_map(problem)] * (len(operands) + 1)),
         store_inputs=f"{', '.join(o for o, _, _ in operands)} : {', '.join(t for _, t, _ in operands)}",
