@@ -29,12 +29,12 @@ ${split_grad_out}
   return %grad_w : ${grad_w_type}
 }
 
-// fragment split: ${v} split into its bfloat16 parts, stacked along a leading axis j (part j is lo where j = ${lo_part}, else hi) in channels-last order
+// fragment split: ${v} split into its bfloat16 parts, stacked along an axis j (part j is lo where j = ${lo_part}, else hi) in channels-last order
   %${v}_parts_empty = tensor.empty() : ${parts_type}
   %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
       ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type}) {
   ^bb0(%value: f32, %unused: bf16):
-    %j = linalg.index 0 : index
+    %j = linalg.index ${part_dim} : index
     %lo_part = arith.constant ${lo_part} : index
     // hi rounded to nearest even in the integer bits (IREE folds extf(truncf(v)) back to v, which would make lo 0)
     %bits = arith.bitcast %value : f32 to i32

@@ -41,8 +41,9 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
     NumPy arrays in give a NumPy array out; IREE DeviceArrays in give a DeviceArray out (no host copy).
     ``device`` is an IREE driver name (``local-task`` by default; ``hip``, ``cuda``). ``out``, optional,
     is a DeviceArray of grad_in's shape and dtype that receives the result. ``precision="bf16x3"`` (float32, a
-    one-tap filter with no padding) computes each product as three bfloat16 products summed in float32, within
-    about 2^-16 of its magnitude (as ``grouped_conv_bwd_weight``'s).
+    one-tap filter with no padding, or stride 1 with padding within the filter's reach) computes each product as
+    three bfloat16 products summed in float32, within about 2^-16 of its magnitude (as
+    ``grouped_conv_bwd_weight``'s).
     """
     problem = conv.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation,
                              layout=layout, precision=precision)

@@ -29,8 +29,8 @@ from typing import Any, Callable
 
 from . import compiler, registry, targets
 from .operator import Lowering
-from .operators import (contractions, data_gemm, grouped_conv_bwd_weight, phase_plan, pool_windows, stride_phases,
-                        weight_gemm)
+from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
+                        stride_phases, weight_gemm)
 from .render import templates_dir
 from .targets import Target
 
@@ -214,7 +214,7 @@ def _entry_form(problem, target: Target) -> dict:
 
 # --- The forms ----------------------------------------------------------------------------------------------
 
-# Partial sums enough to fill a GPU. Measured on the H100 (docs/PERFORMANCE.md): the 3D video layers ran
+# Partial sums enough to fill a GPU. Measured on the H100 (docs/perf/h100-session3/tune/): the 3D video layers ran
 # fastest with 4-5 M float32 accumulators (J = 8), depthwise layers with the most chunks the batch allows.
 # A rough rule; the tuning tables hold the measured choice per problem where it differs.
 GPU_PARALLEL_ACCUMULATORS = 1 << 22
@@ -276,10 +276,12 @@ def gemm_split(problem) -> int:
 
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
-    problem's one form, the gemm form."""
+    problem's one form, the gemm form (one tap) or the split_conv form (stride 1)."""
     Form = stride_phases.Form
     if problem.precision == "bf16x3":
-        return [Form(contraction="gemm")]
+        flip = "map" if target.negative_map_coefficients else "gather"
+        split = Form(contraction="split_conv", weight_flip=flip)
+        return [Form(contraction="gemm") if data_gemm.applies(problem) else split]
     if target.cpu:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
@@ -317,7 +319,8 @@ def _weight_forms(problem, target: Target) -> list:
 def _has_weight_taps_form(problem) -> bool:
     """Whether the weight gradient's taps form can take ``problem`` on llvm-cpu: channels-first, grouped, within the
     term limit (one sum per tap), and stride 1 along the last axis: its per-tap rows of x are strided slices, which
-    along the contiguous axis are gathers (resnext2d's strided g8 layer: 1.08 -> 3.80 ms, docs/PERFORMANCE.md)."""
+    along the contiguous axis are gathers (resnext2d's strided g8 layer: 1.08 -> 3.80 ms,
+    docs/perf/cpu-step/taps/forms_ab.txt)."""
     return (not problem.channels_last and problem.kind in ("grouped", "depthwise") and problem.stride[-1] == 1
             and math.prod(problem.filter_spatial) <= CPU_TAPS_MAX_TERMS)
 
@@ -325,11 +328,11 @@ def _has_weight_taps_form(problem) -> bool:
 def _pool_forms(problem, target: Target) -> list:
     """The pooling forms for ``target``. A forward strided along W in a channels-first layout whose W the stride
     divides reads its taps, on llvm-cpu, from the input split by stride phase first (its strided slices are read one
-    element at a time there: docs/PERFORMANCE.md, the thirteenth session). Average pooling's forward has the slices
+    element at a time there: docs/PERFORMANCE.md, "CPU forms"). Average pooling's forward has the slices
     forms only, on every target. Max pooling on llvm-cpu: a backward from the forward's indices in one pass over its
     candidate windows first (1.1-3.1x faster than the stride phases, and 2x the extract form's one pass where windows
     do not overlap: docs/perf/cpu-step/eighth/pool_ab.txt), then the strided slices (vectorized; the extract form's
-    per-tap gathers ran 3-7x slower there: docs/PERFORMANCE.md, the CPU training step), then the extract form; a
+    per-tap gathers ran 3-7x slower there, measured for issue 25), then the extract form; a
     backward that recomputes the argmax from x keeps the slices first, or the extract form where windows do not
     overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). The GPUs keep
     max pooling's extract form, verified and tuned with it."""
@@ -459,16 +462,25 @@ DATA_SPLIT_MIN_CHANNELS = 128
 
 
 def data_gradient_precision(problem, reduced_precision: bool) -> str:
-    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 (its
-    gemm form, ``data_gemm``) where PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``), the
-    problem is one-tap and unpadded with one group, its output channels and its rows come in whole GEMM_ROW_ALIGN
-    blocks (the GEMM's reduction, which IREE pads into the next part's channels otherwise, and its rows, as the
-    weight gradient's gemm form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels;
-    else in float32."""
-    wanted = (problem.op == "conv_bwd_data" and problem.dtype == "float32" and data_gemm.applies(problem)
-              and problem.out_channels % GEMM_ROW_ALIGN == 0 and data_gemm.rows(problem) % GEMM_ROW_ALIGN == 0
-              and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
+    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 where
+    PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``) and a split form takes the problem
+    (``_splits_data``); else in float32."""
+    wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem)
     return "bf16x3" if reduced_precision and wanted else problem.precision
+
+
+def _splits_data(problem) -> bool:
+    """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
+    unpadded with one group, its output channels and its rows come in whole GEMM_ROW_ALIGN blocks (the GEMM's
+    reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
+    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels; the split_conv form
+    (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
+    pipeline) where the problem is of stride 1 with several taps."""
+    if data_split_conv.applies(problem):
+        return True
+    return (data_gemm.applies(problem) and problem.out_channels % GEMM_ROW_ALIGN == 0
+            and data_gemm.rows(problem) % GEMM_ROW_ALIGN == 0
+            and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
 
 
 # --- The tuner's matrix intrinsics ------------------------------------------------------------------------------

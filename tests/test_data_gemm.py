@@ -75,11 +75,11 @@ def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails():
 
 
 @pytest.mark.parametrize("params, message", [
-    (dict(dtype="bfloat16"), "precision bf16x3 takes float32 problems of one group and a one-tap filter"),
-    (dict(filter_spatial=(3, 3), padding=1), "precision bf16x3 takes float32 problems"),
-    (dict(padding=1), "precision bf16x3 takes float32 problems"),
+    (dict(dtype="bfloat16"), "precision bf16x3 takes float32 problems of one group with a one-tap filter"),
+    (dict(filter_spatial=(3, 3), padding=1, stride=2), "precision bf16x3 takes float32 problems"),  # strided taps
+    (dict(padding=1), "precision bf16x3 takes float32 problems"),  # one tap, padded: beyond the filter's reach
 ])
-def test_bf16x3_takes_float32_one_tap_unpadded_problems_only(params, message):
+def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params, message):
     with pytest.raises(ValueError, match=f"conv_bwd_data: {message}"):
         _problem(**params, precision="bf16x3")
     with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, but got 'tf32'"):
@@ -103,10 +103,11 @@ def test_split_problems_take_the_gemm_form_and_no_other_problem_does():
     (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
     (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
     (dict(batch=32, layout="NHWC", in_channels=128), True, "bf16x3"),
-    (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "float32"),
+    (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "bf16x3"),    # stride 1: the split_conv form
+    (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), True, "float32"),
     (dict(batch=32, dtype="bfloat16"), True, "bfloat16"),
 ])
-def test_ops_torch_splits_one_tap_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
+def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
     precision = policy.data_gradient_precision(problem, reduced)
     assert precision == (problem.precision if expected == "bfloat16" else expected)

@@ -23,7 +23,7 @@ from ..layouts import activation_from_params, in_layout
 from ..problem import PRECISIONS, ConvBwdDataProblem
 from ..problem_checks import array_shape_dtype, conv_problem, conv_problem_from_params
 from ..validation import check
-from . import data_gemm, stride_phases
+from . import data_gemm, data_split_conv, stride_phases
 
 OP = "conv_bwd_data"
 Problem = ConvBwdDataProblem
@@ -33,8 +33,9 @@ Form = stride_phases.Form
 def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layout, groups=1, op=OP,
               precision="float32") -> ConvBwdDataProblem:
     """Check every argument and build the problem, before anything is compiled (``op``: the operator named in
-    messages; grouped_conv_bwd_data checks its convolution here). ``precision``: of a float32 one-tap, unpadded
-    problem's products, float32 or ``"bf16x3"`` (each product a sum of three bfloat16 products: ``data_gemm``)."""
+    messages; grouped_conv_bwd_data checks its convolution here). ``precision``: of a float32 problem's products,
+    float32 or ``"bf16x3"`` (each product a sum of three bfloat16 products: ``data_gemm`` for a one-tap, unpadded
+    problem, ``data_split_conv`` for one of stride 1; ``splits``)."""
     out_shape, out_dtype = array_shape_dtype(op, "grad_out", grad_out)
     weight_shape, weight_dtype = array_shape_dtype(op, "weight", weight)
     problem = conv_problem(
@@ -49,13 +50,18 @@ def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layou
 
 
 def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem:
-    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32, one group and one tap, no
-    padding)."""
+    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32, one group: a one-tap filter
+    with no padding, ``data_gemm``, or stride 1, ``data_split_conv``)."""
     check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
-    check(precision == "float32" or (problem.dtype == "float32" and data_gemm.applies(problem)),
-          f"{OP}: precision bf16x3 takes float32 problems of one group and a one-tap filter with no padding, but got "
-          f"{problem.name}")
+    check(precision == "float32" or (problem.dtype == "float32" and splits(problem)),
+          f"{OP}: precision bf16x3 takes float32 problems of one group with a one-tap filter and no padding, or of "
+          f"stride 1 with padding within the filter's reach, but got {problem.name}")
     return dataclasses.replace(problem, precision=precision)
+
+
+def splits(problem: ConvBwdDataProblem) -> bool:
+    """Whether a form computes ``problem`` as bfloat16 x 3: the gemm form or the split_conv form takes it."""
+    return data_gemm.applies(problem) or data_split_conv.applies(problem)
 
 
 def results(problem: ConvBwdDataProblem) -> list:
@@ -67,6 +73,8 @@ def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering 
     for split problems the gemm form."""
     if form.contraction == "gemm":
         return data_gemm.render(problem, mlir.transients(lowering.transients))
+    if form.contraction == "split_conv":
+        return data_split_conv.render(problem, mlir.transients(lowering.transients), form.weight_flip == "map")
     return stride_phases.render_module(problem, form, lowering)
 
 

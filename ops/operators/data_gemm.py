@@ -51,7 +51,7 @@ def render(problem: ConvBwdDataProblem, transients: str) -> str:
         w3_merged_type=mlir.tensor([3 * k, c], "bf16"), w3_type=mlir.tensor([3, k, c], "bf16"),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
         rows_split=_merge(rank), rows_cl_shape=mlir.index_list(rows_cl),
-        rows_cl_type=mlir.tensor(rows_cl, "f32"), store=_store(problem, rows_cl),
+        rows_cl_type=mlir.tensor(rows_cl, "f32"), store=store(problem, rows_cl),
     )
 
 
@@ -61,8 +61,8 @@ def _merge(rank: int) -> list[list[int]]:
     return [list(range(rank + 1)), [rank + 1]]
 
 
-def _store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:
-    """The rows (channels-last, the output's positions) into grad_in: in the problem's layout, directly where
+def store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:
+    """The rows %rows_cl (channels-last, float32, of shape ``rows_cl``) into grad_in: in the problem's layout, directly where
     they are all of grad_in, else at the positions s*o of a zero grad_in."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 2)  # the problem's layout's order

@@ -49,13 +49,22 @@ def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool
     rank = len(spatial)
     domain = _dims(rank + 3)  # j, n, s.., c
     n, s, c = domain[1], domain[2:-1], domain[-1]
-    parts = (3, batch, *spatial, channels)
     read = [n, *s, c] if channels_last else [n, c, *s]
+    in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
+    return split_as(v, domain, read, in_shape, (3, batch, *spatial, channels), 0, lo_part)
+
+
+def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
+             lo_part: int) -> str:
+    """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
+    (the iteration ``domain``'s order, the part axis j at ``part_dim``, part ``lo_part`` lo), read through ``read``
+    (an affine expression of the domain per axis of ``v``), j merged with the axis after it."""
+    merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
+    merged.insert(part_dim, [part_dim, part_dim + 1])
+    stacked = (*parts[:part_dim], parts[part_dim] * parts[part_dim + 1], *parts[part_dim + 2:])
     return mlir.render(
-        "split_bf16x3.split", v=v, lo_part=lo_part, parts_type=mlir.tensor(parts, "bf16"),
-        in_type=mlir.tensor((batch, *spatial, channels) if channels_last else (batch, channels, *spatial), "f32"),
-        read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
-        iterators=mlir.iterators(["parallel"] * len(domain)),
-        collapse=", ".join(["[0, 1]", *(f"[{a}]" for a in range(2, rank + 3))]),
-        stacked_type=mlir.tensor((3 * batch, *spatial, channels), "bf16"),
+        "split_bf16x3.split", v=v, lo_part=lo_part, part_dim=part_dim, parts_type=mlir.tensor(parts, "bf16"),
+        in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
+        write_map=mlir.affine_map(domain, domain), iterators=mlir.iterators(["parallel"] * len(domain)),
+        collapse=", ".join(str(m) for m in merged), stacked_type=mlir.tensor(stacked, "bf16"),
     )

@@ -1,0 +1,101 @@
+"""conv_bwd_data's split_conv form (ops/operators/data_split_conv.py): a float32 stride-1 backward-data of several
+taps as bfloat16 x 3, as the forward convolution of the padded grad_out with the flipped filter over 3K channels.
+Each product within about 2^-16 of its magnitude on the CPU in every layout, rank, padding and dilation (at a
+ResNet layer's size too); what takes it; and the compiled GPU convolution contracts with matrix instructions
+(mma.sync on sm_80, MFMA on gfx942), with no scratch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ops import api, policy, targets
+from ops.operators import conv_bwd_data, data_split_conv, stride_phases
+
+from lowering import compile_as_shipped, kernel_for
+
+
+def _problem(**params):
+    base = dict(batch=2, in_channels=6, out_channels=8, input_spatial=(7, 6), filter_spatial=(3, 3), padding=1,
+                layout="NCHW", dtype="float32", precision="bf16x3")
+    return conv_bwd_data.problem_from_params(**{**base, **params})
+
+
+def _bf16(a):
+    import ml_dtypes
+
+    return a.astype(ml_dtypes.bfloat16).astype(np.float64)
+
+
+# ranks 1-3, both layouts, asymmetric and no padding, dilation, a one-tap axis beside taps
+CASES = {"nchw": {}, "nhwc": dict(layout="NHWC"), "nchw_pad_0_2": dict(padding=((0, 2), (2, 0))),
+         "nhwc_dilated": dict(layout="NHWC", dilation=2, padding=2), "nchw_unpadded": dict(padding=0),
+         "nchw_1x3": dict(filter_spatial=(1, 3), padding=((0, 0), (1, 1))),
+         "ncw": dict(input_spatial=(11,), filter_spatial=(5,), padding=2, layout="NCW"),
+         "ndhwc": dict(input_spatial=(4, 5, 3), filter_spatial=(3, 3, 3), layout="NDHWC", in_channels=3, out_channels=5)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(name, rng):
+    problem = _problem(**CASES[name])
+    assert problem.name.endswith("_split_bf16x3") and conv_bwd_data.problem_from_params(**problem.params()) == problem
+    _assert_split_accuracy(problem, rng)
+
+
+def test_bf16x3_at_a_resnet_layers_size(rng):
+    """ResNet-50's 3x3 layer 64 -> 64 at 56x56 (stride 1, padding 1), batch 1: 200,704 elements of grad_in; and
+    its 28x28 128-channel twin at batch 3, 301,056 (the check's sampled path, above 2^18)."""
+    for params in (dict(batch=1, in_channels=64, out_channels=64, input_spatial=(56, 56)),
+                   dict(batch=3, in_channels=128, out_channels=128, input_spatial=(28, 28), layout="NHWC")):
+        problem = _problem(**params)
+        _assert_split_accuracy(problem, rng)
+    assert math.prod(problem.input_shape) > 1 << 18
+
+
+def _assert_split_accuracy(problem, rng):
+    grad_out, weight = (rng.standard_normal(s).astype(np.float32) for s in (problem.output_shape, problem.weight_shape))
+    got = np.asarray(api.conv_bwd_data(grad_out, weight, input_shape=problem.input_shape, padding=problem.padding,
+                                       dilation=problem.dilation, layout=problem.layout, precision="bf16x3"),
+                     np.float64)
+    want = conv_bwd_data.reference(problem, [grad_out, weight])
+    magnitude = conv_bwd_data.reference(problem, [np.abs(grad_out), np.abs(weight)])
+    error = np.abs(got - want) / magnitude
+    assert error.max() < 2.0 ** -16, error.max()
+    bfloat16 = conv_bwd_data.reference(problem, [_bf16(grad_out), _bf16(weight)])
+    assert (np.abs(bfloat16 - want) / magnitude).max() > 16 * error.max()  # the lo parts count
+
+
+@pytest.mark.parametrize("params, takes", [
+    (dict(), True), (dict(dilation=2, padding=2), True), (dict(padding=((0, 2), (1, 1))), True),
+    (dict(stride=2), False),                      # the stride phases
+    (dict(padding=3), False),                     # padding beyond the filter's reach: grad_out would be cropped
+    (dict(filter_spatial=(1, 1), padding=0), False),  # one tap: the gemm form's
+])
+def test_the_split_conv_form_takes_stride_1_problems_of_several_taps(params, takes):
+    problem = _problem(precision="float32", **params)
+    assert data_split_conv.applies(problem) == takes
+    if takes:
+        split = conv_bwd_data.with_precision(problem, "bf16x3")
+        for target in (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu")):
+            assert [f.contraction for f in policy.forms_for(split, target)] == ["split_conv"]
+            assert all(f.contraction != "split_conv" for f in policy.forms_for(problem, target))
+    with pytest.raises(ValueError, match="conv_bwd_data: the split_conv form computes float32 stride-1 problems"):
+        conv_bwd_data.render(problem, stride_phases.Form(contraction="split_conv"))
+
+
+@pytest.mark.parametrize("target, instruction", [("cuda:sm_80", "mma.sync.aligned"), ("rocm:gfx942", "v_mfma")])
+def test_the_gpu_convolution_contracts_with_matrix_instructions(tmp_path, target, instruction):
+    """ResNet-50's 3x3 layer 64 -> 64 at 56x56, batch 8, channels-first: the two splits, grad_out's padding, and one
+    convolution over 3 x 64 channels in bfloat16 with float32 accumulators, on the matrix instructions."""
+    problem = _problem(batch=8, in_channels=64, out_channels=64, input_spatial=(56, 56))
+    lowered = compile_as_shipped(problem, target, tmp_path)
+    contractions = [d for d in lowered.dispatches if d.mma_kind]
+    assert len(contractions) == 1, lowered.dispatches
+    assert "conv_8x56x56x64x3x3x192_bf16xbf16xf32" in contractions[0].name, contractions[0].name
+    if target.startswith("rocm"):
+        assert contractions[0].mma_kind.startswith("MFMA_F32_") and instruction in kernel_for(lowered, contractions[0])
+        assert all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
+    else:
+        assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
