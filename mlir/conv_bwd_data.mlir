@@ -149,7 +149,7 @@ ${multiply_add}
   // (g, c) plane at the tap u reads (a constant: no gathered phase filter). Every indexing map is a projected
   // permutation and the last spatial axis is contiguous in all of them, so IREE's CPU backend vectorizes along it.
   // The im2col form, whose matmuls have C columns, ran 2.4-2.7x slower on train.py's grouped layers, and the grouped
-  // convolution-form generic slower still (docs/PERFORMANCE.md).
+  // convolution-form generic slower still (docs/perf/cpu-step/taps/forms_ab.txt).
 ${slices}
   %acc_${index} = linalg.generic {indexing_maps = [${maps}], iterator_types = ${iterators}}
       ins(${operands} : ${operand_types}) outs(%acc_${index}_empty : ${acc_type}) {

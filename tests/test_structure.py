@@ -326,3 +326,78 @@ def test_the_math_layer_imports_no_mlir():
                 reached.add(imported)
                 todo.append(imported)
         assert "ops.render" not in reached, (name, sorted(reached))
+
+
+# --- Issue 47's docs: a reference, not a work log ---------------------------------------------------------------
+
+import re  # noqa: E402
+
+PERFORMANCE = ROOT / "docs" / "PERFORMANCE.md"
+MAX_PERFORMANCE_LINES = 500
+CITING_FOLDERS = ("ops", "mlir", "build_tools", "tests")
+CITING_SUFFIXES = {".py", ".mlir", ".json", ".md", ".sh", ".toml"}
+ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth)"
+WORK_LOG_SESSION = re.compile(ORDINAL + r" session", re.I)  # a work log's unit: no code names one
+WORK_LOG_ROUND = re.compile(ORDINAL + r" round", re.I)  # a work log's unit where PERFORMANCE is near
+# a quoted section name right after the file's name: docs/PERFORMANCE.md, "Launch path" / PERFORMANCE.md's 'X' /
+# (`docs/PERFORMANCE.md`, "X") / PERFORMANCE.md ("X"), JSON's escaped quotes too
+CITED_SECTION = re.compile(r"PERFORMANCE\.md`?(?:'s)?[,:]?\s*\(?\s*\\?[\"'“‘]([^\"'”’\\\n]+)\\?[\"'”’]")
+
+
+def _headings(markdown: str) -> list[str]:
+    return [line.lstrip("#").strip() for line in markdown.splitlines() if line.startswith("#")]
+
+
+def _work_log_citations(text: str, headings: list[str]) -> list[str]:
+    """What ``text`` cites of a work log: a session named anywhere, a round named near "PERFORMANCE", and a quoted
+    PERFORMANCE.md section that no heading of the reference starts with."""
+    found = [m.group(0) for m in WORK_LOG_SESSION.finditer(text)]
+    found += [m.group(0) for m in WORK_LOG_ROUND.finditer(text)
+              if "PERFORMANCE" in text[max(0, m.start() - 300):m.end() + 300]]
+    found += [f"PERFORMANCE.md, {m.group(1)!r}" for m in CITED_SECTION.finditer(text)
+              if not any(h.startswith(m.group(1)) for h in headings)]
+    return found
+
+
+def _citing_files() -> list[Path]:
+    files = [p for folder in CITING_FOLDERS for p in sorted((ROOT / folder).rglob("*"))
+             if p.suffix in CITING_SUFFIXES and p.is_file() and "__pycache__" not in p.parts]
+    return [*files, ROOT / "README.md", ROOT / "docs" / "VERIFICATION.md"]
+
+
+def test_the_performance_reference_is_under_500_lines():
+    lines = len(PERFORMANCE.read_text().splitlines())
+    assert lines < MAX_PERFORMANCE_LINES, f"docs/PERFORMANCE.md has {lines} lines; history goes to CHANGELOG.md"
+
+
+def test_no_code_or_readme_cites_a_work_log_section():
+    """The code, the README and VERIFICATION.md point at the reference's headings, at docs/perf's evidence, or
+    state the fact."""
+    headings = _headings(PERFORMANCE.read_text())
+    this = Path(__file__).resolve()  # its own examples of stale citations are the check's test
+    cited = {str(p.relative_to(ROOT)): found for p in _citing_files()
+             if p != this and (found := _work_log_citations(p.read_text(errors="replace"), headings))}
+    assert not cited, cited
+
+
+def test_the_citation_check_finds_a_stale_section_and_passes_a_current_one():
+    headings = _headings(PERFORMANCE.read_text())
+    stale = ['see docs/PERFORMANCE.md, "Fourth session: the calling thread under `SCHED_BATCH`"',
+             '(`docs/PERFORMANCE.md`, "Data movement (issue 14), first session")',
+             "\"source\": \"docs/PERFORMANCE.md, 'Sixth session'; docs/perf/cpu-step/sixth/pointwise_scan.txt\"",
+             "docs/PERFORMANCE.md, \"The grouped convolutions' CPU forms (issue 13)\"",
+             '"source": "docs/PERFORMANCE.md, \\"Tuning (`build_tools/tune.py`), H100\\": ..."',
+             "docs/PERFORMANCE.md's \"Issue 14's targets after the third session\"",
+             "docs/PERFORMANCE.md, the eleventh session", "the H100 tables (PERFORMANCE.md): the third round's"]
+    for text in stale:
+        assert _work_log_citations(text, headings), text
+    for text in ['(`docs/PERFORMANCE.md`, "Launch path")', 'docs/PERFORMANCE.md ("Data movement")',
+                 'docs/PERFORMANCE.md, "CPU forms")', "docs/PERFORMANCE.md's \"The CPU training step\""]:
+        assert not _work_log_citations(text, headings), text
+
+
+def test_docs_perf_holds_results_not_scripts():
+    """A script that still measures something is a build_tools benchmark with a smoke test; docs/perf keeps data."""
+    scripts = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "perf").rglob("*")
+                     if p.suffix in {".py", ".sh"})
+    assert not scripts, scripts

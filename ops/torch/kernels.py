@@ -106,7 +106,7 @@ _library = torch.library.Library("iree_ck", "DEF")
 def _define(name: str, schema: str, implementation: Callable, fake: Callable):
     """Define ``iree_ck::name`` (``schema``: its arguments and results) with a CPU and CUDA implementation and a
     fake one: direct library registration, which costs about two thirds of ``torch.library.custom_op``'s call
-    (measured, docs/PERFORMANCE.md)."""
+    (measured when the launch path was built, issue 22)."""
     _library.define(name + schema)
     for key in ("CPU", "CUDA"):
         _library.impl(name, implementation, key)
@@ -174,7 +174,7 @@ def _applied(function: type) -> Callable:
     apply (``torch._C._FunctionBase``). The wrapper binds default arguments for a ``setup_context`` (these Functions
     have none), unwraps functorch's dead wrappers and hands functorch's transforms to ``custom_function_call``: on
     the eager path (``_direct``) there are none. It costs about 16 us a call when the caches are cold, as they are
-    in a training step (docs/PERFORMANCE.md, the eleventh session)."""
+    in a training step (docs/perf/cpu-step/eleventh/forward_cold.txt)."""
     apply = getattr(torch._C, "_FunctionBase", object).__dict__.get("apply")
     return function.apply if apply is None else apply.__get__(None, function)
 
