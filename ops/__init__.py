@@ -8,6 +8,8 @@ problem algebra, the templates and their tests need neither.
 """
 
 from .compiler import CompileError, DamagedModuleError, MissingModuleError
+# the launch-plan store joins the compiler's HAL program readers, so that every compile stores its module's plan
+from .launch import store as plan_store  # noqa: F401
 from .api import avgpool3d_bwd, avgpool3d_fwd, conv_bwd_data, grouped_conv_bwd_data, grouped_conv_bwd_weight
 from .api import maxpool2d_bwd, maxpool2d_fwd
 

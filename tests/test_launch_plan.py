@@ -313,3 +313,22 @@ def test_the_opt_in_hip_launcher_issues_a_committed_gfx942_plan_as_it_says():
                              bases[command.source] + command.source_offset, command.length))
     assert stand_in.calls == expected
     assert sum(c[0] == "launch" for c in expected) == 15 and sum(c[0] == "fill" for c in expected) == 3
+
+
+def test_a_module_compiled_by_the_compiler_alone_gets_its_launch_plan(tmp_path):
+    """A process that imports only the compiler (a build tool's ``find_or_compile``) still stores each module's
+    launch plan beside it: the plan store joins the compiler's HAL program readers when ``ops`` is imported. A GPU
+    machine without a compiler cannot make the plan later (it once fell back to IREE's runtime there)."""
+    import subprocess
+    import sys
+
+    script = ("from ops import compiler, policy, targets\n"
+              "from ops.operators import conv_bwd_data\n"
+              "p = conv_bwd_data.problem_from_params(batch=1, in_channels=2, out_channels=3, input_spatial=(5, 5),"
+              " filter_spatial=(3, 3), padding=1, layout='NHWC', dtype='float32')\n"
+              "print(compiler.find_or_compile(policy.module_spec(p, targets.parse_target('llvm-cpu'))))\n")
+    environment = {**os.environ, "OPS_CACHE_DIR": str(tmp_path), "OPS_QUIET": "1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
+    vmfb = Path(out.stdout.strip().splitlines()[-1])
+    assert vmfb.is_file() and plan_store.plan_path(vmfb).is_file(), sorted(p.name for p in vmfb.parent.iterdir())
+
