@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ops import compiler, targets, policy
+from ops.launch import plan as launch_plan
 
 
 @dataclass
@@ -69,3 +72,15 @@ def kernel_for(lowered: Lowered, dispatch: Dispatch) -> str:
     matches = [body for symbol, body in lowered.kernels_isa.items() if symbol.endswith(dispatch.name)]
     assert len(matches) == 1, f"no single kernel named *{dispatch.name} in {list(lowered.kernels_isa)}"
     return matches[0]
+
+
+def workgroup_counts(spec: compiler.ModuleSpec, workdir: Path) -> dict[str, int]:
+    """Dispatch name (as ``Dispatch.name``) -> its workgroup count, read from ``spec``'s HAL-level program (the
+    launch plan's grids: every module here has static shapes)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "module.mlir").write_text(spec.mlir)
+    subprocess.run([compiler.compiler_tool(), "module.mlir", *spec.flags, "--compile-to=hal", "-o", "module.hal.mlir"],
+                   cwd=workdir, check=True, capture_output=True)
+    plan, _ = launch_plan.extract((workdir / "module.hal.mlir").read_text())
+    return {plan.executables[d.executable].exports[d.export].name.split("_dispatch_", 1)[1]: math.prod(d.grid)
+            for d in plan.dispatches}

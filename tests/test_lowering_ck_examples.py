@@ -6,14 +6,15 @@ No AMD GPU is reachable here: for ROCm, the dumped configurations and gfx942 ass
 
 from __future__ import annotations
 
+import re
 from math import prod
 
 import pytest
 
-from ops import catalog
+from ops import catalog, targets
 from ops.operators import phase_plan
 
-from lowering import kernel_for, shipped
+from lowering import kernel_for, shipped, workgroup_counts
 
 TARGETS = ["rocm:gfx942", "cuda:sm_80"]
 PROBLEMS = catalog.problems("ck_examples")
@@ -62,3 +63,39 @@ def test_ck_example_lowering(tmp_path, op, name, problem, target):
                 assert "mma.sync.aligned" in lowered.ptx
     if target.startswith("rocm"):
         assert lowered.scratch_bytes and all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
+
+
+# gfx942's modules are compiled for the MI300X chip (targets.ROCM_CHIP: --iree-rocm-target=mi300x, as AMD's fusilli
+# and iree-turbine compile convolutions for MI300): IREE's matrix heuristics then size a convolution's workgroup tile
+# so that its workgroups fill the chip's 304 compute units. Against the architecture alone (--iree-rocm-target=gfx942,
+# no chip, the flag before; docs/perf/gfx942-flags): the CK grouped weight gradient's convolution runs 432 workgroups
+# instead of 108 (3 MFMA a K-step instead of 8, 43 VGPRs instead of 93), the grouped backward-data's 10752 instead of
+# 2688, each with about half the LDS and still on MFMA, without scratch.
+MI300X_COMPUTE_UNITS = 304
+
+
+def _lds_bytes(kernel: str) -> int:
+    return int(re.search(r"\.amdhsa_group_segment_fixed_size (\d+)", kernel).group(1))
+
+
+def _vgprs(kernel: str) -> int:
+    return int(re.search(r"\.amdhsa_next_free_vgpr (\d+)", kernel).group(1))
+
+
+@pytest.mark.parametrize("op", ["grouped_conv_bwd_weight", "grouped_conv_bwd_data"])
+def test_gfx942_modules_fill_the_mi300x_chip(tmp_path, monkeypatch, op):
+    problem = next(p for o, n, p in PROBLEMS if o == op and n == "ck_default")
+    spec, chip = shipped(problem, "rocm:gfx942", tmp_path / "mi300x")
+    assert "--iree-rocm-target=mi300x" in spec.flags
+    (conv,) = [d for d in chip.dispatches if d.is_contraction]
+    groups = workgroup_counts(spec, tmp_path / "mi300x-hal")[conv.name]
+    monkeypatch.setattr(targets, "ROCM_CHIP", {})  # the architecture alone
+    arch_spec, arch = shipped(problem, "rocm:gfx942", tmp_path / "gfx942")
+    assert "--iree-rocm-target=gfx942" in arch_spec.flags and arch_spec.mlir == spec.mlir
+    (arch_conv,) = [d for d in arch.dispatches if d.is_contraction]
+    arch_groups = workgroup_counts(arch_spec, tmp_path / "gfx942-hal")[arch_conv.name]
+    assert conv.name == arch_conv.name and groups >= MI300X_COMPUTE_UNITS and groups >= 4 * arch_groups, (groups, arch_groups)
+    kernel, arch_kernel = kernel_for(chip, conv), kernel_for(arch, arch_conv)
+    assert _lds_bytes(kernel) < _lds_bytes(arch_kernel) and _vgprs(kernel) < _vgprs(arch_kernel)
+    assert conv.mma_kind and conv.mma_kind.startswith("MFMA_F32_") and "v_mfma" in kernel
+    assert chip.scratch_bytes and all(size == 0 for size in chip.scratch_bytes.values()), chip.scratch_bytes

@@ -1,5 +1,0 @@
-#!/bin/sh
-set -e
-cd "$(dirname "$0")"
-iree-compile avgpool3d_bwd_ndhwc_float16_n1_c16_i40x40x40_o16x16x16_k5x5x5_s2x2x2_d2x2x2_p0_0x0_0x0_0-84fcb26c6af063f3.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --compile-to=hal -o avgpool3d_bwd_ndhwc_float16_n1_c16_i40x40x40_o16x16x16_k5x5x5_s2x2x2_d2x2x2_p0_0x0_0x0_0-84fcb26c6af063f3.hal.mlir
-iree-compile --compile-from=hal avgpool3d_bwd_ndhwc_float16_n1_c16_i40x40x40_o16x16x16_k5x5x5_s2x2x2_d2x2x2_p0_0x0_0x0_0-84fcb26c6af063f3.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external -o avgpool3d_bwd_ndhwc_float16_n1_c16_i40x40x40_o16x16x16_k5x5x5_s2x2x2_d2x2x2_p0_0x0_0x0_0-84fcb26c6af063f3.vmfb

@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+iree-compile conv_bwd_data_2d_nhwc_float16_n32_g1_c128_k512_i28x28_f1x1_s1x1_d1x1_p0_0x0_0-f62f49b84f0c1f05.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --compile-to=hal -o conv_bwd_data_2d_nhwc_float16_n32_g1_c128_k512_i28x28_f1x1_s1x1_d1x1_p0_0x0_0-f62f49b84f0c1f05.hal.mlir
+iree-compile --compile-from=hal conv_bwd_data_2d_nhwc_float16_n32_g1_c128_k512_i28x28_f1x1_s1x1_d1x1_p0_0x0_0-f62f49b84f0c1f05.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o conv_bwd_data_2d_nhwc_float16_n32_g1_c128_k512_i28x28_f1x1_s1x1_d1x1_p0_0x0_0-f62f49b84f0c1f05.vmfb

@@ -1,5 +1,0 @@
-#!/bin/sh
-set -e
-cd "$(dirname "$0")"
-iree-compile conv_bwd_data_2d_nhwc_float16_n32_g1_c512_k2048_i7x7_f1x1_s1x1_d1x1_p0_0x0_0-d908d1af5b641784.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --compile-to=hal -o conv_bwd_data_2d_nhwc_float16_n32_g1_c512_k2048_i7x7_f1x1_s1x1_d1x1_p0_0x0_0-d908d1af5b641784.hal.mlir
-iree-compile --compile-from=hal conv_bwd_data_2d_nhwc_float16_n32_g1_c512_k2048_i7x7_f1x1_s1x1_d1x1_p0_0x0_0-d908d1af5b641784.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o conv_bwd_data_2d_nhwc_float16_n32_g1_c512_k2048_i7x7_f1x1_s1x1_d1x1_p0_0x0_0-d908d1af5b641784.vmfb

@@ -1,5 +1,0 @@
-#!/bin/sh
-set -e
-cd "$(dirname "$0")"
-iree-compile conv_bwd_data_2d_nhwc_float32_n32_g1_c64_k64_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-dd0045d9f0f734f9.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --compile-to=hal -o conv_bwd_data_2d_nhwc_float32_n32_g1_c64_k64_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-dd0045d9f0f734f9.hal.mlir
-iree-compile --compile-from=hal conv_bwd_data_2d_nhwc_float32_n32_g1_c64_k64_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-dd0045d9f0f734f9.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external -o conv_bwd_data_2d_nhwc_float32_n32_g1_c64_k64_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-dd0045d9f0f734f9.vmfb

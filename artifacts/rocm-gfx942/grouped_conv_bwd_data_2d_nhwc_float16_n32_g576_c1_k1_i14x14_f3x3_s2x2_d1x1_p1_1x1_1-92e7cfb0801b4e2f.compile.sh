@@ -1,5 +1,0 @@
-#!/bin/sh
-set -e
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_data_2d_nhwc_float16_n32_g576_c1_k1_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-92e7cfb0801b4e2f.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --compile-to=hal -o grouped_conv_bwd_data_2d_nhwc_float16_n32_g576_c1_k1_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-92e7cfb0801b4e2f.hal.mlir
-iree-compile --compile-from=hal grouped_conv_bwd_data_2d_nhwc_float16_n32_g576_c1_k1_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-92e7cfb0801b4e2f.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o grouped_conv_bwd_data_2d_nhwc_float16_n32_g576_c1_k1_i14x14_f3x3_s2x2_d1x1_p1_1x1_1-92e7cfb0801b4e2f.vmfb

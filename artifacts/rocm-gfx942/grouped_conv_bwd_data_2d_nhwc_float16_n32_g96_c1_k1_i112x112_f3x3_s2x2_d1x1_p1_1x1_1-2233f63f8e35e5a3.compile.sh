@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+iree-compile grouped_conv_bwd_data_2d_nhwc_float16_n32_g96_c1_k1_i112x112_f3x3_s2x2_d1x1_p1_1x1_1-2233f63f8e35e5a3.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops --compile-to=hal -o grouped_conv_bwd_data_2d_nhwc_float16_n32_g96_c1_k1_i112x112_f3x3_s2x2_d1x1_p1_1x1_1-2233f63f8e35e5a3.hal.mlir
+iree-compile --compile-from=hal grouped_conv_bwd_data_2d_nhwc_float16_n32_g96_c1_k1_i112x112_f3x3_s2x2_d1x1_p1_1x1_1-2233f63f8e35e5a3.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external --iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops -o grouped_conv_bwd_data_2d_nhwc_float16_n32_g96_c1_k1_i112x112_f3x3_s2x2_d1x1_p1_1x1_1-2233f63f8e35e5a3.vmfb

@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g144_c1_k1_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-54b9f431018b7a70.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external --compile-to=hal -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g144_c1_k1_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-54b9f431018b7a70.hal.mlir
+iree-compile --compile-from=hal grouped_conv_bwd_weight_2d_nhwc_float16_n32_g144_c1_k1_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-54b9f431018b7a70.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g144_c1_k1_i56x56_f3x3_s1x1_d1x1_p1_1x1_1-54b9f431018b7a70.vmfb

@@ -1,5 +1,0 @@
-#!/bin/sh
-set -e
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c32_k32_i7x7_f3x3_s1x1_d1x1_p1_1x1_1-fd33053b46ac054a.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --compile-to=hal -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c32_k32_i7x7_f3x3_s1x1_d1x1_p1_1x1_1-fd33053b46ac054a.hal.mlir
-iree-compile --compile-from=hal grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c32_k32_i7x7_f3x3_s1x1_d1x1_p1_1x1_1-fd33053b46ac054a.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c32_k32_i7x7_f3x3_s1x1_d1x1_p1_1x1_1-fd33053b46ac054a.vmfb

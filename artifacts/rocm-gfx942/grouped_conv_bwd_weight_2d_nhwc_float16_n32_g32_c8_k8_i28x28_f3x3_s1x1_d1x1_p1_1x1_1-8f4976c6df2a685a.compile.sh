@@ -1,0 +1,5 @@
+#!/bin/sh
+set -e
+cd "$(dirname "$0")"
+iree-compile grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c8_k8_i28x28_f3x3_s1x1_d1x1_p1_1x1_1-8f4976c6df2a685a.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external --compile-to=hal -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c8_k8_i28x28_f3x3_s1x1_d1x1_p1_1x1_1-8f4976c6df2a685a.hal.mlir
+iree-compile --compile-from=hal grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c8_k8_i28x28_f3x3_s1x1_d1x1_p1_1x1_1-8f4976c6df2a685a.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=mi300x --iree-execution-model=async-external -o grouped_conv_bwd_weight_2d_nhwc_float16_n32_g32_c8_k8_i28x28_f3x3_s1x1_d1x1_p1_1x1_1-8f4976c6df2a685a.vmfb

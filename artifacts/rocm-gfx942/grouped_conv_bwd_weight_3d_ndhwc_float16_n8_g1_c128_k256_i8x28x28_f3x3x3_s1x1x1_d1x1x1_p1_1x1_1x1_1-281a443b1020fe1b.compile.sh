@@ -1,5 +1,0 @@
-#!/bin/sh
-set -e
-cd "$(dirname "$0")"
-iree-compile grouped_conv_bwd_weight_3d_ndhwc_float16_n8_g1_c128_k256_i8x28x28_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-281a443b1020fe1b.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external --compile-to=hal -o grouped_conv_bwd_weight_3d_ndhwc_float16_n8_g1_c128_k256_i8x28x28_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-281a443b1020fe1b.hal.mlir
-iree-compile --compile-from=hal grouped_conv_bwd_weight_3d_ndhwc_float16_n8_g1_c128_k256_i8x28x28_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-281a443b1020fe1b.hal.mlir --iree-hal-target-device=hip --iree-rocm-target=gfx942 --iree-execution-model=async-external -o grouped_conv_bwd_weight_3d_ndhwc_float16_n8_g1_c128_k256_i8x28x28_f3x3x3_s1x1x1_d1x1x1_p1_1x1_1x1_1-281a443b1020fe1b.vmfb
