@@ -97,14 +97,18 @@ def nothing_compiles():
 
 
 def fresh_kernel_calls(monkeypatch) -> None:
-    """ops.torch's kernel ops forget their prepared calls (and the paired calls made of them) for the rest of the
-    test: the next call of any signature is prepared again, with the launcher the test chose."""
+    """ops.torch's kernel ops forget their prepared calls (and the paired calls made of them), and the executor its
+    ready calls, for the rest of the test: the next call of any signature is prepared and loaded again, with the
+    launcher the test chose; what the test made is dropped after it."""
+    from ops import executor
     from ops.torch import kernels
 
     for op in vars(kernels).values():
         if isinstance(op, kernels.KernelOp):
             monkeypatch.setattr(op, "ready", {})
     monkeypatch.setattr(kernels, "_PAIRS", {})
+    # the executor's ready calls too (a test that breaks a launcher must not leave its choice to later tests)
+    monkeypatch.setattr(executor, "_ready", {})
 
 
 def iree_threads() -> dict[int, bool]:

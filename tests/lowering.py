@@ -68,6 +68,27 @@ def compile_as_shipped(problem, target: str, workdir: Path) -> Lowered:
     return shipped(problem, target, workdir)[1]
 
 
+# a target's matrix instructions: (IREE's MMA kind prefix, what the compiled code issues)
+MATRIX_INSTRUCTIONS = {"cuda:sm_80": ("NV_MMA_SYNC", "mma.sync.aligned"), "rocm:gfx942": ("MFMA_F32_", "v_mfma")}
+
+
+def one_matrix_contraction(problem, target: str, workdir: Path, name: str) -> Lowered:
+    """``problem`` compiled as shipped for ``target``, asserting that one dispatch (named with ``name``) contracts
+    with the target's matrix instructions, configured and issued, and on ROCm that no dispatch uses scratch."""
+    lowered = compile_as_shipped(problem, target, workdir)
+    contractions = [d for d in lowered.dispatches if d.mma_kind]
+    assert len(contractions) == 1, lowered.dispatches
+    assert name in contractions[0].name, contractions[0].name
+    kind, instruction = MATRIX_INSTRUCTIONS[target]
+    assert contractions[0].mma_kind.startswith(kind), contractions[0].mma_kind
+    if target.startswith("rocm"):
+        assert instruction in kernel_for(lowered, contractions[0])
+        assert all(size == 0 for size in lowered.scratch_bytes.values()), lowered.scratch_bytes
+    else:
+        assert instruction in lowered.ptx
+    return lowered
+
+
 def kernel_for(lowered: Lowered, dispatch: Dispatch) -> str:
     matches = [body for symbol, body in lowered.kernels_isa.items() if symbol.endswith(dispatch.name)]
     assert len(matches) == 1, f"no single kernel named *{dispatch.name} in {list(lowered.kernels_isa)}"
