@@ -242,12 +242,12 @@ class LaunchedCall:
 
     def __call__(self, inputs: list, outputs: list) -> None:
         host = self.host
-        kept, addresses = host.addresses(inputs, outputs, ALIGNMENT)
-        scratch, transients = host.scratch(self.transients)
+        kept, addresses = host.addresses(inputs, outputs, ALIGNMENT)  # inputs (aligned copies among them), outputs
+        scratch, transients = host.scratch(self.transients)  # held until the kernels are issued
         bases = [addresses[a] + offset if a is not None else transients[t] + offset for a, t, offset in self.slots]
         stream = host.stream()
         self.kernels(bases, stream)
-        host.kept(kept, stream)
+        host.kept(kept[:len(inputs)], stream)  # the inputs the kernels read: the outputs are the stream's own
 
 
 def known_run(call, inputs: list, axes: tuple = ()) -> known_answer.Ran:
