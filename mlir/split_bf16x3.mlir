@@ -56,3 +56,54 @@ ${split_grad_out}
     linalg.yield %part : bf16
   } -> ${parts_type}
   %${v}3 = tensor.collapse_shape %${v}_parts [${collapse}] : ${parts_type} into ${stacked_type}
+
+// fragment split3: ${v} split into three bfloat16 parts, for bfloat16 x 6 (where PyTorch asks for float32 itself)
+  // Each value splits into hi = bf16(v), mid = bf16(v - hi) and lo = bf16(v - hi - mid), and a product sums the six
+  // products of parts above 2^-24 |x*g| (the module's three-part stacks in place of the two-part ones above):
+  //     X6 = [hi_x, hi_x, mid_x, mid_x, hi_x, lo_x],   G6 = [hi_g, mid_g, hi_g, mid_g, lo_g, hi_g]
+  // each product within about 2^-22 of its magnitude (a float32 product's rounding: 2^-24); the sum runs over six
+  // times the terms, in float32. Here ${v}'s parts are stacked along an axis j: part j is mid where bit j of
+  // ${mid_mask} is set, lo where bit j of ${lo_mask} is, else hi.
+  %${v}_parts_empty = tensor.empty() : ${parts_type}
+  %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
+      ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type}) {
+  ^bb0(%value: f32, %unused: bf16):
+    %j_index = linalg.index ${part_dim} : index
+    %j = arith.index_cast %j_index : index to i32
+    %one = arith.constant 1 : i32
+    %mid_mask = arith.constant ${mid_mask} : i32
+    %lo_mask = arith.constant ${lo_mask} : i32
+    // hi and mid rounded to nearest even in the integer bits (IREE folds extf(truncf(v)) back to v)
+    %sixteen = arith.constant 16 : i32
+    %half = arith.constant 32767 : i32
+    %upper = arith.constant -65536 : i32
+    %bits = arith.bitcast %value : f32 to i32
+    %shifted = arith.shrui %bits, %sixteen : i32
+    %odd = arith.andi %shifted, %one : i32
+    %bias = arith.addi %half, %odd : i32
+    %rounded = arith.addi %bits, %bias : i32
+    %hi_bits = arith.andi %rounded, %upper : i32
+    %hi32 = arith.bitcast %hi_bits : i32 to f32
+    %hi = arith.truncf %hi32 : f32 to bf16
+    %rest = arith.subf %value, %hi32 : f32
+    %rest_bits = arith.bitcast %rest : f32 to i32
+    %rest_shifted = arith.shrui %rest_bits, %sixteen : i32
+    %rest_odd = arith.andi %rest_shifted, %one : i32
+    %rest_bias = arith.addi %half, %rest_odd : i32
+    %rest_rounded = arith.addi %rest_bits, %rest_bias : i32
+    %mid_bits = arith.andi %rest_rounded, %upper : i32
+    %mid32 = arith.bitcast %mid_bits : i32 to f32
+    %mid = arith.truncf %mid32 : f32 to bf16
+    %rest2 = arith.subf %rest, %mid32 : f32
+    %lo = arith.truncf %rest2 : f32 to bf16
+    %mid_bit = arith.shrui %mid_mask, %j : i32
+    %is_mid_bit = arith.andi %mid_bit, %one : i32
+    %is_mid = arith.cmpi eq, %is_mid_bit, %one : i32
+    %lo_bit = arith.shrui %lo_mask, %j : i32
+    %is_lo_bit = arith.andi %lo_bit, %one : i32
+    %is_lo = arith.cmpi eq, %is_lo_bit, %one : i32
+    %hi_or_mid = arith.select %is_mid, %mid, %hi : bf16
+    %part = arith.select %is_lo, %lo, %hi_or_mid : bf16
+    linalg.yield %part : bf16
+  } -> ${parts_type}
+  %${v}3 = tensor.collapse_shape %${v}_parts [${collapse}] : ${parts_type} into ${stacked_type}
