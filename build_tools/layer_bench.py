@@ -1,11 +1,14 @@
 """Every convolution and pooling layer of a converted training step, ours against PyTorch's own kernel, on the CPU.
 
     python -m build_tools.layer_bench [--models resnext2d,cnn3d,resnet,mobilenetv2] [--repeat 9] [--json out.json]
+    python -m build_tools.layer_bench --models resnet50,mobilenet_v2 --config f32_nchw|f32_cl --batch 4   # torchvision
     python -m build_tools.layer_bench --call       # a tiny convolution's forward+backward: what a call costs
     python -m build_tools.layer_bench --in-step [--models resnext2d,cnn3d]   # the same calls alone and in a step
 
-Each model (``train.py``'s two at their CPU batch; a ResNet-style and a MobileNetV2-style layer set at batch 16)
-is converted with ``otorch.convert`` and runs one forward and backward while every kernel call is kept: the
+Each model (``train.py``'s two at their CPU batch; a ResNet-style and a MobileNetV2-style layer set at batch 16;
+torchvision's models of ``model_layers.MODELS`` built by ``model_layers.build`` in ``--config`` at ``--batch``,
+their layer subclasses given back their base class, ``model_layers.converted``) is converted with
+``otorch.convert`` and runs one forward and backward while every kernel call is kept: the
 kernel op (``iree_ck::conv_backward_input``, ``..._weight``, ``max_pool2d``, ...) and its very arguments. The
 calls are grouped by layer (a convolution's input and weight gradients share grad_output), and each distinct
 layer is timed as the step runs it (``KernelOp.run``: our host path and IREE's CPU runtime, destinations
@@ -34,7 +37,7 @@ import torch
 from torch import nn
 
 import ops.torch as otorch
-from build_tools import bench
+from build_tools import bench, model_layers
 from build_tools.train import BATCH, MODELS
 from ops import registry
 from ops.torch import calls as calls_module, kernels
@@ -69,13 +72,19 @@ def mobilenetv2(classes: int = 10) -> nn.Module:
 LAYER_SETS = {"resnet": (resnet, (3, 64, 64), 16), "mobilenetv2": (mobilenetv2, (3, 64, 64), 16)}
 
 
-def model_and_input(name: str, seed: int):
+def model_and_input(name: str, seed: int, config: str = "f32_nchw", batch: int | None = None):
+    """(the converted model, one batch of its input) of ``name``: a layer set of ours, one of ``train.py``'s models
+    (float32 NCHW, ``batch`` or its CPU batch), or torchvision's (``model_layers.MODELS``) in ``config`` at ``batch``
+    (or the model's own)."""
+    if name in model_layers.MODELS:
+        reference, x = model_layers.build(name, config, "cpu", seed, batch)
+        return model_layers.converted(reference)[0], x
     if name in LAYER_SETS:
-        build, shape, batch = LAYER_SETS[name]
+        build, shape, default_batch = LAYER_SETS[name]
     else:
-        (build, shape), batch = MODELS[name], BATCH["cpu"][name]
+        (build, shape), default_batch = MODELS[name], BATCH["cpu"][name]
     torch.manual_seed(seed)
-    return otorch.convert(build()), torch.randn(batch, *shape)
+    return otorch.convert(build()), torch.randn(batch or default_batch, *shape)
 
 
 @contextlib.contextmanager
@@ -149,20 +158,20 @@ class Layer:
         if not names.keys() <= {"conv_backward_input", "conv_backward_weight"}:
             steps = [_pytorch_pooling(op, args) for op, args in self.calls]
             return lambda: [step() for step in steps]
+        # the kernel ops' leading arguments; the last, the reduced precision ours may take in float32, is ours alone
+        # (PyTorch's kernel computes as PyTorch's own settings say)
         weight_args, input_args = names.get("conv_backward_weight"), names.get("conv_backward_input")
-        any_args = input_args or weight_args
-        padding = any_args[-3]
-        pairs = list(zip(padding[::2], padding[1::2]))
-        if any(lo != hi for lo, hi in pairs):
-            return lambda: [op.fallback(*args) for op, args in self.calls]
         if input_args:
-            grad_output, weight, relu_output, input_size, stride, _, dilation, groups = input_args
+            grad_output, weight, relu_output, input_size, stride, padding, dilation, groups = input_args[:8]
         else:
             relu_output, weight = None, torch.empty(weight_args[2], dtype=weight_args[0].dtype)
         if weight_args:
-            x, grad_output, _, stride, _, dilation, groups = weight_args
+            x, grad_output, _, stride, padding, dilation, groups = weight_args[:7]
         else:
             x = torch.empty(input_size, dtype=grad_output.dtype).to(memory_format=_format_of(grad_output))
+        pairs = list(zip(padding[::2], padding[1::2]))
+        if any(lo != hi for lo, hi in pairs):
+            return lambda: [op.fallback(*args) for op, args in self.calls]
         mask = [input_args is not None, weight_args is not None, False]
         symmetric = [lo for lo, _ in pairs]
 
@@ -281,8 +290,11 @@ def _results(problem):
     return registry.module(problem).results(problem)
 
 
-def bench_model(name: str, repeat: int, seed: int, ceilings: dict) -> list[dict]:
-    model, x = model_and_input(name, seed)
+def bench_model(name: str, repeat: int, seed: int, ceilings: dict, config: str = "f32_nchw",
+                batch: int | None = None) -> list[dict]:
+    """A row (``layer_row``) per distinct layer of ``name``'s converted step (``model_and_input``), printed as it
+    comes."""
+    model, x = model_and_input(name, seed, config, batch)
     otorch.precompile(model, x)
     rows, rng = [], np.random.default_rng(seed)
     for layer in layers(kernel_calls(model, x)):
@@ -295,7 +307,7 @@ def _line(r: dict) -> str:
     extra = (f"GEMM {r['gemm_ms']:7.2f} ms  {r['gflops']:6.1f} GFLOP/s" if "gemm_ms" in r
              else f"{r['megabytes']:6.1f} MB  {r['gb_per_s']:6.1f} GB/s = {100 * r['of_copy_bandwidth']:4.0f}% of copy")
     what = "+".join(op.split("_")[-1] if op.startswith("conv") else op for op in r["ops"])
-    return (f"{r['model']:<12} {what:<20} {r['ours_ms']:8.2f} {r['pytorch_ms']:8.2f} {r['speedup']:6.2f}x  {extra}  "
+    return (f"{r['model']:<15} {what:<20} {r['ours_ms']:8.2f} {r['pytorch_ms']:8.2f} {r['speedup']:6.2f}x  {extra}  "
             f"{r['problems'][0]}")
 
 
@@ -329,12 +341,12 @@ def _timed(record: list):
     return timing
 
 
-def in_step(name: str, steps: int, seed: int) -> dict:
+def in_step(name: str, steps: int, seed: int, config: str = "f32_nchw", batch: int | None = None) -> dict:
     """The kernel launches of one forward and backward (a convolution's two gradients one paired launch), in
     milliseconds a step: alone (each launch back to back, the sum of medians) and inside ``steps`` whole steps
     (PyTorch's ops between them): the sum of each launch's median and the mean a step, with the calling thread's
     CPU time inside the launches."""
-    model, x = model_and_input(name, seed)
+    model, x = model_and_input(name, seed, config, batch)
     otorch.precompile(model, x)
     launches = by_layer(kernel_calls(model, x))
     alone = sum(_median_ms([_timed_launch(layer) for _ in range(15)]) for layer in launches)
@@ -359,7 +371,12 @@ def _timed_launch(layer: Layer) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="resnext2d,cnn3d,resnet,mobilenetv2")
+    parser.add_argument("--models", default="resnext2d,cnn3d,resnet,mobilenetv2",
+                        help=f"comma-separated: {', '.join([*MODELS, *LAYER_SETS])}, or torchvision's "
+                             f"{', '.join(model_layers.MODELS)}")
+    parser.add_argument("--config", default="f32_nchw", choices=list(model_layers.CONFIGS),
+                        help="torchvision models' configuration (model_layers.CONFIGS; the others are float32 NCHW)")
+    parser.add_argument("--batch", type=int, help="batch size (default: each model's own)")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     parser.add_argument("--seed", type=int, default=0)
@@ -375,7 +392,7 @@ def main(argv=None) -> int:
         return 0
     if args.in_step:
         for name in args.models.split(","):
-            r = in_step(name, args.steps, args.seed)
+            r = in_step(name, args.steps, args.seed, args.config, args.batch)
             print(f"{name}: forward+backward {r['step_ms']:.2f} ms; its {r['launches']} kernel launches: alone "
                   f"{r['alone_ms']:.2f} ms, in the step {r['in_step_median_ms']:.2f} ms (medians) and "
                   f"{r['in_step_mean_ms']:.2f} ms (mean), the calling thread's CPU inside them "
@@ -383,8 +400,9 @@ def main(argv=None) -> int:
         return 0
     ceilings = bench.measure_ceilings("local-task", "float32")
     print(f"threads {args.threads}; copy bandwidth {ceilings['copy_bytes_per_s'] / 1e9:.1f} GB/s; seed {args.seed}")
-    print(f"{'model':<12} {'layer (calls)':<20} {'ours ms':>8} {'torch ms':>8} {'torch/ours':>7}")
-    rows = [row for name in args.models.split(",") for row in bench_model(name, args.repeat, args.seed, ceilings)]
+    print(f"{'model':<15} {'layer (calls)':<20} {'ours ms':>8} {'torch ms':>8} {'torch/ours':>7}")
+    rows = [row for name in args.models.split(",")
+            for row in bench_model(name, args.repeat, args.seed, ceilings, args.config, args.batch)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(sys.argv), "ceilings": ceilings, "rows": rows}, f, indent=1)

@@ -1,7 +1,10 @@
-"""The real-model yardstick: a torchvision model's training step, PyTorch's and the converted model's, on one GPU.
+"""The real-model yardstick: a torchvision model's training step, PyTorch's and the converted model's, on one GPU
+or on the CPU.
 
     python -m build_tools.model_bench --compile-only --models resnet50,... --config f32_cl   # here: into $OPS_CACHE_DIR
     python -m build_tools.model_bench --models resnet50,... --config f32_cl --steps 30 --json out.json   # on the GPU
+    python -m build_tools.model_bench --device cpu --threads 2 --models resnet50 --config f32_nchw --batch 4 \
+        --steps 10 --rounds 3     # on the CPU: eager steps only, three interleaved rounds
 
 Models and configurations are ``build_tools/model_layers.py``'s (``f32_nchw``, ``f32_cl``, ``bf16_cl``; the layers
 they call are the suite ``models``). For each model, PyTorch's and its converted copy (``model_layers.converted``:
@@ -15,6 +18,11 @@ follow the setting too):
 - eager steps (zero_grad, forward, backward, optimizer step): host time (``perf_counter`` around the step's Python,
   nothing waited for) and device time (CUDA events around the step on the current stream), medians;
 - the whole step captured in one CUDA graph, replayed in turns: device time (events) and host time of a replay.
+
+On the CPU (``--device cpu``, both sides on ``--threads`` threads: PyTorch's oneDNN and our launches use
+``torch.set_num_threads``'s team) there is no TF32 and no graph: one first step and the eager steps' host time, the
+rows without a TF32 label. ``--rounds R`` repeats the interleaved eager measurement R times (the models training on)
+and reports each round's ours / PyTorch host-time ratio and their median.
 
 Every ``ops.torch`` warning is reported with the figures, and the problems PyTorch's own kernel computes (no
 compiled form passed the known-answer check): a figure that includes such a fallback says so. ``--compile-only``
@@ -44,12 +52,27 @@ from ops.torch import kernels
 
 LOSS = nn.CrossEntropyLoss()
 CLASSES = 400  # targets below every model's class count (r3d_18 has 400 classes, the others 1000)
-TF32_MODES = {"on": True, "off": False}
+TF32_MODES = {"on": True, "off": False}  # cuDNN's TF32 settings measured on a GPU
+CPU_MODE = "cpu"  # the CPU's one run: no TF32 to set (a cuDNN setting), its rows carry no TF32 label
+CPU_MODES = {CPU_MODE: None}
+
+
+def run_key(kind: str, mode: str) -> str:
+    """A result's key for ``kind`` (``eager``, ``captured``) measured in TF32 ``mode``: ``eager_tf32_on``; on the
+    CPU plain ``eager``."""
+    return kind if mode == CPU_MODE else f"{kind}_tf32_{mode}"
+
+
+def _setting(mode: str) -> str:
+    return "" if mode == CPU_MODE else f", TF32 {mode}"
 
 
 @contextlib.contextmanager
-def cudnn_tf32(enabled: bool):
-    """cuDNN's TF32 (``torch.backends.cudnn.allow_tf32``) set while open, restored after."""
+def cudnn_tf32(enabled: bool | None):
+    """cuDNN's TF32 (``torch.backends.cudnn.allow_tf32``) set while open, restored after (None: left as it is)."""
+    if enabled is None:
+        yield
+        return
     before = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = enabled
     try:
@@ -151,6 +174,22 @@ def eager_steps(models: dict, optimizers: dict, batches: list, steps: int, devic
     return result
 
 
+def eager_rounds(models: dict, optimizers: dict, batches: list, steps: int, device, seed: int, rounds: int = 1) -> dict:
+    """``eager_steps`` ``rounds`` times (the models training on, each round's random draws after the last's): per
+    round the medians and ours / PyTorch's host time (``rounds``, ``host_ratio``) and the median of those ratios;
+    per model the median of the rounds' medians and every step's loss. One round gives ``eager_steps``' figures."""
+    runs = [eager_steps(models, optimizers, batches, steps, device, seed + r * steps) for r in range(rounds)]
+    ratios = [run["ours"]["host_ms"] / run["pytorch"]["host_ms"] for run in runs]
+    result = {label: {"host_ms": statistics.median(run[label]["host_ms"] for run in runs),
+                      "device_ms": _median([run[label]["device_ms"] for run in runs], 0),
+                      "losses": [loss for run in runs for loss in run[label]["losses"]]} for label in models}
+    result["max_loss_difference"] = max(run["max_loss_difference"] for run in runs)
+    result["rounds"] = [{f"{label}_{what}": run[label][what] for label in models for what in ("host_ms", "device_ms")}
+                        | {"host_ratio": ratio} for run, ratio in zip(runs, ratios)]
+    result["host_ratio"], result["host_ratio_median"] = ratios, statistics.median(ratios)
+    return result
+
+
 def captured_steps(models: dict, optimizers: dict, batch: tuple, steps: int, device) -> dict:
     """The whole training step of each model captured in one CUDA graph (after ``warm_up``'s three steps on a side
     stream), the graphs replayed in turns: per model the median device and host ms of a replay."""
@@ -187,10 +226,11 @@ def fallbacks(problems) -> list[str]:
 
 
 def bench_pair(reference: nn.Module, ours: nn.Module, batches: list, steps: int, modes: dict, seed: int = 0,
-               capture: bool = True) -> dict:
+               capture: bool = True, rounds: int = 1) -> dict:
     """PyTorch's ``reference`` and its converted copy ``ours`` (same weights) on ``batches`` ((x, y) on their device):
-    the first step's agreement, eager steps and (on a GPU, with ``capture``) captured steps per TF32 setting, the
-    ``ops.torch`` warnings and fallbacks. The models train on; the batches are not changed."""
+    the first step's agreement, eager steps (``rounds`` interleaved rounds: ``eager_rounds``) and (on a GPU, with
+    ``capture``) captured steps per TF32 setting of ``modes`` (``TF32_MODES``; ``CPU_MODES``: one run, no setting),
+    the ``ops.torch`` warnings and fallbacks. The models train on; the batches are not changed."""
     models = {"pytorch": reference, "ours": ours}
     device = batches[0][0].device
     optimizers = {k: torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for k, m in models.items()}
@@ -201,9 +241,10 @@ def bench_pair(reference: nn.Module, ours: nn.Module, batches: list, steps: int,
         result = {"first_step": first_step(models, *batches[0], modes, seed)}
         for mode, enabled in modes.items():
             with cudnn_tf32(enabled):
-                result[f"eager_tf32_{mode}"] = eager_steps(models, optimizers, batches, steps, device, seed)
+                result[run_key("eager", mode)] = eager_rounds(models, optimizers, batches, steps, device, seed,
+                                                              rounds)
                 if capture and device.type == "cuda":
-                    result[f"captured_tf32_{mode}"] = _attempt(captured_steps, models, optimizers, batches[0], steps,
+                    result[run_key("captured", mode)] = _attempt(captured_steps, models, optimizers, batches[0], steps,
                                                                device)
     result["warnings"] = [str(w.message) for w in caught if str(w.message).startswith("ops.torch")]
     result["fallbacks"] = fallbacks(problems)
@@ -220,19 +261,21 @@ def batches_for(x: torch.Tensor, count: int, seed: int, classes: int = CLASSES) 
 
 
 def bench(name: str, config: str, steps: int, modes: dict, batch: int | None = None, seed: int = 0,
-          capture: bool = True, device: str = "cuda") -> dict:
-    """torchvision's ``name`` in ``config`` on ``device``: ``bench_pair`` of it and its converted copy, after
-    ``otorch.precompile`` of the copy (which finds the modules ``--compile-only`` built)."""
+          capture: bool = True, device: str = "cuda", rounds: int = 1) -> dict:
+    """torchvision's ``name`` in ``config`` on ``device`` (``cuda``, or ``cpu`` on ``torch.get_num_threads()``
+    threads): ``bench_pair`` of it and its converted copy, after ``otorch.precompile`` of the copy (which finds the
+    modules ``--compile-only`` built; on the CPU it compiles them on first use)."""
     reference, x = model_layers.build(name, config, device, seed, batch)
     ours, left, plain = model_layers.converted(reference)
     started = time.perf_counter()
     modules = len(otorch.precompile(ours, x, progress=False))
     precompile_s = time.perf_counter() - started
     result = {"model": name, "config": config, "batch": x.shape[0], "input": list(x.shape[1:]), "steps": steps,
-              "device": torch.cuda.get_device_name() if x.device.type == "cuda" else str(x.device),
+              "device": torch.cuda.get_device_name() if x.device.type == "cuda"
+              else f"{x.device} (threads {torch.get_num_threads()})",
               "modules": modules, "precompile_s": precompile_s, "left_to_pytorch": left, "plain_subclasses": plain}
     return {**result, **bench_pair(reference, ours, batches_for(x, min(steps, 4), seed + 1), steps, modes, seed,
-                                   capture)}
+                                   capture, rounds)}
 
 
 def compile_only(names: list[str], config: str, batch: int | None, device: str) -> None:
@@ -259,57 +302,93 @@ def fallback_note(r: dict) -> str:
 
 
 def _ms(value) -> str:
-    return "-" if value is None else f"{value:8.2f}"
+    return f"{'-':>8}" if value is None else f"{value:8.2f}"
 
 
 def report(r: dict) -> None:
     print(f"\n== {r['model']} {r['config']} batch {r['batch']} on {r['device']}: {r['kernel_problems']} kernel "
           f"problems, {r['modules']} modules (precompile {r['precompile_s']:.1f} s); {fallback_note(r)}")
     for mode, first in r["first_step"].items():
-        print(f"first step, TF32 {mode}: loss {first['loss_pytorch']:.6f} / ours {first['loss_ours']:.6f} "
+        print(f"first step{_setting(mode)}: loss {first['loss_pytorch']:.6f} / ours {first['loss_ours']:.6f} "
               f"({first['loss_difference']:.1e}); gradients ours vs PyTorch {first['gradient_difference']:.1e} "
               f"(one parameter's worst: {first['worst_parameter_difference']:.1e}, {first['worst_parameter']})"
               + (f", vs PyTorch without TF32 {first['gradient_difference_vs_pytorch_off']:.1e} (PyTorch's own "
                  f"{first['pytorch_vs_pytorch_off']:.1e})" if "pytorch_vs_pytorch_off" in first else ""))
-    print(f"{'':24}{'host ms':>10}{'device ms':>10}   (medians; ours / PyTorch device)")
-    for key in [k for k in r if k.startswith(("eager_", "captured_"))]:
-        run = r[key]
+    report_runs({k: v for k, v in r.items() if k.startswith(("eager", "captured"))})
+    for message in r["warnings"]:
+        print(f"   warning: {message.splitlines()[0]}")
+
+
+def report_runs(runs: dict) -> None:
+    """The timed runs' rows: host and device ms, ours / PyTorch's device time (host time where no device time was
+    measured: the CPU), and each round's host-time ratio where there were several."""
+    timed_on_device = any(run.get("ours", {}).get("device_ms") for run in runs.values())
+    what = "device_ms" if timed_on_device else "host_ms"
+    print(f"{'':24}{'host ms':>10}{'device ms':>10}   (medians; ours / PyTorch {what.removesuffix('_ms')})")
+    for key, run in runs.items():
         if "error" in run:
             print(f"{key:<24}ERROR {run['error']}")
             continue
         for label in ("pytorch", "ours"):
             line = f"{key + ' ' + label:<24}{_ms(run[label]['host_ms'])}  {_ms(run[label]['device_ms'])}"
-            if label == "ours" and run["ours"]["device_ms"] and run["pytorch"]["device_ms"]:
-                line += f"   {run['ours']['device_ms'] / run['pytorch']['device_ms']:.2f}x"
+            if label == "ours" and run["ours"][what] and run["pytorch"][what]:
+                line += f"   {run['ours'][what] / run['pytorch'][what]:.2f}x"
             print(line)
-    for message in r["warnings"]:
-        print(f"   warning: {message.splitlines()[0]}")
+        if len(run.get("rounds", ())) > 1:
+            ratios = " ".join(f"{ratio:.2f}x" for ratio in run["host_ratio"])
+            print(f"{key} ours / PyTorch host time by round: {ratios}; median {run['host_ratio_median']:.2f}x")
 
 
-def main(argv=None) -> int:
+def running_modes(args, parser) -> dict:
+    """The TF32 settings to measure where the steps run: ``--tf32``'s on a GPU, the CPU's one run on the CPU."""
+    kind = args.device.split(":")[0]
+    if kind not in ("cpu", "cuda"):
+        parser.error(f"--device {args.device}: the steps run on cpu or cuda (an IREE driver only with --compile-only)")
+    if kind == "cpu":
+        if args.tf32 is not None:
+            parser.error("--tf32 is cuDNN's setting: the CPU has no TF32 (its rows carry no TF32 label)")
+        return CPU_MODES
+    return {m: TF32_MODES[m] for m in (args.tf32 or "on,off").split(",")}
+
+
+def arguments(argv) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(prog="python -m build_tools.model_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="resnet50", help=f"comma-separated, of {', '.join(model_layers.MODELS)}")
     parser.add_argument("--config", default="f32_cl", choices=list(model_layers.CONFIGS))
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch", type=int, help="batch size (default: the model's, model_layers.MODELS)")
-    parser.add_argument("--tf32", default="on,off", help="cuDNN TF32 settings to measure (on: PyTorch's default)")
+    parser.add_argument("--tf32", help="cuDNN TF32 settings to measure on a GPU (default on,off; on: PyTorch's "
+                                       "default); the CPU has none")
     parser.add_argument("--no-capture", action="store_true", help="leave out the CUDA-graph-captured steps")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="the interleaved eager measurement this many times: each round's ours / PyTorch host "
+                             "time and their median")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (on the CPU both sides use that team)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="cuda", help="with --compile-only: the IREE driver to compile for")
+    parser.add_argument("--device", default="cuda",
+                        help="where the steps run: cuda (the GPU) or cpu; with --compile-only the IREE driver to "
+                             "compile for (cuda; cpu means local-task)")
     parser.add_argument("--compile-only", action="store_true",
                         help="only compile the converted models' modules into $OPS_CACHE_DIR (no GPU needed)")
     parser.add_argument("--json", help="write the results here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv), parser
+
+
+def main(argv=None) -> int:
+    args, parser = arguments(argv)
     names = args.models.split(",")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.compile_only:
-        compile_only(names, args.config, args.batch, args.device)
+        compile_only(names, args.config, args.batch, "local-task" if args.device == "cpu" else args.device)
         return 0
-    modes = {m: TF32_MODES[m] for m in args.tf32.split(",")}
+    modes = running_modes(args, parser)
     results = []
     for name in names:
         try:
-            results.append(bench(name, args.config, args.steps, modes, args.batch, args.seed, not args.no_capture))
+            results.append(bench(name, args.config, args.steps, modes, args.batch, args.seed, not args.no_capture,
+                                 args.device, args.rounds))
         except Exception as error:  # reported; the other models stand
             print(f"\n== {name} {args.config}: ERROR {type(error).__name__}: {error}", flush=True)
             results.append({"model": name, "config": args.config, "error": f"{type(error).__name__}: {error}"})
