@@ -1,4 +1,4 @@
-// Convolution backward-data (CK example 17_convnd_bwd_data) of stride 1, in float32 as bfloat16 x ${parts}: ${rank}-D,
+// Convolution backward-data (CK example 17_convnd_bwd_data) of stride 1, in float32 as bfloat16 x 3: ${rank}-D,
 // layout ${layout}.
 //
 // With stride 1, o + d*f = i + p_lo says that grad_in is the forward convolution of grad_out, zero-padded by

@@ -211,9 +211,8 @@ def _results(problem) -> list:
 
 
 def _terms(problem) -> int:
-    """The largest number of terms summed into one result position (the operator's ``terms``, times a split
-    precision's products per term: its module sums them all in float32)."""
-    return _operator(problem).terms(problem) * problem.parts_per_term
+    """The largest number of terms summed into one result position (the operator's ``terms``)."""
+    return _operator(problem).terms(problem)
 
 
 # --- Samples: by the operator's declared roles (ops/roles.py) ---------------------------------------------------

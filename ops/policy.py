@@ -31,7 +31,6 @@ from . import compiler, registry, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_gemm)
-from .problem import SPLITS
 from .render import templates_dir
 from .targets import Target
 
@@ -279,7 +278,7 @@ def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
     problem's one form, the gemm form (one tap) or the split_conv form (stride 1)."""
     Form = stride_phases.Form
-    if problem.precision in SPLITS:
+    if problem.precision == "bf16x3":
         flip = "map" if target.negative_map_coefficients else "gather"
         split = Form(contraction="split_conv", weight_flip=flip)
         return [Form(contraction="gemm") if data_gemm.applies(problem) else split]
@@ -429,34 +428,31 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
     return module_specs(problem, target, extra_flags, configs, options)[0]
 
 
-# --- Float32 gradients as bfloat16 parts -----------------------------------------------------------------------
+# --- Float32 weight gradients as bfloat16 x 3 -----------------------------------------------------------------
 
 
-def float32_split(driver: str | None, reduced_precision: bool) -> str:
-    """The split (``problem.SPLITS``) float32 convolution gradients may take on ``driver``, or "float32" for none:
-    on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only, bfloat16 x 3 where PyTorch
-    allows reduced precision (``reduced_precision``: ``torch.backends.cudnn.allow_tf32``; TF32's products are within
-    2^-11, bf16x3's 2^-16), else bfloat16 x 6 (within 2^-22; a float32 product's rounding is 2^-24). Not on ROCm:
+def splits_float32(driver: str | None) -> bool:
+    """Whether float32 weight gradients may be split into bfloat16 parts on ``driver`` where PyTorch allows reduced
+    precision: on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only. Not on ROCm:
     gfx942 has float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
-    if driver != "cuda":
-        return "float32"
-    return "bf16x3" if reduced_precision else "bf16x6"
+    return driver == "cuda"
 
 
-def weight_gradient_precision(problem, split: str) -> str:
-    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): in ``split`` (a
-    precision of ``problem.SPLITS``, ``float32_split``'s) where the convolution is not depthwise and the filter has
-    more than one tap or its split problem takes the gemm form (``takes_gemm``); else in float32. Measured as
-    bf16x3 (docs/perf/h100-split, docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the
+def weight_gradient_precision(problem, reduced_precision: bool) -> str:
+    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where
+    PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
+    ``kernels.reduced_precision``), the convolution is not depthwise, and the filter has more than one tap or its
+    split problem takes the gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split,
+    docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the
     H100; its 1x1 ones, split into the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16
     ms against 0.82-4.2 on an H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against
     6.1 ms for seven layers); r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are
     depthwise, 8% slower (with depthwise left in float32: 103 -> 92 ms)."""
-    if split not in SPLITS or problem.dtype != "float32" or problem.kind == "depthwise":
+    if not (reduced_precision and problem.dtype == "float32") or problem.kind == "depthwise":
         return problem.precision
     taps = math.prod(problem.filter_spatial) > 1
-    split_gemm = takes_gemm(dataclasses.replace(problem, precision=split).computed_as)
-    return split if taps or split_gemm else problem.precision
+    split_gemm = takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)
+    return "bf16x3" if taps or split_gemm else problem.precision
 
 
 # Where a channels-last float32 backward-data's GEMM has fewer columns (input channels C) than this, its stride
@@ -465,11 +461,12 @@ def weight_gradient_precision(problem, split: str) -> str:
 DATA_SPLIT_MIN_CHANNELS = 128
 
 
-def data_gradient_precision(problem, split: str) -> str:
-    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): in ``split`` (as
-    ``weight_gradient_precision``) where a split form takes the problem (``_splits_data``); else in float32."""
+def data_gradient_precision(problem, reduced_precision: bool) -> str:
+    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 where
+    PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``) and a split form takes the problem
+    (``_splits_data``); else in float32."""
     wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem)
-    return split if split in SPLITS and wanted else problem.precision
+    return "bf16x3" if reduced_precision and wanted else problem.precision
 
 
 def _splits_data(problem) -> bool:

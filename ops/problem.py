@@ -88,11 +88,6 @@ class WindowProblem:
         return 0.0
 
     @property
-    def parts_per_term(self) -> int:
-        """How many products the module sums for each term of the sum (a split precision's parts): one."""
-        return 1
-
-    @property
     def summary(self) -> str:
         """A short description for messages: the operator, its sizes, and its stride, dilation and padding where
         not the default (``name`` is the complete one), e.g. ``conv_bwd_data nchw float32 n64 c64->k64 8x8 f3x3 s2
@@ -171,16 +166,11 @@ class ConvProblem(WindowProblem):
 
     @property
     def term_roundoff(self) -> float:
-        """A split product's error beyond float32's, doubled (``SPLIT_ROUNDOFF``); none for float32 products."""
-        return 2 * SPLIT_ROUNDOFF.get(self.precision, 0.0)
-
-    @property
-    def parts_per_term(self) -> int:
-        """A split precision's products per term (3 or 6: its parts, ``SPLITS``), else one."""
-        return len(SPLITS.get(self.precision, ((),)))
+        """A split product's error: 2^-16 of its magnitude at most (the dropped lo*lo and lo's rounding), doubled."""
+        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
 
     def _name_suffix(self) -> str:
-        return f"_split_{self.precision}" if self.precision in SPLITS else ""
+        return "_split_bf16x3" if self.precision == "bf16x3" else ""
 
     @property
     def summary(self) -> str:
@@ -225,27 +215,14 @@ class ConvBwdDataProblem(ConvProblem):
         return f"{super().summary} epilogue {text if len(text) <= 24 else text[:21] + '...'}"
 
 
-# A split precision: each float32 value a sum of bfloat16 parts (hi, mid, lo: the value rounded, then each rest
-# rounded), each product x*g a sum of bfloat16 products of parts, accumulated in float32 (mlir/split_bf16x3.mlir):
-# the (x part, g part) pairs, in stacking order. bf16x3 splits into hi and lo (lo the rest); bf16x6 into hi, mid
-# and lo and drops only the products of 2^-24 or less of |x*g| (mid*lo, lo*mid, lo*lo), as NVIDIA's float32
-# emulation on bfloat16 matrix units does.
-SPLITS = {
-    "bf16x3": (("hi", "hi"), ("hi", "lo"), ("lo", "hi")),
-    "bf16x6": (("hi", "hi"), ("hi", "mid"), ("mid", "hi"), ("mid", "mid"), ("hi", "lo"), ("lo", "hi")),
-}
-# each split product's error, relative to |x*g| (a float32 product's rounding is 2^-24): bf16x3's dropped lo*lo and
-# lo's rounding; bf16x6's dropped terms and lo's rounding, about four float32 roundings
-SPLIT_ROUNDOFF = {"bf16x3": 2.0 ** -16, "bf16x6": 2.0 ** -22}
-# the precisions of a float32 problem's products: float32, or a split (SPLITS; data_gemm.mlir, data_split_conv.mlir)
-PRECISIONS = ("float32", *SPLITS)
+# the precisions of a float32 problem's products: float32, or bfloat16 x 3 (mlir/split_bf16x3.mlir, data_gemm.mlir)
+PRECISIONS = ("float32", "bf16x3")
 
 
 @dataclass(frozen=True)
 class ConvBwdWeightProblem(ConvProblem):
     """Backward-weight: the convolution, grad_w's dtype (the inputs', or float32), and for float32 the precision of
-    its products (``SPLITS``: ``"bf16x3"``, each a sum of three bfloat16 products within about 2^-16 of its
-    magnitude, or ``"bf16x6"``, six within about 2^-22)."""
+    its products (``"bf16x3"``: each a sum of three bfloat16 products, within about 2^-16 of its magnitude)."""
 
     out_dtype: str
     precision: str = "float32"
@@ -258,12 +235,11 @@ class ConvBwdWeightProblem(ConvProblem):
 
     @property
     def computed_as(self) -> "ConvBwdWeightProblem":
-        """A split problem's module wraps the bfloat16 problem of its parts' batch (3 or 6 times the batch),
-        channels-last, with a float32 grad_w; any other problem's is its own."""
-        if self.precision not in SPLITS:
+        """A split problem's module wraps the bfloat16 problem of three times the batch, channels-last, with a
+        float32 grad_w; any other problem's is its own."""
+        if self.precision != "bf16x3":
             return self
-        parts = len(SPLITS[self.precision])
-        return replace(self, dtype="bfloat16", out_dtype="float32", batch=parts * self.batch, precision="float32",
+        return replace(self, dtype="bfloat16", out_dtype="float32", batch=3 * self.batch, precision="float32",
                        layout=layouts_of_rank(self.rank)[0])  # the channels-last one
 
     @property

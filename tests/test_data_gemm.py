@@ -1,6 +1,6 @@
-"""conv_bwd_data's gemm form (ops/operators/data_gemm.py): a float32 one-tap, unpadded backward-data as bfloat16 x 3
-or x 6, as the GEMM it is. Each product within about 2^-16 of its magnitude (bf16x3) or at float32's accuracy
-(bf16x6) on the CPU in every layout and stride (at a ResNet layer's size too); the known-answer check allows it that and refuses a lost lo part; what takes it (split
+"""conv_bwd_data's gemm form (ops/operators/data_gemm.py): a float32 one-tap, unpadded backward-data as bfloat16 x 3,
+as the GEMM it is. Each product within about 2^-16 of its magnitude on the CPU in every layout and stride (at a
+ResNet layer's size too); the known-answer check allows it that and refuses a lost lo part; what takes it (split
 problems only, by ops.torch where PyTorch allows TF32 on a GPU); and the compiled GPU code contracts with matrix
 instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
 
@@ -15,7 +15,6 @@ from ops import api, known_answer, policy, targets
 from ops.operators import conv_bwd_data, stride_phases
 
 from lowering import one_matrix_contraction
-from test_split_precision import BOUNDS
 
 
 def _problem(**params):
@@ -38,20 +37,16 @@ CASES = {"nchw": {}, "nhwc": dict(layout="NHWC"), "nchw_s2": dict(stride=2), "nh
          "ndhwc_s2": dict(input_spatial=(4, 5, 3), stride=2, layout="NDHWC", in_channels=5, out_channels=6)}
 
 
-@pytest.mark.parametrize("precision", ["bf16x3", "bf16x6"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_split_is_within_its_bound_of_each_magnitude_and_far_better_than_bfloat16(name, precision, rng):
-    problem = _problem(**CASES[name], precision=precision)
-    assert problem.name.endswith(f"_split_{precision}")
-    assert conv_bwd_data.problem_from_params(**problem.params()) == problem
+def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(name, rng):
+    problem = _problem(**CASES[name], precision="bf16x3")
+    assert problem.name.endswith("_split_bf16x3") and conv_bwd_data.problem_from_params(**problem.params()) == problem
     _assert_split_accuracy(problem, rng)
 
 
-@pytest.mark.parametrize("precision", ["bf16x3", "bf16x6"])
-def test_a_split_at_a_resnet_layers_size(precision, rng):
+def test_bf16x3_at_a_resnet_layers_size(rng):
     """ResNet-50's strided 1x1 downsample (256 -> 512, 56x56, stride 2) at batch 2: 1.6 M elements of grad_in."""
-    problem = _problem(batch=2, in_channels=256, out_channels=512, input_spatial=(56, 56), stride=2,
-                       precision=precision)
+    problem = _problem(batch=2, in_channels=256, out_channels=512, input_spatial=(56, 56), stride=2, precision="bf16x3")
     assert math.prod(problem.input_shape) > 1 << 18
     _assert_split_accuracy(problem, rng)
 
@@ -59,13 +54,13 @@ def test_a_split_at_a_resnet_layers_size(precision, rng):
 def _assert_split_accuracy(problem, rng):
     grad_out, weight = (rng.standard_normal(s).astype(np.float32) for s in (problem.output_shape, problem.weight_shape))
     got = np.asarray(api.conv_bwd_data(grad_out, weight, input_shape=problem.input_shape, stride=problem.stride,
-                                       layout=problem.layout, precision=problem.precision), np.float64)
+                                       layout=problem.layout, precision="bf16x3"), np.float64)
     want = conv_bwd_data.reference(problem, [grad_out, weight])
     magnitude = conv_bwd_data.reference(problem, [np.abs(grad_out), np.abs(weight)])
     unread = magnitude == 0  # positions no output reads: exactly zero
     assert np.all(got[unread] == 0)
     error = np.abs(got - want)[~unread] / magnitude[~unread]
-    assert error.max() < BOUNDS[problem.precision], error.max()
+    assert error.max() < 2.0 ** -16, error.max()
     bfloat16 = conv_bwd_data.reference(problem, [_bf16(grad_out), _bf16(weight)])
     assert (np.abs(bfloat16 - want)[~unread] / magnitude[~unread]).max() > 16 * error.max()  # the lo parts count
 
@@ -81,14 +76,13 @@ def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails():
 
 @pytest.mark.parametrize("params, message", [
     (dict(dtype="bfloat16"), "precision bf16x3 takes float32 problems of one group with a one-tap filter"),
-    (dict(dtype="bfloat16", precision="bf16x6"), "precision bf16x6 takes float32 problems of one group"),
     (dict(filter_spatial=(3, 3), padding=1, stride=2), "precision bf16x3 takes float32 problems"),  # strided taps
     (dict(padding=1), "precision bf16x3 takes float32 problems"),  # one tap, padded: beyond the filter's reach
 ])
-def test_a_split_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params, message):
+def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params, message):
     with pytest.raises(ValueError, match=f"conv_bwd_data: {message}"):
-        _problem(**{"precision": "bf16x3", **params})
-    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, but got 'tf32'"):
+        _problem(**params, precision="bf16x3")
+    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, but got 'tf32'"):
         _problem(precision="tf32")
 
 
@@ -96,27 +90,26 @@ def test_split_problems_take_the_gemm_form_and_no_other_problem_does():
     for target in (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu")):
         assert [f.contraction for f in policy.forms_for(_problem(precision="bf16x3"), target)] == ["gemm"]
         assert all(f.contraction != "gemm" for f in policy.forms_for(_problem(), target))
-    with pytest.raises(ValueError, match="conv_bwd_data: the gemm form computes float32 one-tap, unpadded problems in a split"):
+    with pytest.raises(ValueError, match="conv_bwd_data: the gemm form computes float32 one-tap, unpadded problems as"):
         conv_bwd_data.render(_problem(), stride_phases.Form(contraction="gemm"))
     with pytest.raises(ValueError, match="conv_bwd_data: the stride phases compute float32 products"):
         conv_bwd_data.render(_problem(precision="bf16x3"), stride_phases.Form())
 
 
-@pytest.mark.parametrize("params, split, expected", [
-    (dict(batch=32), "bf16x3", "bf16x3"),                             # 32 x 42 rows
-    (dict(batch=32), "bf16x6", "bf16x6"),
-    (dict(), "float32", "float32"),
-    (dict(batch=3), "bf16x3", "float32"),                              # 3 x 42 rows: no whole 32-row blocks
-    (dict(batch=32, out_channels=24), "bf16x3", "float32"),            # K not in whole 32-channel blocks
-    (dict(batch=32, layout="NHWC", in_channels=64), "bf16x3", "float32"),  # channels-last, fewer than 128 columns
-    (dict(batch=32, layout="NHWC", in_channels=128), "bf16x3", "bf16x3"),
-    (dict(batch=32, filter_spatial=(3, 3), padding=1), "bf16x6", "bf16x6"),  # stride 1: the split_conv form
-    (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), "bf16x3", "float32"),
-    (dict(batch=32, dtype="bfloat16"), "bf16x3", "bfloat16"),
+@pytest.mark.parametrize("params, reduced, expected", [
+    (dict(batch=32), True, "bf16x3"),                             # 32 x 42 rows
+    (dict(), False, "float32"),
+    (dict(batch=3), True, "float32"),                              # 3 x 42 rows: no whole 32-row blocks
+    (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
+    (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
+    (dict(batch=32, layout="NHWC", in_channels=128), True, "bf16x3"),
+    (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "bf16x3"),    # stride 1: the split_conv form
+    (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), True, "float32"),
+    (dict(batch=32, dtype="bfloat16"), True, "bfloat16"),
 ])
-def test_ops_torch_splits_backward_data_where_a_split_form_takes_it(params, split, expected):
+def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
-    precision = policy.data_gradient_precision(problem, split)
+    precision = policy.data_gradient_precision(problem, reduced)
     assert precision == (problem.precision if expected == "bfloat16" else expected)
 
 
@@ -127,12 +120,6 @@ def test_the_gpu_module_contracts_with_matrix_instructions(tmp_path, target):
     image into the next image: wrong on an H200), then the transpose."""
     problem = _problem(batch=8, in_channels=1024, out_channels=256, input_spatial=(14, 14), precision="bf16x3")
     one_matrix_contraction(problem, target, tmp_path, "matmul_like_1568x1024x3x256_")
-
-
-def test_bf16x6_contracts_with_mma_sync_over_six_parts(tmp_path):
-    """The same layer as bf16x6 (what a CUDA GPU computes where PyTorch's TF32 is off): one GEMM of six parts."""
-    problem = _problem(batch=8, in_channels=1024, out_channels=256, input_spatial=(14, 14), precision="bf16x6")
-    one_matrix_contraction(problem, "cuda:sm_80", tmp_path, "matmul_like_1568x1024x6x256_")
 
 
 @pytest.mark.parametrize("probe, cases, split", [("gemm_probe", 7 * 8, 14), ("data_probe", 13 * 2 * 2, 26)])

@@ -1,11 +1,8 @@
-"""A float32 weight gradient as bfloat16 x 3 or x 6 (mlir/split_bf16x3.mlir, ops/operators/split_precision.py): each
-product three bfloat16 products summed in float32, within about 2^-16 of its magnitude, or six, at float32's own
-accuracy; ops.torch takes bf16x3 where PyTorch allows its float32 convolutions reduced precision on an NVIDIA GPU,
-bf16x6 where it does not, for filters of more than one tap."""
+"""A float32 weight gradient as bfloat16 x 3 (mlir/split_bf16x3.mlir, ops/operators/split_precision.py): each
+product is three bfloat16 products summed in float32, within about 2^-16 of its magnitude; ops.torch uses it only
+where PyTorch allows its float32 convolutions reduced precision on a GPU, for filters of more than one tap."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pytest
@@ -17,40 +14,25 @@ _PARAMS = dict(batch=4, groups=2, in_channels=6, out_channels=5, input_spatial=(
                stride=(2, 1), padding=((1, 1), (0, 1)), dtype="float32")
 
 
-# each split's largest error relative to a position's sum of term magnitudes, measured against float64: bf16x3's
-# products within 2^-16; bf16x6's at float32's accuracy, the float32 module's own error at most this many times over
-# (its sum runs over six times the terms)
-BOUNDS = {"bf16x3": 2.0 ** -16, "bf16x6": 2.0 ** -20}
-FLOAT32_FACTOR = 16
-
-
-@pytest.mark.parametrize("precision", ["bf16x3", "bf16x6"])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC", "NCDHW"])
-def test_a_split_is_within_its_bound_of_each_magnitude_and_far_better_than_bfloat16(layout, precision, rng):
+def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(layout, rng):
     params = dict(_PARAMS, layout=layout)
     if layout == "NCDHW":
         params.update(input_spatial=(5, 6, 4), filter_spatial=(2, 3, 1), stride=(1, 2, 1),
                       padding=((1, 0), (1, 1), (0, 0)))
-    problem = grouped_conv_bwd_weight.problem_from_params(**params, precision=precision)
-    parts = {"bf16x3": 3, "bf16x6": 6}[precision]
-    assert problem.name.endswith(f"_split_{precision}") and problem.computed_as.dtype == "bfloat16"
-    assert problem.computed_as.batch == parts * problem.batch and problem.parts_per_term == parts
+    problem = grouped_conv_bwd_weight.problem_from_params(**params, precision="bf16x3")
+    assert problem.name.endswith("_split_bf16x3") and problem.computed_as.dtype == "bfloat16"
     assert grouped_conv_bwd_weight.problem_from_params(**problem.params()) == problem
     x, grad_out = (rng.standard_normal(s).astype(np.float32) for s in (problem.input_shape, problem.output_shape))
+    got = np.asarray(api.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=params["filter_spatial"],
+                                                 stride=params["stride"], padding=params["padding"], layout=layout,
+                                                 precision="bf16x3"), np.float64)
     want = grouped_conv_bwd_weight.reference(problem, [x, grad_out])
     magnitude = grouped_conv_bwd_weight.magnitudes(problem, [x, grad_out], [want])[0]
-    errors = {p: (np.abs(_computed(x, grad_out, params, p) - want) / magnitude).max() for p in ("float32", precision)}
-    assert errors[precision] < BOUNDS[precision], errors
-    if precision == "bf16x6":
-        assert errors["bf16x6"] < FLOAT32_FACTOR * max(errors["float32"], 2.0 ** -24), errors
+    error = np.abs(got - want) / magnitude
+    assert error.max() < 2.0 ** -16, error.max()
     bfloat16 = grouped_conv_bwd_weight.reference(problem, [_bf16(x), _bf16(grad_out)])
-    assert (np.abs(bfloat16 - want) / magnitude).max() > 16 * errors[precision]  # the lo parts count
-
-
-def _computed(x, grad_out, params, precision):
-    return np.asarray(api.grouped_conv_bwd_weight(x, grad_out, groups=2, filter_spatial=params["filter_spatial"],
-                                                  stride=params["stride"], padding=params["padding"],
-                                                  layout=params["layout"], precision=precision), np.float64)
+    assert (np.abs(bfloat16 - want) / magnitude).max() > 16 * error.max()  # the lo parts count
 
 
 def _bf16(a):
@@ -61,8 +43,7 @@ def _bf16(a):
 
 def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails(monkeypatch):
     """The known-answer check allows a split product its 2^-16 (doubled), and refuses the bfloat16-only answer
-    (what a compiler folding extf(truncf(v)) into v gives: the lo parts zero); bf16x6's check, whose allowance per
-    product is float32's (its sum's, over six times the terms, dominates), too."""
+    (what a compiler folding extf(truncf(v)) into v gives: the lo parts zero)."""
     monkeypatch.setattr(known_answer, "WHOLE", 0)
     problem = grouped_conv_bwd_weight.problem_from_params(**_PARAMS, layout="NHWC", precision="bf16x3")
     inputs = known_answer.inputs_for(problem)
@@ -70,35 +51,26 @@ def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails(mo
     assert not known_answer.judge(problem, inputs, [hi_only]).passed
     right = grouped_conv_bwd_weight.reference(problem, inputs).astype(np.float32)
     assert known_answer.judge(problem, inputs, [right]).passed
-    six = dataclasses.replace(problem, precision="bf16x6")
-    assert known_answer.judge(six, inputs, [right]).passed and not known_answer.judge(six, inputs, [hi_only]).passed
-    assert 2.0 ** -24 < six.term_roundoff < problem.term_roundoff / 32
 
 
-def test_a_split_takes_float32_only():
-    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision bf16x6 splits float32"):
-        grouped_conv_bwd_weight.problem_from_params(**dict(_PARAMS, dtype="bfloat16"), precision="bf16x6")
-    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision must be one of float32, bf16x3, bf16x6"):
+def test_bf16x3_takes_float32_only():
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision bf16x3 splits float32"):
+        grouped_conv_bwd_weight.problem_from_params(**dict(_PARAMS, dtype="bfloat16"), precision="bf16x3")
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision must be one of float32, bf16x3"):
         grouped_conv_bwd_weight.problem_from_params(**_PARAMS, precision="tf32")
 
 
-def test_the_policy_splits_float32_on_nvidia_gpus_only_as_pytorchs_tf32_setting_allows():
-    assert policy.float32_split("cuda", True) == "bf16x3" and policy.float32_split("cuda", False) == "bf16x6"
-    for driver in ("hip", "local-task", None):
-        assert policy.float32_split(driver, True) == policy.float32_split(driver, False) == "float32"
-
-
-@pytest.mark.parametrize("dtype, taps, groups, channels, split, expected", [
-    ("float32", (3, 3), 1, 8, "bf16x3", "bf16x3"), ("float32", (1, 1), 1, 8, "bf16x3", "float32"),
-    ("float32", (3, 3), 1, 8, "float32", "float32"), ("bfloat16", (3, 3), 1, 8, "bf16x3", "float32"),
-    ("float32", (3,), 2, 4, "bf16x3", "bf16x3"), ("float32", (3, 3), 8, 1, "bf16x3", "float32"),  # depthwise
-    ("float32", (3, 3), 1, 8, "bf16x6", "bf16x6"), ("float32", (3, 3), 8, 1, "bf16x6", "float32"),
+@pytest.mark.parametrize("dtype, taps, groups, channels, allowed, expected", [
+    ("float32", (3, 3), 1, 8, True, "bf16x3"), ("float32", (1, 1), 1, 8, True, "float32"),
+    ("float32", (3, 3), 1, 8, False, "float32"), ("bfloat16", (3, 3), 1, 8, True, "float32"),
+    ("float32", (3,), 2, 4, True, "bf16x3"), ("float32", (3, 3), 8, 1, True, "float32"),  # depthwise: not split
 ])
-def test_the_policy_splits_the_weight_gradients_of_filters_with_taps(dtype, taps, groups, channels, split, expected):
+def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has_taps(dtype, taps, groups, channels,
+                                                                                       allowed, expected):
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=2, groups=groups, in_channels=channels, out_channels=channels, input_spatial=(6,) * len(taps),
         filter_spatial=taps, layout="NCHW" if len(taps) == 2 else "NCW", dtype=dtype)
-    assert policy.weight_gradient_precision(problem, split) == expected
+    assert policy.weight_gradient_precision(problem, allowed) == expected
 
 
 @pytest.mark.parametrize("layout, batch, expected", [
@@ -110,29 +82,29 @@ def test_the_policy_splits_the_weight_gradients_of_filters_with_taps(dtype, taps
 def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm_form(layout, batch, expected):
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
-    assert policy.weight_gradient_precision(problem, "bf16x3") == expected
-    assert policy.weight_gradient_precision(problem, "float32") == "float32"
+    assert policy.weight_gradient_precision(problem, True) == expected
+    assert policy.weight_gradient_precision(problem, False) == "float32"
 
 
-def test_ops_torch_splits_float32_only_on_a_gpu():
+def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
 
-    assert kernels.float32_split(torch.randn(2, 3, 4, 4)) == "float32"  # the CPU: PyTorch's oneDNN has no TF32 either
+    assert not kernels.reduced_precision(torch.randn(2, 3, 4, 4))  # the CPU: PyTorch's oneDNN has no TF32 either
     assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which a CUDA float32 tensor would then follow
 
 
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
-    gradients split, and the one-tap layer's backward-data: as bf16x3 where PyTorch allows TF32 (its default), as
-    bf16x6 where it does not; not for ROCm or the CPU."""
+    gradients split, and the one-tap layer's backward-data, where PyTorch allows TF32 (its default), and not
+    otherwise, nor for ROCm or the CPU."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
     import ops.torch as otorch
 
     model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 32, 1)))
     x = torch.randn(2, 3, 8, 8)  # the 1x1 layer split too: its split problem has 6 x 64 rows, whole 32-row blocks
-    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["bf16x6"] * 2),
+    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["float32"] * 2),
                                       ("hip", True, ["float32"] * 2), (None, True, ["float32"] * 2)):
         torch.backends.cudnn.allow_tf32 = allowed
         try:

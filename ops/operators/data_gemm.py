@@ -1,6 +1,6 @@
-"""A float32 backward-data of a one-tap filter with no padding, as bfloat16 x 3 or x 6, as the GEMM it is
-(``mlir/data_gemm.mlir``): conv_bwd_data's ``gemm`` form, the one its split problems (``precision`` "bf16x3" or
-"bf16x6") take. grad_out and the weight are split into bfloat16 parts (``split_precision.split``), one contraction over
+"""A float32 backward-data of a one-tap filter with no padding, as bfloat16 x 3, as the GEMM it is
+(``mlir/data_gemm.mlir``): conv_bwd_data's ``gemm`` form, the one its split problems (``precision="bf16x3"``)
+take. grad_out and the weight are split into bfloat16 parts (``split_precision.split``), one contraction over
 the parts and the channels sums grad_out's rows times the weight, and the store puts the rows at the strided
 positions of grad_in."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import render as mlir
-from ..problem import SPLITS, ConvBwdDataProblem
+from ..problem import ConvBwdDataProblem
 from ..validation import check
 from . import split_precision
 
@@ -28,11 +28,10 @@ def rows(problem: ConvBwdDataProblem) -> int:
 
 
 def render(problem: ConvBwdDataProblem, transients: str) -> str:
-    """The problem's module (a float32 problem computed as a split precision)."""
-    check(applies(problem) and problem.precision in SPLITS,
-          f"{OP}: the gemm form computes float32 one-tap, unpadded problems in a split precision, but got "
-          f"{problem.name}")
-    rank, c, k, t = problem.rank, problem.in_channels, problem.out_channels, split_precision.parts(problem.precision)
+    """The problem's module (a float32 problem computed as bf16x3)."""
+    check(applies(problem) and problem.precision == "bf16x3",
+          f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
+    rank, c, k = problem.rank, problem.in_channels, problem.out_channels
     spatial = list(problem.output_spatial)
     rows_cl = [problem.batch, *spatial, c]
     unit = (1,) * rank
@@ -42,14 +41,14 @@ def render(problem: ConvBwdDataProblem, transients: str) -> str:
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([rows(problem), c], "f32"),
         transients=transients,
         split_grad_out=split_precision.split("grad_out", problem.batch, problem.output_spatial, k,
-                                             problem.channels_last, split_precision.levels(problem.precision, 0)),
+                                             problem.channels_last, split_precision.HI_HI_LO),  # (hi, hi, lo)
         split_weight=split_precision.split("weight", k, unit, c, problem.channels_last,
-                                           split_precision.levels(problem.precision, 1)),
-        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([t * problem.batch, *spatial, k], "bf16"),
-        g3_merged_type=mlir.tensor([t * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c, parts=t,
-        g3_type=mlir.tensor([t, rows(problem), k], "bf16"),
-        weight3_merge=_merge(rank), weight3_type=mlir.tensor([t * k, *unit, c], "bf16"),
-        w3_merged_type=mlir.tensor([t * k, c], "bf16"), w3_type=mlir.tensor([t, k, c], "bf16"),
+                                           split_precision.HI_LO_HI),  # (hi, lo, hi)
+        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([3 * problem.batch, *spatial, k], "bf16"),
+        g3_merged_type=mlir.tensor([3 * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
+        g3_type=mlir.tensor([3, rows(problem), k], "bf16"),
+        weight3_merge=_merge(rank), weight3_type=mlir.tensor([3 * k, *unit, c], "bf16"),
+        w3_merged_type=mlir.tensor([3 * k, c], "bf16"), w3_type=mlir.tensor([3, k, c], "bf16"),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
         rows_split=_merge(rank), rows_cl_shape=mlir.index_list(rows_cl),
         rows_cl_type=mlir.tensor(rows_cl, "f32"), store=store(problem, rows_cl),

@@ -1,8 +1,7 @@
-"""A float32 backward-data of stride 1, as bfloat16 x 3 or x 6, as the forward convolution it is
+"""A float32 backward-data of stride 1, as bfloat16 x 3, as the forward convolution it is
 (``mlir/data_split_conv.mlir``): conv_bwd_data's ``split_conv`` form, the one its split problems of several taps
-(``precision`` "bf16x3" or "bf16x6") take. grad_out's parts are stacked along its channels, the weight's along k and
-flipped (``split_precision.split_as``); one named convolution over the 3K (6K) channels accumulates grad_in in
-float32, and the
+(``precision="bf16x3"``) take. grad_out's parts are stacked along its channels, the weight's along k and flipped
+(``split_precision.split_as``); one named convolution over the 3K channels accumulates grad_in in float32, and the
 store puts it in the problem's layout (``data_gemm.store``)."""
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import render as mlir
-from ..problem import SPLITS, ConvBwdDataProblem
+from ..problem import ConvBwdDataProblem
 from ..validation import check
 from . import data_gemm, split_precision
 
@@ -28,12 +27,12 @@ def applies(problem: ConvBwdDataProblem) -> bool:
 
 
 def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = True) -> str:
-    """The problem's module (a float32 problem computed as a split); ``flip_by_map``: the weight's taps flipped
+    """The problem's module (a float32 problem computed as bf16x3); ``flip_by_map``: the weight's taps flipped
     through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu)."""
-    check(applies(problem) and problem.precision in SPLITS,
-          f"{OP}: the split_conv form computes float32 stride-1 problems of several taps in a split precision, but got "
+    check(applies(problem) and problem.precision == "bf16x3",
+          f"{OP}: the split_conv form computes float32 stride-1 problems of several taps as bf16x3, but got "
           f"{problem.name}")
-    rank, c, k, t = problem.rank, problem.in_channels, problem.out_channels, split_precision.parts(problem.precision)
+    rank, c, k = problem.rank, problem.in_channels, problem.out_channels
     reach = [d * (f - 1) for d, f in zip(problem.dilation, problem.filter_spatial)]
     padded = [o + 2 * r - lo - hi for o, r, (lo, hi) in zip(problem.output_spatial, reach, problem.padding)]
     acc = [problem.batch, *problem.input_spatial, c]
@@ -48,33 +47,31 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
                         high=mlir.index_list([0, *(r - hi for r, (_, hi) in zip(reach, problem.padding)), 0]),
                         index_args=", ".join(f"%p{a}: index" for a in range(rank + 2)), zero="%zero_bf16",
                         element="bf16", source_type=_grad_out3_type(problem),
-                        result_type=mlir.tensor([problem.batch, *padded, t * k], "bf16")), 2),
-        padded_type=mlir.tensor([problem.batch, *padded, t * k], "bf16"), conv_op=CONV_OPS[rank], parts=t,
-        weight3_type=mlir.tensor([*problem.filter_spatial, t * k, c], "bf16"), acc_type=mlir.tensor(acc, "f32"),
+                        result_type=mlir.tensor([problem.batch, *padded, 3 * k], "bf16")), 2),
+        padded_type=mlir.tensor([problem.batch, *padded, 3 * k], "bf16"), conv_op=CONV_OPS[rank],
+        weight3_type=mlir.tensor([*problem.filter_spatial, 3 * k, c], "bf16"), acc_type=mlir.tensor(acc, "f32"),
         dilations=mlir.i64_array(problem.dilation), unit_strides=mlir.i64_array([1] * rank),
         store=data_gemm.store(problem, acc),
     )
 
 
 def _grad_out3_type(problem: ConvBwdDataProblem) -> str:
-    parts = split_precision.parts(problem.precision)
-    return mlir.tensor([problem.batch, *problem.output_spatial, parts * problem.out_channels], "bf16")
+    return mlir.tensor([problem.batch, *problem.output_spatial, 3 * problem.out_channels], "bf16")
 
 
 def _split_grad_out(problem: ConvBwdDataProblem) -> str:
-    """grad_out's parts (``split_precision.levels``) stacked along its channels, channels-last: iterated over
-    (n, o.., t, k)."""
+    """grad_out's parts (hi, hi, lo) stacked along its channels, channels-last: iterated over (n, o.., t, k)."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 3)
     n, o, k = domain[0], domain[1:rank + 1], domain[-1]
     read = [n, *o, k] if problem.channels_last else [n, k, *o]
-    levels = split_precision.levels(problem.precision, 0)
-    shape = (problem.batch, *problem.output_spatial, len(levels), problem.out_channels)
-    return split_precision.split_as("grad_out", domain, read, problem.output_shape, shape, rank + 1, levels)
+    parts = (problem.batch, *problem.output_spatial, 3, problem.out_channels)
+    return split_precision.split_as("grad_out", domain, read, problem.output_shape, parts, rank + 1,
+                                    split_precision.HI_HI_LO)
 
 
 def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:
-    """The weight's parts (``split_precision.levels``) stacked along k and flipped (u = F-1-f), as the named convolution's filter
+    """The weight's parts (hi, lo, hi) stacked along k and flipped (u = F-1-f), as the named convolution's filter
     (F.., 3K, C): iterated over (u.., t, k, c), read through a map with a negative coefficient (``flip_by_map``: the
     GPU targets take it, as conv_bwd_data's filter_flip) or from the flipped weight (``_flip``)."""
     rank = problem.rank
@@ -82,10 +79,9 @@ def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:
     u, k, c = domain[:rank], domain[rank + 1], domain[-1]
     taps = [mlir.term(a, -1, f - 1) for f, a in zip(problem.filter_spatial, u)] if flip_by_map else u
     read = [k, *taps, c] if problem.channels_last else [k, c, *taps]
-    levels = split_precision.levels(problem.precision, 1)
-    shape = (*problem.filter_spatial, len(levels), problem.out_channels, problem.in_channels)
+    parts = (*problem.filter_spatial, 3, problem.out_channels, problem.in_channels)
     return split_precision.split_as("weight" if flip_by_map else "weight_flipped", domain, read, problem.weight_shape,
-                                    shape, rank, levels)
+                                    parts, rank, split_precision.HI_LO_HI)
 
 
 def _flip(problem: ConvBwdDataProblem) -> str:

@@ -9,7 +9,7 @@ the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from 
 J batch chunks of partial sums that a second, small dispatch adds (``default_batch_split``). That generic and the
 module around every form's contraction are here; the other forms have their modules: ``weight_gemm`` (one-tap
 filters, no padding), ``weight_im2col``, ``weight_per_image`` (``per_image``, ``per_image_nn``), ``weight_taps``,
-``weight_depthwise``, and ``split_precision`` (bfloat16 x 3 or x 6) around any of them.
+``weight_depthwise``, and ``split_precision`` (bfloat16 x 3) around any of them.
 """
 
 from __future__ import annotations
@@ -87,10 +87,10 @@ def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation,
 
 
 def _with_precision(problem: ConvBwdWeightProblem, precision) -> ConvBwdWeightProblem:
-    """``problem`` computed in ``precision``: float32 products, or a split (float32 in and out only)."""
+    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32 in and out only)."""
     check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
     check(precision == "float32" or problem.dtype == problem.out_dtype == "float32",
-          f"{OP}: precision {precision} splits float32 x and grad_out into a float32 grad_w, but the dtype is "
+          f"{OP}: precision bf16x3 splits float32 x and grad_out into a float32 grad_w, but the dtype is "
           f"{problem.dtype} and out_dtype {problem.out_dtype}")
     return dataclasses.replace(problem, precision=precision)
 

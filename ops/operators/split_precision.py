@@ -1,21 +1,12 @@
-"""A float32 weight gradient as bfloat16 x 3 or x 6 (``mlir/split_bf16x3.mlir``): the split and stacking around
-the bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``), which grouped_conv_bwd_weight renders;
-and the split of one operand into its stacked parts (``split_as``), which the backward-data split forms use too."""
+"""A float32 weight gradient as bfloat16 x 3 (``mlir/split_bf16x3.mlir``): the split and stacking around the
+bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``), which grouped_conv_bwd_weight renders."""
 
 from __future__ import annotations
 
 from .. import render as mlir
-from ..problem import SPLITS, ConvBwdWeightProblem
+from ..problem import ConvBwdWeightProblem
 
-
-def parts(precision: str) -> int:
-    """How many bfloat16 products a split ``precision`` sums: the stacked parts of each operand."""
-    return len(SPLITS[precision])
-
-
-def levels(precision: str, operand: int) -> tuple[str, ...]:
-    """The parts of a product's first (``operand`` 0) or second (1) factor, in stacking order: "hi", "mid", "lo"."""
-    return tuple(pair[operand] for pair in SPLITS[precision])
+HI_HI_LO, HI_LO_HI = 2, 1  # which stacked part is lo: x's third (hi, hi, lo), grad_out's second (hi, lo, hi)
 
 
 def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -> str:
@@ -32,9 +23,9 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
         split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, levels(problem.precision, 0)),
+                      problem.channels_last, HI_HI_LO),
         split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
-                             problem.groups * problem.out_channels, problem.channels_last, levels(problem.precision, 1)),
+                             problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI),
         store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
         store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)),
         store_iterators=mlir.iterators(["parallel"] * (rank + 2)), transients=mlir.transients(transients),
@@ -51,37 +42,29 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
     return [k, *taps, c] if channels_last else [k, c, *taps]
 
 
-def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, part_levels: tuple) -> str:
+def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int) -> str:
     """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into %``v``3:
-    its bfloat16 parts (``part_levels``, see ``levels``) stacked along the batch, channels-last. The iteration is
+    its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last. The iteration is
     over (j, n, *spatial, c), the stacked parts' order."""
     rank = len(spatial)
     domain = _dims(rank + 3)  # j, n, s.., c
     n, s, c = domain[1], domain[2:-1], domain[-1]
     read = [n, *s, c] if channels_last else [n, c, *s]
     in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
-    return split_as(v, domain, read, in_shape, (len(part_levels), batch, *spatial, channels), 0, part_levels)
+    return split_as(v, domain, read, in_shape, (3, batch, *spatial, channels), 0, lo_part)
 
 
-def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, shape: tuple, part_dim: int,
-             part_levels: tuple) -> str:
-    """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts (``part_levels``), of
-    ``shape`` (the iteration ``domain``'s order, the part axis j at ``part_dim``), read through ``read`` (an affine
-    expression of the domain per axis of ``v``), j merged with the axis after it. Into hi and lo (the rest), or
-    into hi, mid and lo where a part is mid."""
-    merged = [[a] for a in range(len(shape)) if a not in (part_dim, part_dim + 1)]
+def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
+             lo_part: int) -> str:
+    """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
+    (the iteration ``domain``'s order, the part axis j at ``part_dim``, part ``lo_part`` lo), read through ``read``
+    (an affine expression of the domain per axis of ``v``), j merged with the axis after it."""
+    merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
     merged.insert(part_dim, [part_dim, part_dim + 1])
-    stacked = (*shape[:part_dim], shape[part_dim] * shape[part_dim + 1], *shape[part_dim + 2:])
-    common = dict(v=v, part_dim=part_dim, parts_type=mlir.tensor(shape, "bf16"), in_type=mlir.tensor(in_shape, "f32"),
-                  read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
-                  iterators=mlir.iterators(["parallel"] * len(domain)), collapse=", ".join(str(m) for m in merged),
-                  stacked_type=mlir.tensor(stacked, "bf16"))
-    if "mid" not in part_levels:
-        return mlir.render("split_bf16x3.split", lo_part=part_levels.index("lo"), **common)
-    return mlir.render("split_bf16x3.split3", mid_mask=_mask(part_levels, "mid"), lo_mask=_mask(part_levels, "lo"),
-                       **common)
-
-
-def _mask(part_levels: tuple, level: str) -> int:
-    """The parts j of ``level`` as the bits 1 << j of one integer."""
-    return sum(1 << j for j, name in enumerate(part_levels) if name == level)
+    stacked = (*parts[:part_dim], parts[part_dim] * parts[part_dim + 1], *parts[part_dim + 2:])
+    return mlir.render(
+        "split_bf16x3.split", v=v, lo_part=lo_part, part_dim=part_dim, parts_type=mlir.tensor(parts, "bf16"),
+        in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
+        write_map=mlir.affine_map(domain, domain), iterators=mlir.iterators(["parallel"] * len(domain)),
+        collapse=", ".join(str(m) for m in merged), stacked_type=mlir.tensor(stacked, "bf16"),
+    )

@@ -36,7 +36,7 @@ class Form:
     (``"interleave"``, channels-last, see ``interleave``), or, channels-first, into its slot of a phase-major tensor
     that one ``linalg.transpose`` turns into grad_in (``"transpose"``, see ``phase_plan.transposes``).
     ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), for
-    conv_bwd_data's split problems (``problem.SPLITS``) the GEMM of a one-tap filter (``"gemm"``, ``data_gemm``: no stride phases) or
+    conv_bwd_data's bf16x3 problems the GEMM of a one-tap filter (``"gemm"``, ``data_gemm``: no stride phases) or
     the forward convolution of a stride-1 one (``"split_conv"``, ``data_split_conv``), the
     taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), for depthwise
     problems the named depthwise convolution (``"depthwise"``), or, for channels-first layouts, an elementwise
@@ -224,7 +224,7 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     that phase's convolution.
     """
     check(form.contraction != "gemm" and problem.precision == "float32",
-          f"{problem.op}: the stride phases compute float32 products (the split forms compute bfloat16 parts), but got the "
+          f"{problem.op}: the stride phases compute float32 products (the gemm form computes bf16x3), but got the "
           f"{form.contraction} form of {problem.name}")
     fusion = fusion or Fusion()
     element = dtypes.mlir_element_type(problem.dtype)
