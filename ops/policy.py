@@ -31,6 +31,7 @@ from . import compiler, registry, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_gemm)
+from .problem import GEMM_BLOCK
 from .render import templates_dir
 from .targets import Target
 
@@ -225,7 +226,7 @@ GPU_PARALLEL_ACCUMULATORS = 1 << 22
 # reading on into the next chunk's rows: on an H200, bfloat16 chunks of 392 rows (8 past a 16-row tile) came out
 # wrong by 0.49 (relative) and read past the end of x, those of 256, 512, 784 or 1568 rows right.
 GEMM_MIN_CHUNK_TERMS = 256
-GEMM_ROW_ALIGN = 32
+GEMM_ROW_ALIGN = GEMM_BLOCK
 
 
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
@@ -257,20 +258,34 @@ def default_batch_split(problem, target: Target) -> int:
 
 
 def takes_gemm(problem) -> bool:
-    """Whether a GPU takes the backward-weight gemm form for ``problem``: one tap, no padding, channels-last (the
-    (n, o) rows of x and grad_out are then matrices as they lie), and rows in whole GEMM_ROW_ALIGN blocks."""
-    return (weight_gemm.applies(problem) and problem.channels_last
-            and weight_gemm.rows(problem) % GEMM_ROW_ALIGN == 0)
+    """Whether a GPU takes the backward-weight gemm form for ``problem``: a GEMM of its rows as they lie
+    (``gemm_rows``), and channels-last with its rows in whole GEMM_ROW_ALIGN blocks, or channels-first with 16-bit
+    inputs (each image's (channels, positions) matrices, the positions in whole blocks). Float32 channels-first,
+    the form reduces along rows without a matrix instruction: 1.1-59 ms against the generic's 0.8-4.2 on
+    ResNet-50's layers (docs/perf/h200-gemm). The split float32 problems of channels-first models are such 16-bit
+    problems where their positions allow: their split then writes its parts as the activations lie, where the
+    channels-last parts took a transposing pass (ResNet-50's 1x1 layer 64 -> 256 at 56x56, 0.914 -> 0.413 ms on an
+    H100; docs/perf/h100-split-nchw)."""
+    if not (weight_gemm.applies(problem) and problem.gemm_rows):
+        return False
+    if problem.channels_last:
+        return weight_gemm.rows(problem) % GEMM_ROW_ALIGN == 0
+    return problem.dtype in ("bfloat16", "float16")
 
 
 def gemm_split(problem) -> int:
-    """J of the backward-weight gemm form (its rows in J chunks of whole GEMM_ROW_ALIGN blocks): the fewest chunks
-    giving GPU_PARALLEL_ACCUMULATORS partial sums, of at least GEMM_MIN_CHUNK_TERMS terms each (else the most
-    such; 1 where none is)."""
+    """J of the backward-weight gemm form: the fewest chunks giving GPU_PARALLEL_ACCUMULATORS partial sums, of at
+    least GEMM_MIN_CHUNK_TERMS terms each (else the most such; 1 where none is). Channels-last, the rows split in
+    chunks of whole GEMM_ROW_ALIGN blocks; channels-first, the images."""
     rows = weight_gemm.rows(problem)
     weight = math.prod(problem.weight_shape)
-    choices = [j for j in range(1, rows // GEMM_ROW_ALIGN + 1) if rows % (j * GEMM_ROW_ALIGN) == 0
-               and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
+    if problem.channels_last:
+        choices = [j for j in range(1, rows // GEMM_ROW_ALIGN + 1) if rows % (j * GEMM_ROW_ALIGN) == 0
+                   and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
+    else:
+        positions = math.prod(problem.output_spatial)
+        choices = [j for j in range(1, rows + 1) if rows % j == 0
+                   and rows // j * positions >= GEMM_MIN_CHUNK_TERMS] or [1]
     return next((j for j in choices if j * weight >= GPU_PARALLEL_ACCUMULATORS), choices[-1])
 
 

@@ -235,16 +235,31 @@ class ConvBwdWeightProblem(ConvProblem):
 
     @property
     def computed_as(self) -> "ConvBwdWeightProblem":
-        """A split problem's module wraps the bfloat16 problem of three times the batch, channels-last, with a
-        float32 grad_w; any other problem's is its own."""
+        """A split problem's module wraps the bfloat16 problem of three times the batch with a float32 grad_w:
+        channels-last, or in the problem's own layout where that is a GEMM of its images as they lie (``gemm_rows``);
+        any other problem's is its own."""
         if self.precision != "bf16x3":
             return self
+        layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
         return replace(self, dtype="bfloat16", out_dtype="float32", batch=3 * self.batch, precision="float32",
-                       layout=layouts_of_rank(self.rank)[0])  # the channels-last one
+                       layout=layout)
+
+    @property
+    def gemm_rows(self) -> bool:
+        """Whether the problem is a GEMM of its images' rows as they lie in any layout: one tap, no padding, and
+        channels-first, each image's output positions in whole GEMM_BLOCKs (the GEMM's reduction runs along them)."""
+        one_tap = math.prod(self.filter_spatial) == 1 and not any(lo or hi for lo, hi in self.padding)
+        return one_tap and (self.channels_last or math.prod(self.output_spatial) % GEMM_BLOCK == 0)
 
     @property
     def summary(self) -> str:
         return super().summary + (f" out {self.out_dtype}" if self.out_dtype != self.dtype else "")
+
+
+# IREE 3.13's matrix pipelines pad a reduction to their K tile by reading on past it (into the next chunk, channel
+# or the end of the buffer: docs/perf/h200-gemm): a GEMM's reduction must come in whole blocks of this many.
+# Padding channels-first positions with zeros ourselves cost more than it saved (docs/perf/h100-split-nchw).
+GEMM_BLOCK = 32
 
 
 # --- Pooling --------------------------------------------------------------------------------------------

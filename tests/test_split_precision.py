@@ -35,6 +35,21 @@ def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_t
     assert (np.abs(bfloat16 - want) / magnitude).max() > 16 * error.max()  # the lo parts count
 
 
+def test_a_one_tap_channels_first_split_keeps_its_layout_and_its_accuracy(rng):
+    """1x1, no padding, 32 positions an image (whole GEMM_BLOCKs): the bfloat16 problem inside keeps NCHW (the
+    split writes its parts as x and grad_out lie), and the products stay within 2^-16 of their magnitude."""
+    params = dict(batch=3, groups=1, in_channels=6, out_channels=5, input_spatial=(8, 4), filter_spatial=(1, 1),
+                  dtype="float32", layout="NCHW")
+    problem = grouped_conv_bwd_weight.problem_from_params(**params, precision="bf16x3")
+    assert problem.computed_as.layout == "NCHW" and problem.computed_as.batch == 9
+    x, grad_out = (rng.standard_normal(s).astype(np.float32) for s in (problem.input_shape, problem.output_shape))
+    got = np.asarray(api.grouped_conv_bwd_weight(x, grad_out, groups=1, filter_spatial=(1, 1), layout="NCHW",
+                                                 precision="bf16x3"), np.float64)
+    want = grouped_conv_bwd_weight.reference(problem, [x, grad_out])
+    magnitude = grouped_conv_bwd_weight.magnitudes(problem, [x, grad_out], [want])[0]
+    assert (np.abs(got - want) / magnitude).max() < 2.0 ** -16
+
+
 def _bf16(a):
     import ml_dtypes
 
@@ -74,7 +89,7 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
 
 
 @pytest.mark.parametrize("layout, batch, expected", [
-    ("NCHW", 32, "bf16x3"),   # its split problem (channels-last, 96 x 36 rows) takes the gemm form
+    ("NCHW", 32, "bf16x3"),   # its split problem (channels-last: 36 positions an image) has 96 x 36 rows
     ("NCHW", 2, "float32"),   # 6 x 36 = 216 rows: no whole 32-row blocks, no gemm form
     ("NHWC", 32, "bf16x3"),
     ("NHWC", 2, "float32"),

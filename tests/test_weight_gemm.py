@@ -15,7 +15,7 @@ from ops.operators import grouped_conv_bwd_weight as op
 from ops.operators import weight_gemm
 
 from conftest import poisoned
-from lowering import compile_as_shipped, kernel_for
+from lowering import compile_as_shipped, kernel_for, one_matrix_contraction
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -96,6 +96,12 @@ def test_gpus_take_the_gemm_form_first_for_one_tap_unpadded_channels_last_proble
         for other in (dict(filter_spatial=(3, 3), padding=1), dict(padding=1), dict(layout="NCHW"),
                       dict(input_spatial=(7, 7), batch=8)):  # 392 rows: no whole 32-row blocks
             assert policy.forms_for(_problem(**{"batch": 32, **other}), target)[0].contraction == "generic", other
+        # channels-first 16-bit (a split float32 problem's inner one): the gemm form where each image's positions
+        # come in whole 32-blocks; 4 chunks of 8 images, each 8 x 32 = 256 terms (GEMM_MIN_CHUNK_TERMS)
+        cf = dict(batch=32, layout="NCHW", dtype="bfloat16")
+        first = policy.forms_for(_problem(**cf, input_spatial=(8, 4)), target)[0]
+        assert first == op.Form(batch_split=4, contraction="gemm")
+        assert policy.forms_for(_problem(**cf, input_spatial=(7, 7)), target)[0].contraction == "generic"
     assert all(f.contraction != "gemm" for f in policy.forms_for(one_tap, CPU))
 
 
@@ -134,3 +140,16 @@ def test_the_gpu_module_contracts_with_matrix_instructions(tmp_path, dtype, targ
     else:
         assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
 
+
+
+def test_a_split_channels_first_one_tap_gradient_contracts_with_mma_sync_and_transposes_nothing(tmp_path):
+    """ResNet-50's 1x1 layer 64 -> 256 at 56x56 (batch 8) in float32 NCHW as bf16x3: its split writes the parts
+    channels-first as x and grad_out lie (an elementwise pass in order; channels-last parts took a transposing
+    pass, 2.2x the module's time on an H100, docs/perf/h100-split-nchw), and one mma.sync contraction sums each
+    image's 3,136 positions. At 28x28 (784 positions, not whole 32-blocks) the split keeps channels-last parts."""
+    problem = _problem(batch=8, in_channels=64, out_channels=256, input_spatial=(56, 56), layout="NCHW",
+                       precision="bf16x3")
+    assert problem.computed_as.layout == "NCHW" and problem.computed_as.dtype == "bfloat16"
+    assert _problem(input_spatial=(28, 28), layout="NCHW", precision="bf16x3").computed_as.layout == "NHWC"
+    lowered = one_matrix_contraction(problem, "cuda:sm_80", tmp_path, "matmul_like_24x256x64x3136_")
+    assert not any("transpose" in d.name for d in lowered.dispatches), [d.name for d in lowered.dispatches]

@@ -23,11 +23,13 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
         split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, HI_HI_LO),
+                      problem.channels_last, HI_HI_LO, inner.channels_last),
         split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
-                             problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI),
+                             problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI,
+                             inner.channels_last),
         store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
-        store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)),
+        store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)
+                                        if inner.channels_last else _dims(rank + 2)),
         store_iterators=mlir.iterators(["parallel"] * (rank + 2)), transients=mlir.transients(transients),
     )
 
@@ -42,16 +44,20 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
     return [k, *taps, c] if channels_last else [k, c, *taps]
 
 
-def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int) -> str:
+def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int,
+          parts_channels_last: bool = True) -> str:
     """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into %``v``3:
-    its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last. The iteration is
-    over (j, n, *spatial, c), the stacked parts' order."""
+    its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last or, where not
+    ``parts_channels_last``, channels-first. The iteration is over the stacked parts' order, (j, n, *spatial, c) or
+    (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written in order."""
     rank = len(spatial)
-    domain = _dims(rank + 3)  # j, n, s.., c
-    n, s, c = domain[1], domain[2:-1], domain[-1]
+    domain = _dims(rank + 3)
+    n = domain[1]
+    s, c = (domain[2:-1], domain[-1]) if parts_channels_last else (domain[3:], domain[2])
     read = [n, *s, c] if channels_last else [n, c, *s]
     in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
-    return split_as(v, domain, read, in_shape, (3, batch, *spatial, channels), 0, lo_part)
+    parts = (3, batch, *spatial, channels) if parts_channels_last else (3, batch, channels, *spatial)
+    return split_as(v, domain, read, in_shape, parts, 0, lo_part)
 
 
 def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
