@@ -153,3 +153,13 @@ def test_a_split_channels_first_one_tap_gradient_contracts_with_mma_sync_and_tra
     assert _problem(input_spatial=(28, 28), layout="NCHW", precision="bf16x3").computed_as.layout == "NHWC"
     lowered = one_matrix_contraction(problem, "cuda:sm_80", tmp_path, "matmul_like_24x256x64x3136_")
     assert not any("transpose" in d.name for d in lowered.dispatches), [d.name for d in lowered.dispatches]
+
+
+@pytest.mark.parametrize("target", ["cuda:sm_80", "rocm:gfx942"])
+def test_a_channels_first_16_bit_gemm_contracts_with_matrix_instructions(tmp_path, target):
+    """bfloat16 NCHW, 256 -> 512 at 64x64 with stride 2 (1,024 positions an image, whole 32-blocks), batch 8: the
+    gemm form per image, on the target's matrix instructions (no scratch on gfx942)."""
+    problem = _problem(batch=8, in_channels=256, out_channels=512, input_spatial=(64, 64), stride=2, layout="NCHW",
+                       dtype="bfloat16")
+    assert policy.forms_for(problem, targets.parse_target(target))[0].contraction == "gemm"
+    one_matrix_contraction(problem, target, tmp_path, "matmul_like_")
