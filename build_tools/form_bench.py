@@ -3,6 +3,7 @@ rules, measured on the host it runs on.
 
     python -m build_tools.form_bench [--models resnext2d,mobilenetv2,resnet,cnn3d] [--ops grouped_conv_bwd_weight]
                                      [--rounds 7] [--launcher torch|runtime]
+    python -m build_tools.form_bench --models resnet50 --batch 4        # torchvision's (``layer_bench``'s)
 
 The problems are the channels-first convolution backwards that one converted training step of ``layer_bench``'s
 models makes (``--ops``: only operators whose name starts so). Of each, the first form of each contraction it offers
@@ -33,13 +34,14 @@ PROPAGATION_OFF = "--iree-global-opt-propagate-transposes=false"
 CALLS_A_ROUND = 9
 
 
-def conv_problems(models: list[str], prefix: str = "") -> dict:
-    """name -> problem: the channels-first convolution backwards of one converted step of each of ``models``."""
+def conv_problems(models: list[str], prefix: str = "", batch: int | None = None) -> dict:
+    """name -> problem: the channels-first convolution backwards of one converted step of each of ``models`` (at
+    ``batch``, or each model's own)."""
     from build_tools import layer_bench
 
     found = {}
     for name in models:
-        model, x = layer_bench.model_and_input(name, 0)
+        model, x = layer_bench.model_and_input(name, 0, batch=batch)
         for op, args in layer_bench.kernel_calls(model, x):
             problem = layer_bench.problem_of(op, args)
             if problem.op.startswith(prefix) and "conv" in problem.op and not problem.channels_last:
@@ -141,13 +143,14 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--launcher", choices=("torch", "runtime"), default="torch")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    parser.add_argument("--batch", type=int, help="batch size (default: each model's own)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     host = host_for(args.launcher)
     print(host_line(args.rounds), flush=True)
-    for problem in conv_problems(args.models.split(","), args.ops).values():
+    for problem in conv_problems(args.models.split(","), args.ops, args.batch).values():
         if len(forms_of(problem)) > 1:
             print(line(compare(problem, host, args.rounds)), flush=True)
     return 0
