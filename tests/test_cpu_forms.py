@@ -291,8 +291,9 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     more positions take per_image_nn with IREE's transpose propagation off (3-D grouped ones before the taps form,
     2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), dense and 3-D grouped ones
     take it (but the two layers it measured slower), and 2-D grouped ones per_image, both before the taps form; on
-    an AVX-512 host without AMX, or one without AVX2, they keep per_image and IREE's defaults, and a form other than
-    the rule's never gets the rule's flag."""
+    an AVX-512 host without AMX (AMD's Zen 4), 2-D dense ones take it by a rule measured there, and the others keep
+    per_image; on one without AVX2 all keep per_image and IREE's defaults; a form other than the rule's never gets
+    the rule's flag."""
     def chosen(flags, **params):
         monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(flags))
         base = dict(batch=2, groups=1, in_channels=16, out_channels=8, input_spatial=(8, 8), filter_spatial=(1, 1),
@@ -312,8 +313,10 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     assert chosen(avx2, input_spatial=(7, 8)) == ("im2col", False)
     for host in ({"sse4_2"}, set()):
         assert chosen(host) == ("per_image", False), host
-    # AVX-512 without AMX (AMD's Zen 4): the dense rule measured there too; grouped layers keep per_image
+    # AVX-512 without AMX (AMD's Zen 4): a 2-D dense rule of its own, measured there; 3-D and grouped layers keep theirs
     assert chosen(avx512) == ("per_image_nn", True)
+    assert chosen(avx512, input_spatial=(4, 8, 8), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == (
+        "per_image", False)
     assert chosen(avx512, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("taps", False)
     amx = avx512 | {"amx_tile"}  # the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
     assert chosen(amx) == ("per_image_nn", True)
