@@ -8,9 +8,11 @@
 // gradient over three times the batch, summed in float32 (j the new leading axis of the batch):
 //     grad_w[k, f, c] = sum_{j, n, o} X3[j, n, s*o + d*f, c] * G3[j, n, o, k]
 //     X3 = [hi_x, hi_x, lo_x],   G3 = [hi_g, lo_g, hi_g]
-// That is the module's private function @${inner}, the bfloat16 problem ${inner} (channels-last, float32 result),
-// below as its own template renders it. Here: the split, the stacking and the move to channels-last are one
-// elementwise pass per operand, and grad_w comes back from the channels-last (K, *F, C) order to the problem's.
+// That is the module's private function @${inner}, the bfloat16 problem ${inner} (float32 result; channels-last,
+// or the problem's own channels-first layout for a one-tap GEMM of whole 32-blocks of positions an image, as its
+// name says), below as its own template renders it. Here: the split, the stacking and any move to channels-last
+// are one elementwise pass per operand, and grad_w comes back from the inner problem's weight order to the
+// problem's.
 //
 // Problem: ${function}
 
