@@ -266,7 +266,7 @@ def takes_gemm(problem) -> bool:
     problems where their positions allow: their split then writes its parts as the activations lie, where the
     channels-last parts took a transposing pass (ResNet-50's 1x1 layer 64 -> 256 at 56x56, 0.914 -> 0.413 ms on an
     H100; docs/perf/h100-split-nchw)."""
-    if not (weight_gemm.applies(problem) and problem.gemm_rows):
+    if not problem.gemm_rows:  # one tap and no padding (``weight_gemm.applies``), and its rows as they lie
         return False
     if problem.channels_last:
         return weight_gemm.rows(problem) % GEMM_ROW_ALIGN == 0

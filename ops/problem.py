@@ -136,6 +136,12 @@ class ConvProblem(WindowProblem):
         return "depthwise" if self.in_channels == self.out_channels == 1 else "grouped"
 
     @property
+    def one_tap_unpadded(self) -> bool:
+        """Whether the filter has one tap and there is no padding: each output position reads x at s*o only, and the
+        convolution's gradients are GEMMs (the gemm forms: ``weight_gemm``, ``data_gemm``)."""
+        return math.prod(self.filter_spatial) == 1 and not any(lo or hi for lo, hi in self.padding)
+
+    @property
     def flops(self) -> int:
         """Multiply-adds of the forward convolution, times two (what CK and cuDNN report)."""
         return (
@@ -248,8 +254,7 @@ class ConvBwdWeightProblem(ConvProblem):
     def gemm_rows(self) -> bool:
         """Whether the problem is a GEMM of its images' rows as they lie in any layout: one tap, no padding, and
         channels-first, each image's output positions in whole GEMM_BLOCKs (the GEMM's reduction runs along them)."""
-        one_tap = math.prod(self.filter_spatial) == 1 and not any(lo or hi for lo, hi in self.padding)
-        return one_tap and (self.channels_last or math.prod(self.output_spatial) % GEMM_BLOCK == 0)
+        return self.one_tap_unpadded and (self.channels_last or math.prod(self.output_spatial) % GEMM_BLOCK == 0)
 
     @property
     def summary(self) -> str:

@@ -18,8 +18,7 @@ OP = "conv_bwd_data"
 
 def applies(problem: ConvBwdDataProblem) -> bool:
     """Whether the gemm form can take ``problem``: one group and one filter tap, no padding, no epilogue."""
-    return (problem.groups == 1 and math.prod(problem.filter_spatial) == 1 and problem.epilogue is None
-            and not any(lo or hi for lo, hi in problem.padding))
+    return problem.groups == 1 and problem.one_tap_unpadded and problem.epilogue is None
 
 
 def rows(problem: ConvBwdDataProblem) -> int:

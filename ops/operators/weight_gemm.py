@@ -17,7 +17,7 @@ OP = "grouped_conv_bwd_weight"
 
 def applies(problem: ConvBwdWeightProblem) -> bool:
     """Whether the gemm form can take ``problem``: one filter tap, no padding."""
-    return math.prod(problem.filter_spatial) == 1 and not any(lo or hi for lo, hi in problem.padding)
+    return problem.one_tap_unpadded
 
 
 def rows(problem: ConvBwdWeightProblem) -> int:
