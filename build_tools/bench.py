@@ -246,7 +246,8 @@ def iree_gemm_seconds(problem, device: str, repeat: int, rng) -> float | None:
 
 
 def kernel_times(call, calls: int = 5) -> list[dict]:
-    """Device time per call of each GPU kernel ``call`` launches, from CUPTI (torch.profiler), slowest first."""
+    """Device time and launches per call of each GPU kernel ``call`` launches (after one call unprofiled), from CUPTI
+    (torch.profiler), slowest first."""
     from torch.profiler import ProfilerActivity, profile
 
     call()
@@ -256,10 +257,13 @@ def kernel_times(call, calls: int = 5) -> list[dict]:
             call()
         torch.cuda.synchronize()
     totals: dict[str, float] = {}
+    launches: dict[str, int] = {}
     for event in trace.events():
         if event.device_type.name == "CUDA":
             totals[event.name] = totals.get(event.name, 0.0) + event.device_time / calls  # microseconds
-    return [{"kernel": k, "us": round(v, 2)} for k, v in sorted(totals.items(), key=lambda kv: -kv[1])]
+            launches[event.name] = launches.get(event.name, 0) + 1
+    return [{"kernel": k, "us": round(v, 2), "count": launches[k] / calls}
+            for k, v in sorted(totals.items(), key=lambda kv: -kv[1])]
 
 
 def bench_problem(op: str, name: str, problem, device: str, repeat: int, extra_flags: tuple, rng, ceilings,

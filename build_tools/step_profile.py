@@ -23,7 +23,7 @@ import sys
 import torch
 
 import ops.torch as otorch
-from build_tools import model_bench, model_layers
+from build_tools import bench, model_bench, model_layers
 from build_tools.step_bench import warm_up
 
 # an IREE dispatch's kernel name: <module function>_dispatch_<n>_<what it computes>
@@ -37,23 +37,12 @@ def owner(kernel: str) -> tuple[str, str]:
 
 
 def profile_step(model, optimizer, x, y) -> dict[str, dict]:
-    """Each kernel of one eager training step: {kernel name: {"side", "module", "us", "count"}} (``owner``)."""
-    from torch.profiler import ProfilerActivity, profile
-
+    """Each kernel of one eager training step (``bench.kernel_times``, after ``warm_up``'s steps): {kernel name:
+    {"side", "module", "us", "count"}} (``owner``)."""
     warm_up(model, x, y, model_bench.LOSS, optimizer)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as trace:
-        model_bench.train_step(model, optimizer, x, y)
-        torch.cuda.synchronize()
-    rows: dict[str, dict] = {}
-    for event in trace.events():
-        if event.device_type.name != "CUDA":
-            continue
-        side, module = owner(event.name)
-        row = rows.setdefault(event.name, {"side": side, "module": module, "us": 0.0, "count": 0})
-        row["us"] += event.device_time
-        row["count"] += 1
-    return rows
+    step = bench.kernel_times(lambda: model_bench.train_step(model, optimizer, x, y), calls=1)
+    return {row["kernel"]: dict(zip(("side", "module"), owner(row["kernel"])), us=row["us"], count=int(row["count"]))
+            for row in step}
 
 
 def profile_model(name: str, config: str, tf32: bool, batch: int | None) -> dict:
