@@ -3,10 +3,10 @@ rules, measured on the host it runs on.
 
     python -m build_tools.form_bench [--models resnext2d,mobilenetv2,resnet,cnn3d] [--ops grouped_conv_bwd_weight]
                                      [--rounds 7] [--launcher torch|runtime]
-    python -m build_tools.form_bench --models resnet50 --batch 4        # torchvision's (``layer_bench``'s)
+    python -m build_tools.form_bench --models resnet50 --batch 4 [--config f32_cl]   # torchvision's (``layer_bench``'s)
 
-The problems are the channels-first convolution backwards that one converted training step of ``layer_bench``'s
-models makes (``--ops``: only operators whose name starts so). Of each, the first form of each contraction it offers
+The problems are the convolution backwards that one converted training step of ``layer_bench``'s models makes
+(torchvision's in ``--config``: float32 NCHW, or channels_last) (``--ops``: only operators whose name starts so). Of each, the first form of each contraction it offers
 on ``llvm-cpu`` (``policy.target_forms``, with the flags the table gives that form; per_image_nn always with IREE's
 transpose propagation off, as its rules give it) is loaded through the executor, known-answer check included: as
 ``ops.torch`` runs it (``--launcher torch``, the default: the CPU launcher on PyTorch's threads) or as the NumPy API
@@ -34,17 +34,17 @@ PROPAGATION_OFF = "--iree-global-opt-propagate-transposes=false"
 CALLS_A_ROUND = 9
 
 
-def conv_problems(models: list[str], prefix: str = "", batch: int | None = None) -> dict:
-    """name -> problem: the channels-first convolution backwards of one converted step of each of ``models`` (at
-    ``batch``, or each model's own)."""
+def conv_problems(models: list[str], prefix: str = "", batch: int | None = None, config: str = "f32_nchw") -> dict:
+    """name -> problem: the convolution backwards of one converted step of each of ``models`` (at ``batch``, or each
+    model's own; torchvision's in ``config``, the others channels-first)."""
     from build_tools import layer_bench
 
     found = {}
     for name in models:
-        model, x = layer_bench.model_and_input(name, 0, batch=batch)
+        model, x = layer_bench.model_and_input(name, 0, config=config, batch=batch)
         for op, args in layer_bench.kernel_calls(model, x):
             problem = layer_bench.problem_of(op, args)
-            if problem.op.startswith(prefix) and "conv" in problem.op and not problem.channels_last:
+            if problem.op.startswith(prefix) and "conv" in problem.op:
                 found[problem.name] = problem
     return found
 
@@ -144,15 +144,18 @@ def main(argv=None) -> int:
     parser.add_argument("--launcher", choices=("torch", "runtime"), default="torch")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
     parser.add_argument("--batch", type=int, help="batch size (default: each model's own)")
+    parser.add_argument("--config", choices=("f32_nchw", "f32_cl"), default="f32_nchw",
+                        help="torchvision models' configuration (f32_cl: channels_last)")
+    parser.add_argument("--forms", default="", help="comma-separated contractions to compare (default: all)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     host = host_for(args.launcher)
     print(host_line(args.rounds), flush=True)
-    for problem in conv_problems(args.models.split(","), args.ops, args.batch).values():
+    for problem in conv_problems(args.models.split(","), args.ops, args.batch, args.config).values():
         if len(forms_of(problem)) > 1:
-            print(line(compare(problem, host, args.rounds)), flush=True)
+            print(line(compare(problem, host, args.rounds, tuple(filter(None, args.forms.split(","))))), flush=True)
     return 0
 
 

@@ -166,6 +166,8 @@ ${gather}
   %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
 
 // fragment per_image_nn: on llvm-cpu, the per_image form with each matmul's rows contiguous (no reduction along a row)
+  // (channels-last: the gather reads x where it lies and writes the columns channels-first, grad_out is transposed
+  // into the matmul's order, and the sum over the images writes grad_w's (g, k, f, c))
   // per_image's matmuls reduce along the contiguous axis of both operands (the output positions o). Here one
   // operand is laid out (o, channels) first, so that each matmul streams rows of its other output axis: the
   // operand with fewer columns per image (${moved}) is the one moved, and the matmul's rows are the larger side
@@ -196,7 +198,7 @@ ${grad_out_operand}
   } -> ${acc_groups_type}
   %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
 
-// fragment grad_out_moved: grad_out's per-image matrices laid out (o, k)
+// fragment grad_out_moved: grad_out's per-image matrices in the matmul's order ((o, k), or channels-last's (k, o)), one transpose
   %grad_out_t_empty = tensor.empty() : ${grad_out_t_type}
   %grad_out_t = linalg.transpose ins(%grad_out_groups : !grad_out_groups) outs(%grad_out_t_empty : ${grad_out_t_type}) permutation = [${grad_out_permutation}]
   %grad_out_matrix = tensor.collapse_shape %grad_out_t ${grad_out_reassociation} : ${grad_out_t_type} into ${grad_out_matrix_type}

@@ -316,8 +316,8 @@ def _weight_forms(problem, target: Target) -> list:
     """The backward-weight forms for ``target``: the batch-split generic, on a GPU after the gemm form where that
     takes it (``takes_gemm``: IREE's matrix pipelines take its plain contraction, where the generic's 1x1
     convolution went to its implicit-GEMM path, wrong in bfloat16 (docs/perf/h100-audit) and slow); on llvm-cpu
-    also im2col (and per_image in channels-first layouts) or, for depthwise problems of 1 or 2 spatial axes (the
-    named depthwise ops go to 3-D, the batch axis taking one), depthwise; and taps where
+    also im2col and per_image_nn (and per_image in channels-first layouts) or, for depthwise problems of 1 or 2
+    spatial axes (the named depthwise ops go to 3-D, the batch axis taking one), depthwise; and taps where
     ``_has_weight_taps_form``."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
@@ -327,7 +327,8 @@ def _weight_forms(problem, target: Target) -> list:
     taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]
-    per_image = [] if problem.channels_last else [Form(contraction="per_image"), Form(contraction="per_image_nn")]
+    per_image = [Form(contraction=c) for c in (("per_image_nn",) if problem.channels_last
+                                               else ("per_image", "per_image_nn"))]
     return [generic, Form(contraction="im2col"), *per_image, *taps]
 
 

@@ -69,6 +69,8 @@ EXAMPLES = [
                     input_spatial=(7, 6, 5)),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=3, out_channels=8,
                     input_spatial=(12, 12), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=3, out_channels=8,
+                    input_spatial=(28, 28), filter_spatial=(3, 3), padding=1, layout="NHWC", dtype="float32"),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
     CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")],
@@ -266,7 +268,8 @@ def test_the_per_image_form_matches_the_definition(rng):
 
 
 def test_the_per_image_nn_form_matches_the_definition(rng):
-    """Both of its layouts: grad_out moved where the (c, f) columns are at least K, else the gathered windows."""
+    """Both of its matrix layouts (grad_out moved where the (c, f) columns are at least K, else the gathered
+    windows), in channels-first and channels-last problems."""
     from ops.operators import weight_per_image
 
     problems = _channels_first_weight_problems(rng, 6)
@@ -275,9 +278,12 @@ def test_the_per_image_nn_form_matches_the_definition(rng):
                                  layout=layout, dtype="float32")
                  for g, c, k, spatial, filters, stride, padding, layout in [
                      (1, 3, 32, (9, 10), (3, 3), 1, 1, "NCHW"), (1, 24, 40, (6, 7), (1, 1), 2, 0, "NCHW"),
-                     (2, 5, 4, (4, 5, 6), (3, 1, 3), 1, (1, 0, 1), "NCDHW"), (3, 2, 9, (11,), (3,), 2, 1, "NCW")]]
-    moved = {weight_per_image.grad_out_moved(p) for p in problems}
-    assert moved == {True, False}, "the problems cover both of the form's layouts"
+                     (2, 5, 4, (4, 5, 6), (3, 1, 3), 1, (1, 0, 1), "NCDHW"), (3, 2, 9, (11,), (3,), 2, 1, "NCW"),
+                     (1, 3, 32, (9, 10), (3, 3), 2, 1, "NHWC"), (2, 24, 40, (6, 7), (1, 1), 2, 0, "NHWC"),
+                     (2, 5, 4, (4, 5, 6), (3, 1, 3), 1, (1, 0, 1), "NDHWC"), (1, 2, 9, (11,), (3,), 2, 1, "NWC")]]
+    moved = {(weight_per_image.grad_out_moved(p), p.channels_last) for p in problems}
+    assert moved == {(True, False), (False, False), (True, True), (False, True)}, \
+        "the problems cover both of the form's matrix layouts in both layouts"
     for problem in problems:
         error = _form_error(problem, rng, "per_image_nn")
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
@@ -292,7 +298,8 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), dense and 3-D grouped ones
     take it (but the two layers it measured slower), and 2-D grouped ones per_image, both before the taps form; on
     an AVX-512 host without AMX (AMD's Zen 4), 2-D dense ones take it by a rule measured there, and the others keep
-    per_image; on one without AVX2 all keep per_image and IREE's defaults; a form other than the rule's never gets
+    per_image, and channels-last dense ones of 784 or more output positions take it by another (the other hosts
+    keep im2col); on one without AVX2 all keep per_image and IREE's defaults; a form other than the rule's never gets
     the rule's flag."""
     def chosen(flags, **params):
         monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(flags))
@@ -318,7 +325,14 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     assert chosen(avx512, input_spatial=(4, 8, 8), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == (
         "per_image", False)
     assert chosen(avx512, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("taps", False)
-    amx = avx512 | {"amx_tile"}  # the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
+    # and channels-last dense ones of 784 or more output positions (2-D and 3-D), measured there only; fewer: im2col
+    assert chosen(avx512, in_channels=3, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1,
+                  layout="NHWC") == ("per_image_nn", True)
+    assert chosen(avx512, input_spatial=(4, 14, 14), filter_spatial=(1, 1, 1), layout="NDHWC") == ("per_image_nn", True)
+    assert chosen(avx512, input_spatial=(27, 28), layout="NHWC") == ("im2col", False)
+    for host in (avx2, amx := avx512 | {"amx_tile"}):  # not measured there
+        assert chosen(host, input_spatial=(28, 28), layout="NHWC") == ("im2col", False), host
+    avx512 | {"amx_tile"}  # the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
     assert chosen(amx) == ("per_image_nn", True)
     assert chosen(amx, filter_spatial=(3, 3), padding=1) == ("per_image_nn", True)
     assert chosen(amx, input_spatial=(16, 16), stride=2) == ("per_image_nn", True)

@@ -1,6 +1,7 @@
 """grouped_conv_bwd_weight's ``per_image`` and ``per_image_nn`` forms (``mlir/grouped_conv_bwd_weight.mlir``'s
-``per_image`` and ``per_image_nn``), for channels-first layouts on ``llvm-cpu``: x's windows gathered per (image,
-group), a batch_matmul per (image, group) over the output positions, then the sum over the images."""
+``per_image`` and ``per_image_nn``), on ``llvm-cpu``: x's windows gathered per (image, group), a batch_matmul per
+(image, group) over the output positions, then the sum over the images. ``per_image`` reads channels-first layouts;
+``per_image_nn`` either layout (channels-last: the gather and grad_out's one transpose put the channels first)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,19 @@ from ..problem import ConvBwdWeightProblem
 
 def _common(problem: ConvBwdWeightProblem) -> dict:
     """What the per_image forms share: x's windows gathered per (image, group), read s*o + d*f, the float32 sum of
-    the images (g, k, c, f..)."""
+    the images in grad_w's order ((g, k, c, f..); channels-last (g, k, f.., c))."""
     rank = problem.rank
     o, f = mlir.dims("o", rank), mlir.dims("f", rank)
     windows = [f"{mlir.term(o[a], problem.stride[a])} + {mlir.term(f[a], problem.dilation[a])}" for a in range(rank)]
     images_domain = ["n", "g", "k", "c", *f]
+    weight_dims = ["g", "k", *f, "c"] if problem.channels_last else images_domain[1:]
+    sizes = dict(g=problem.groups, k=problem.out_channels, c=problem.in_channels, **dict(zip(f, problem.filter_spatial)))
     return dict(
-        o=o, f=f, images_domain=images_domain, x_read=["n", "g", "c", *windows],
-        images_map=mlir.affine_map(images_domain, images_domain[1:]),
+        o=o, f=f, images_domain=images_domain,
+        x_read=["n", *windows, "g", "c"] if problem.channels_last else ["n", "g", "c", *windows],
+        images_map=mlir.affine_map(images_domain, weight_dims),
         images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(images_domain) - 1)),
-        acc_groups_type=mlir.tensor([problem.groups, problem.out_channels, problem.in_channels,
-                                     *problem.filter_spatial], dtypes.ACCUMULATOR),
+        acc_groups_type=mlir.tensor([sizes[d] for d in weight_dims], dtypes.ACCUMULATOR),
         acc_groups_reassociation=[[0, 1], *([i] for i in range(2, rank + 3))],
     )
 
@@ -95,14 +98,11 @@ def _nn_grad_out_moved(problem: ConvBwdWeightProblem, element: str, common: dict
     """per_image_nn's values where grad_out is laid out (o, k): cols[(n, g), (c, f), o] x grad_out_t[(n, g), o, k]."""
     rank, images, columns, positions, k = _nn_shape(problem)
     matrix, cols = mlir.tensor([images, positions, k], element), mlir.tensor([images, columns, positions], element)
-    grad_out_t_shape = [problem.batch, problem.groups, *problem.output_spatial, k]
     return dict(
         moved="grad_out", rows="(c, f)", cols_matrix_type=cols,
         cols_reassociation=[[0, 1], list(range(2, rank + 3)), list(range(rank + 3, 2 * rank + 3))],
-        grad_out_operand=mlir.render(
-            "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor(grad_out_t_shape, element),
-            grad_out_permutation=mlir.index_list([0, 1, *range(3, rank + 3), 2]), grad_out_matrix_type=matrix,
-            grad_out_reassociation=[[0, 1], list(range(2, rank + 2)), [rank + 2]]),
+        grad_out_operand=_grad_out_matrix(problem, element, ["n", "g", *common["o"], "k"], matrix,
+                                          [[0, 1], list(range(2, rank + 2)), [rank + 2]]),
         lhs="%cols_matrix", rhs="%grad_out_matrix", lhs_type=cols, rhs_type=matrix,
         per_image_type=mlir.tensor([images, columns, k], dtypes.ACCUMULATOR),
         per_image_reassociation=[[0, 1], list(range(2, rank + 3)), [rank + 3]],
@@ -118,11 +118,26 @@ def _nn_cols_moved(problem: ConvBwdWeightProblem, element: str, common: dict) ->
     return dict(
         moved="the gathered columns", rows="k", cols_matrix_type=cols,
         cols_reassociation=[[0, 1], list(range(2, rank + 2)), list(range(rank + 2, 2 * rank + 3))],
-        grad_out_operand=mlir.render(
-            "grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
-            grad_out_reassociation=[[0, 1], [2], list(range(3, rank + 3))]),
+        grad_out_operand=_grad_out_matrix(problem, element, ["n", "g", "k", *common["o"]], matrix,
+                                          [[0, 1], [2], list(range(3, rank + 3))]),
         lhs="%grad_out_matrix", rhs="%cols_matrix", lhs_type=matrix, rhs_type=cols,
         per_image_type=mlir.tensor([images, k, columns], dtypes.ACCUMULATOR),
         per_image_reassociation=[[0, 1], [2], list(range(3, rank + 4))],
         images_read=mlir.affine_map(common["images_domain"], common["images_domain"]),
     ), [problem.batch, problem.groups, k, problem.in_channels, *problem.filter_spatial]
+
+
+def _grad_out_matrix(problem: ConvBwdWeightProblem, element: str, order: list[str], matrix: str,
+                     reassociation: list) -> str:
+    """grad_out's per-image matrices: grad_out_groups ((n, g, k, o..); channels-last (n, o.., g, k)) with its dims
+    in ``order`` (a transpose where they lie otherwise), collapsed by ``reassociation`` into ``matrix``."""
+    o = mlir.dims("o", problem.rank)
+    lying = ["n", *o, "g", "k"] if problem.channels_last else ["n", "g", "k", *o]
+    if order == lying:
+        return mlir.render("grouped_conv_bwd_weight.grad_out_kept", grad_out_matrix_type=matrix,
+                           grad_out_reassociation=reassociation)
+    sizes = dict(n=problem.batch, g=problem.groups, k=problem.out_channels, **dict(zip(o, problem.output_spatial)))
+    return mlir.render(
+        "grouped_conv_bwd_weight.grad_out_moved", grad_out_t_type=mlir.tensor([sizes[d] for d in order], element),
+        grad_out_permutation=mlir.index_list([lying.index(d) for d in order]), grad_out_matrix_type=matrix,
+        grad_out_reassociation=reassociation)
