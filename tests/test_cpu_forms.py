@@ -80,6 +80,8 @@ EXAMPLES = [
                     input_spatial=(4, 5, 6), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
     catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
                     filter_spatial=(1, 1), stride=2, layout="NCHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
+                    filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float32"),
     # strided along the last axis: no taps form for the weight gradient, the per_image rule decides
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
@@ -587,7 +589,8 @@ def test_the_per_image_nn_matmul_with_an_entrys_tile_matches_the_definition(entr
 ])
 def test_strided_dense_channels_first_backward_data_takes_im2col_on_avx512_hosts(monkeypatch, host, expected):
     """ResNet-50's strided layers ran 1.4-4.7x faster as im2col on Zen 4, as on the Intel host (the rule's source):
-    the rule is keyed on AVX-512, which both have; unit-stride layers keep the named convolution."""
+    the rule is keyed on AVX-512, which both have; unit-stride layers keep the named convolution. Channels-last
+    strided layers take im2col by a rule of Zen 4's own."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
 
     def preferred(**params):
@@ -597,3 +600,7 @@ def test_strided_dense_channels_first_backward_data_takes_im2col_on_avx512_hosts
     assert preferred(stride=2) == expected
     assert preferred(stride=2, filter_spatial=(3, 3), padding=1) == expected
     assert preferred(filter_spatial=(3, 3), padding=1) == "generic"
+    # channels-last: measured on Zen 4 only
+    zen4 = host == {"avx2", "fma", "avx512f"}
+    assert preferred(stride=2, filter_spatial=(3, 3), padding=1, layout="NHWC") == ("im2col" if zen4 else "generic")
+    assert preferred(filter_spatial=(3, 3), padding=1, layout="NHWC") == "generic"
