@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ops import api, known_answer, policy
+from ops import api, catalog, known_answer, policy, targets
 from ops.operators import grouped_conv_bwd_weight
 
 _PARAMS = dict(batch=4, groups=2, in_channels=6, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 2),
@@ -131,3 +131,19 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
         assert sorted(p.precision for p in weights) == sorted(expected)
         (data,) = [p for p in problems if p.op == "conv_bwd_data"]  # the 1x1 layer's: K = 32, channels-first
         assert data.precision == expected[1]
+
+
+def test_strided_split_weight_gradients_fuse_their_padding_on_cuda_and_stride_one_ones_keep_the_copy():
+    """The CUDA table's rule (docs/perf/h100-pad-fusion): a strided bfloat16 weight gradient's generic, here a float32
+    one's split problem, reads its padding inside the convolution; a stride-1 one keeps the pad's own dispatch."""
+    cuda = targets.parse_target("cuda:sm_80")
+    fuse = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+
+    def flags(stride):
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=4, groups=1, in_channels=16,
+                                  out_channels=16, input_spatial=(16, 16), filter_spatial=(3, 3), stride=stride,
+                                  padding=1, layout="NCHW", dtype="float32", precision="bf16x3")
+        assert problem.computed_as.dtype == "bfloat16"
+        return policy.module_spec(problem, cuda).flags
+    assert fuse in flags(2)
+    assert fuse not in flags(1)
