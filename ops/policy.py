@@ -333,11 +333,11 @@ def _weight_forms(problem, target: Target) -> list:
 
 
 def _has_weight_taps_form(problem) -> bool:
-    """Whether the weight gradient's taps form can take ``problem`` on llvm-cpu: channels-first, grouped, within the
-    term limit (one sum per tap), and stride 1 along the last axis: its per-tap rows of x are strided slices, which
+    """Whether the weight gradient's taps form can take ``problem`` on llvm-cpu: grouped, within the term limit (one
+    sum per tap), and, channels-first, stride 1 along the last axis: its per-tap rows of x are strided slices, which
     along the contiguous axis are gathers (resnext2d's strided g8 layer: 1.08 -> 3.80 ms,
-    docs/perf/cpu-step/taps/forms_ab.txt)."""
-    return (not problem.channels_last and problem.kind in ("grouped", "depthwise") and problem.stride[-1] == 1
+    docs/perf/cpu-step/taps/forms_ab.txt); channels-last rows run along the channels."""
+    return (problem.kind in ("grouped", "depthwise") and (problem.channels_last or problem.stride[-1] == 1)
             and math.prod(problem.filter_spatial) <= CPU_TAPS_MAX_TERMS)
 
 

@@ -74,6 +74,8 @@ EXAMPLES = [
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
     CK[("grouped_conv_bwd_weight", "mobilenetv2_dw")],
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=8, in_channels=1, out_channels=1,
+                    input_spatial=(10, 12), filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float32"),
     catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(6, 8), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
     catalog.problem("grouped_conv_bwd_data", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
@@ -243,12 +245,24 @@ def _channels_first_weight_problems(rng, count: int, taps: bool = False) -> list
 
 
 def test_the_weight_taps_form_matches_the_definition(rng):
-    for problem in _channels_first_weight_problems(rng, 6, taps=True):
+    """Channels-first and channels-last (``_as_channels_last``: the same problems' other layout), depthwise among them."""
+    problems = _channels_first_weight_problems(rng, 6, taps=True)
+    for problem in [*problems, *map(_as_channels_last, problems)]:
         error = _form_error(problem, rng, "taps")
         assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
-def test_the_weight_taps_form_is_offered_for_unit_strides_along_the_last_axis():
+def _as_channels_last(problem):
+    from ops.operators import grouped_conv_bwd_weight
+
+    return grouped_conv_bwd_weight.problem_from_params(
+        batch=problem.batch, in_channels=problem.in_channels, out_channels=problem.out_channels,
+        input_spatial=problem.input_spatial, filter_spatial=problem.filter_spatial, groups=problem.groups,
+        stride=problem.stride, padding=problem.padding, dilation=problem.dilation,
+        layout=("NWC", "NHWC", "NDHWC")[problem.rank - 1], dtype=problem.dtype)
+
+
+def test_the_weight_taps_form_is_offered_channels_first_for_unit_strides_along_the_last_axis_and_channels_last():
     def offered(**params):
         base = dict(batch=2, groups=4, in_channels=2, out_channels=3, input_spatial=(8, 8), filter_spatial=(3, 3),
                     padding=1, layout="NCHW", dtype="float32")
@@ -257,10 +271,10 @@ def test_the_weight_taps_form_is_offered_for_unit_strides_along_the_last_axis():
     assert offered()[0] and offered(stride=(2, 1))[0]
     assert not offered(stride=(1, 2))[0]
     assert not offered(groups=1)[0]
-    taken, channels_last = offered(layout="NHWC")
-    assert not taken
-    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the taps form reads channels-first layouts"):
-        registry.module(channels_last).render(channels_last, registry.module(channels_last).Form(contraction="taps"))
+    assert offered(layout="NHWC")[0] and offered(layout="NHWC", stride=(1, 2))[0]  # rows along the channels
+    per_image = registry.module(offered(layout="NHWC")[1]).Form(contraction="per_image")
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the per_image form reads channels-first layouts"):
+        registry.module(offered(layout="NHWC")[1]).render(offered(layout="NHWC")[1], per_image)
 
 
 def test_the_per_image_form_matches_the_definition(rng):
@@ -300,7 +314,7 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), dense and 3-D grouped ones
     take it (but the two layers it measured slower), and 2-D grouped ones per_image, both before the taps form; on
     an AVX-512 host without AMX (AMD's Zen 4), 2-D dense ones take it by a rule measured there, and the others keep
-    per_image, and channels-last dense ones of 784 or more output positions take it by another (the other hosts
+    per_image, and channels-last dense ones (not pointwise) of 784 or more output positions take it by another (the other hosts
     keep im2col); on one without AVX2 all keep per_image and IREE's defaults; a form other than the rule's never gets
     the rule's flag."""
     def chosen(flags, **params):
@@ -327,13 +341,16 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     assert chosen(avx512, input_spatial=(4, 8, 8), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == (
         "per_image", False)
     assert chosen(avx512, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("taps", False)
-    # and channels-last dense ones of 784 or more output positions (2-D and 3-D), measured there only; fewer: im2col
+    # and channels-last dense ones of 784 or more output positions (2-D and 3-D, not pointwise), measured there only
     assert chosen(avx512, in_channels=3, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1,
                   layout="NHWC") == ("per_image_nn", True)
-    assert chosen(avx512, input_spatial=(4, 14, 14), filter_spatial=(1, 1, 1), layout="NDHWC") == ("per_image_nn", True)
-    assert chosen(avx512, input_spatial=(27, 28), layout="NHWC") == ("im2col", False)
+    assert chosen(avx512, input_spatial=(8, 28, 28), filter_spatial=(1, 1, 1), stride=2, layout="NDHWC") == (
+        "per_image_nn", True)
+    assert chosen(avx512, input_spatial=(27, 28), filter_spatial=(3, 3), padding=1, layout="NHWC") == ("im2col", False)
+    assert chosen(avx512, input_spatial=(28, 28), layout="NHWC") == ("im2col", False)  # pointwise
     for host in (avx2, amx := avx512 | {"amx_tile"}):  # not measured there
-        assert chosen(host, input_spatial=(28, 28), layout="NHWC") == ("im2col", False), host
+        assert chosen(host, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1, layout="NHWC") == (
+            "im2col", False), host
     avx512 | {"amx_tile"}  # the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
     assert chosen(amx) == ("per_image_nn", True)
     assert chosen(amx, filter_spatial=(3, 3), padding=1) == ("per_image_nn", True)

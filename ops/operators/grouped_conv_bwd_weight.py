@@ -122,8 +122,8 @@ class Form:
     contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``; with one
     operand laid out (o, channels) first, so that no matmul reduces along a row, in either layout:
     ``"per_image_nn"``), for
-    channels-first layouts one sum per tap, image, group and (k, c) in one generic, then summed over the images
-    (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
+    problems of few channels a group one sum per tap, image, group and (k, c) in one generic, then summed over the
+    images (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
     (``"depthwise"``); all but the generic and gemm reduce the whole batch at once."""
 
     batch_split: int = 1
@@ -237,7 +237,7 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     if form.contraction != "generic":
         check(chunks == 1, f"{OP}: the {form.contraction} form reduces the whole batch at once (batch_split 1), "
                            f"but got {chunks}")
-    check(form.contraction not in ("per_image", "taps") or not problem.channels_last,
+    check(form.contraction != "per_image" or not problem.channels_last,
           f"{OP}: the {form.contraction} form reads channels-first layouts (NCW, NCHW, NCDHW), but the layout is "
           f"{problem.layout}")
     shape = _Geometry(problem, chunks)
