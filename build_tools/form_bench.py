@@ -3,12 +3,13 @@ rules, measured on the host it runs on.
 
     python -m build_tools.form_bench [--models resnext2d,mobilenetv2,resnet,cnn3d] [--ops grouped_conv_bwd_weight]
                                      [--rounds 7] [--launcher torch|runtime]
-    python -m build_tools.form_bench --models resnet50 --batch 4 [--config f32_cl]   # torchvision's (``layer_bench``'s)
+    python -m build_tools.form_bench --models resnet50 --batch 4 [--config f32_cl] [--forms im2col,per_image_nn]
 
 The problems are the convolution backwards that one converted training step of ``layer_bench``'s models makes
-(torchvision's in ``--config``: float32 NCHW, or channels_last) (``--ops``: only operators whose name starts so). Of each, the first form of each contraction it offers
-on ``llvm-cpu`` (``policy.target_forms``, with the flags the table gives that form; per_image_nn always with IREE's
-transpose propagation off, as its rules give it) is loaded through the executor, known-answer check included: as
+(torchvision's, ``layer_bench``'s, in ``--config``: float32 NCHW, or channels_last; ``--ops``: only operators whose
+name starts so). Of each, the first form of each contraction it offers on ``llvm-cpu`` (``--forms``: only those;
+``policy.target_forms``, with the flags the table gives that form; per_image_nn always with IREE's transpose
+propagation off, as its rules give it) is loaded through the executor, known-answer check included: as
 ``ops.torch`` runs it (``--launcher torch``, the default: the CPU launcher on PyTorch's threads) or as the NumPy API
 does (``runtime``: IREE's runtime). Its results on other inputs are compared with the float64 reference; then the
 forms are timed in turns, round after round (each round the median of 9 calls; a form's time is the median over

@@ -198,7 +198,7 @@ ${grad_out_operand}
   } -> ${acc_groups_type}
   %acc = tensor.collapse_shape %acc_groups ${acc_groups_reassociation} : ${acc_groups_type} into !acc_flat
 
-// fragment grad_out_moved: grad_out's per-image matrices in the matmul's order ((o, k), or channels-last's (k, o)), one transpose
+// fragment grad_out_moved: grad_out's per-image matrices transposed into the matmul's order ((o, k); channels-last (k, o))
   %grad_out_t_empty = tensor.empty() : ${grad_out_t_type}
   %grad_out_t = linalg.transpose ins(%grad_out_groups : !grad_out_groups) outs(%grad_out_t_empty : ${grad_out_t_type}) permutation = [${grad_out_permutation}]
   %grad_out_matrix = tensor.collapse_shape %grad_out_t ${grad_out_reassociation} : ${grad_out_t_type} into ${grad_out_matrix_type}

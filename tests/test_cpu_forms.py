@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 
 from ops import catalog, dtypes, geometry, policy, registry, render, targets, verify
@@ -180,9 +181,12 @@ def test_the_depthwise_forms_match_the_definition(rng, op, case):
 
 
 def _form_error(problem, rng, contraction: str) -> float:
-    """The normwise relative error of ``problem`` run in the CPU's form of ``contraction`` (a poisoned destination)."""
+    """The normwise relative error of ``problem`` run in the CPU's form of ``contraction`` (a poisoned destination),
+    on inputs whose reference is not all zeros (a tiny problem's ReLU epilogue can zero it: OPS_TEST_SEED=1251766856
+    drew such inputs for a 1-D depthwise problem of 27 outputs; such a check proves nothing)."""
     module = registry.module(problem)
-    inputs = module.random_inputs(problem, rng)
+    inputs = next(drawn for drawn in (module.random_inputs(problem, rng) for _ in range(8))
+                  if np.any(np.asarray(module.reference(problem, drawn), np.float64)))
     (shape, result_dtype), = module.results(problem)
     form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == contraction)
     got = run(problem, inputs, "local-task", poisoned(shape, result_dtype, "local-task"), form=form).to_host()

@@ -121,9 +121,8 @@ class Form:
     (``"im2col"``), for channels-first layouts the windows
     contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``; with one
     operand laid out (o, channels) first, so that no matmul reduces along a row, in either layout:
-    ``"per_image_nn"``), for
-    problems of few channels a group one sum per tap, image, group and (k, c) in one generic, then summed over the
-    images (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
+    ``"per_image_nn"``), for problems of few channels a group one sum per tap, image, group and (k, c) in one
+    generic, then summed over the images (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
     (``"depthwise"``); all but the generic and gemm reduce the whole batch at once."""
 
     batch_split: int = 1
