@@ -288,7 +288,8 @@ def test_a_bad_form_key_or_value_names_the_operator_and_the_key():
 
 
 def test_forms_come_in_order_without_repeats_and_the_rules_form_first():
-    """The CPU's rule for grouped problems puts im2col first; the generic stays as the fallback."""
+    """The CPU's rule for grouped problems puts im2col first; the generic and the other channels-last forms stay as
+    fallbacks, in the operator's order."""
     from ops import catalog, policy, targets
 
     cpu = targets.parse_target("llvm-cpu")
@@ -298,7 +299,8 @@ def test_forms_come_in_order_without_repeats_and_the_rules_form_first():
                 forms = policy.forms_for(problem, target)
                 assert len(forms) == len(set(forms)) >= 1, (op, name, target)
     grouped = catalog.problem("grouped_conv_bwd_weight", "resnext_32x4d")
-    assert [f.contraction for f in policy.forms_for(grouped, cpu)] == ["im2col", "generic"]
+    assert grouped.channels_last
+    assert [f.contraction for f in policy.forms_for(grouped, cpu)] == ["im2col", "generic", "per_image_nn", "taps"]
 
 
 MAX_FILE_LINES = 600
