@@ -222,11 +222,10 @@ GPU_PARALLEL_ACCUMULATORS = 1 << 22
 
 # The gemm form's chunks on a GPU: at least GEMM_MIN_CHUNK_TERMS terms each (a few K-steps of a matrix-instruction
 # tile), so that splitting a one-tap weight gradient's reduction fills the GPU without making the sum of the chunks
-# the work; and a multiple of GEMM_ROW_ALIGN rows, IREE 3.13's matrix pipelines pad a reduction to their K tile by
+# the work; and a multiple of GEMM_BLOCK rows, IREE 3.13's matrix pipelines pad a reduction to their K tile by
 # reading on into the next chunk's rows: on an H200, bfloat16 chunks of 392 rows (8 past a 16-row tile) came out
 # wrong by 0.49 (relative) and read past the end of x, those of 256, 512, 784 or 1568 rows right.
 GEMM_MIN_CHUNK_TERMS = 256
-GEMM_ROW_ALIGN = GEMM_BLOCK
 
 
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
@@ -259,7 +258,7 @@ def default_batch_split(problem, target: Target) -> int:
 
 def takes_gemm(problem) -> bool:
     """Whether a GPU takes the backward-weight gemm form for ``problem``: a GEMM of its rows as they lie
-    (``gemm_rows``), and channels-last with its rows in whole GEMM_ROW_ALIGN blocks, or channels-first with 16-bit
+    (``gemm_rows``), and channels-last with its rows in whole GEMM_BLOCK blocks, or channels-first with 16-bit
     inputs (each image's (channels, positions) matrices, the positions in whole blocks). Float32 channels-first,
     the form reduces along rows without a matrix instruction: 1.1-59 ms against the generic's 0.8-4.2 on
     ResNet-50's layers (docs/perf/h200-gemm). The split float32 problems of channels-first models are such 16-bit
@@ -269,18 +268,18 @@ def takes_gemm(problem) -> bool:
     if not problem.gemm_rows:  # one tap and no padding (``weight_gemm.applies``), and its rows as they lie
         return False
     if problem.channels_last:
-        return weight_gemm.rows(problem) % GEMM_ROW_ALIGN == 0
+        return weight_gemm.rows(problem) % GEMM_BLOCK == 0
     return problem.dtype in ("bfloat16", "float16")
 
 
 def gemm_split(problem) -> int:
     """J of the backward-weight gemm form: the fewest chunks giving GPU_PARALLEL_ACCUMULATORS partial sums, of at
     least GEMM_MIN_CHUNK_TERMS terms each (else the most such; 1 where none is). Channels-last, the rows split in
-    chunks of whole GEMM_ROW_ALIGN blocks; channels-first, the images."""
+    chunks of whole GEMM_BLOCK blocks; channels-first, the images."""
     rows = weight_gemm.rows(problem)
     weight = math.prod(problem.weight_shape)
     if problem.channels_last:
-        choices = [j for j in range(1, rows // GEMM_ROW_ALIGN + 1) if rows % (j * GEMM_ROW_ALIGN) == 0
+        choices = [j for j in range(1, rows // GEMM_BLOCK + 1) if rows % (j * GEMM_BLOCK) == 0
                    and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
     else:
         positions = math.prod(problem.output_spatial)
@@ -487,15 +486,15 @@ def data_gradient_precision(problem, reduced_precision: bool) -> str:
 
 def _splits_data(problem) -> bool:
     """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
-    unpadded with one group, its output channels and its rows come in whole GEMM_ROW_ALIGN blocks (the GEMM's
+    unpadded with one group, its output channels and its rows come in whole GEMM_BLOCK blocks (the GEMM's
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
     form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels; the split_conv form
     (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
     pipeline) where the problem is of stride 1 with several taps."""
     if data_split_conv.applies(problem):
         return True
-    return (data_gemm.applies(problem) and problem.out_channels % GEMM_ROW_ALIGN == 0
-            and data_gemm.rows(problem) % GEMM_ROW_ALIGN == 0
+    return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
+            and data_gemm.rows(problem) % GEMM_BLOCK == 0
             and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
 
 

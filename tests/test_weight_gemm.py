@@ -118,10 +118,10 @@ def test_the_gemm_split_fills_a_gpu_with_chunks_of_whole_blocks_and_at_least_256
     assert chunks == expected
     rows = weight_gemm.rows(problem)
     chunk = rows // chunks
-    assert rows % chunks == 0 and (chunks == 1 or (chunk % policy.GEMM_ROW_ALIGN == 0
+    assert rows % chunks == 0 and (chunks == 1 or (chunk % policy.GEMM_BLOCK == 0
                                                    and chunk >= policy.GEMM_MIN_CHUNK_TERMS))
     weight = math.prod(problem.weight_shape)
-    fewer = [j for j in range(1, chunks) if rows % (j * policy.GEMM_ROW_ALIGN) == 0]
+    fewer = [j for j in range(1, chunks) if rows % (j * policy.GEMM_BLOCK) == 0]
     assert all(j * weight < policy.GPU_PARALLEL_ACCUMULATORS for j in fewer), "the fewest chunks that fill the GPU"
 
 
