@@ -31,42 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from ops import catalog, compiler, dtypes, policy, runtime, targets, verify
+from ops.render import conv_compilation_info
 from ops.operators import phase_plan
 from ops.problem import ConvBwdDataProblem
 
 TUNING_DIR = Path(__file__).resolve().parent.parent / "mlir" / "tuning"
-
-
-def compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int], k_tiles: int,
-                     stages: int, tap_axes: int | None = None, grouped: bool = False) -> str:
-    """The attribute for one convolution: workgroup (outer spatial rows, inner spatial, c), subgroup counts, k tiles.
-
-    ``tap_axes``: the convolution's spatial reduction dims (its axes of more than one tap; default ``rank``): a
-    phase with single-tap axes is written without them (``contractions.dense_tuned``). ``grouped``: the grouped
-    generic's iteration space ``[n, *spatial, g, c, ...]``, one group per workgroup."""
-    name, m, n, k, subgroup_size = intrinsic
-    rows, inner, channels = workgroup
-    sg_rows, sg_inner, sg_channels = subgroup
-    threads = subgroup_size * (rows // sg_rows) * (inner // (sg_inner * m)) * (channels // (sg_channels * n))
-    outer = [1] * (rank - 1)
-    outer[-1:] = [rows] if rank > 1 else []
-    sg_outer = [1] * (rank - 1)
-    sg_outer[-1:] = [sg_rows] if rank > 1 else []
-    wg = [1, *outer, inner, *([1] if grouped else []), channels]
-    sg = [1, *sg_outer, sg_inner, *([0] if grouped else []), sg_channels]
-    lowering = (
-        f"#iree_gpu.lowering_config<{{convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{name}>, "
-        f"padding = [{', '.join(map(str, wg))}, {k_tiles * k}], "
-        f"padding_conv = [{', '.join(map(str, wg + [0] * ((rank if tap_axes is None else tap_axes) + 1)))}], promote_operands = [0, 1], "
-        f"reduction = [{', '.join(['0'] * len(wg))}, {k_tiles}], subgroup = [{', '.join(map(str, sg))}, 0], "
-        f"workgroup = [{', '.join(map(str, wg))}, 0]}}>"
-    )
-    translation = (
-        f"#iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> workgroup_size = [{threads}, 1, 1] "
-        f"subgroup_size = {subgroup_size}, {{gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = {stages}, "
-        f"no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = true>}}>"
-    )
-    return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"
 
 
 def candidate_space(intrinsic, limit: int, seed: int = 0, channel_tiles: tuple[int, ...] = (64, 128, 256)) -> list[tuple]:
@@ -115,7 +84,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
         for i, (wg, sg, k_tiles, stages) in enumerate(candidate_space(intrinsic, limit, channel_tiles=channel_tiles)):
             candidates.append({
                 "id": f"p{phase}-c{i}", "phase": phase, "workgroup": wg, "subgroup": sg, "k_tiles": k_tiles, "stages": stages,
-                "config": compilation_info(problem.rank, intrinsic, wg, sg, k_tiles, stages, axes, grouped),
+                "config": conv_compilation_info(problem.rank, intrinsic, wg, sg, k_tiles, stages, axes, grouped),
             })
     from concurrent.futures import ThreadPoolExecutor
 

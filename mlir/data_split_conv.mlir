@@ -12,7 +12,8 @@
 //     grad_in[n, i, c] = sum_{u, t, k} G3[n, i + d*u, (t, k)] * W3[u, (t, k), c]
 //     G3 = [hi_g, hi_g, lo_g] along the channels,   W3 = [hi_w, lo_w, hi_w] along k, flipped
 // The split writes G3 channels-last and W3 as the named convolution's (F.., C_in, C_out) filter; the convolution
-// accumulates in float32, and the store puts grad_in in the problem's layout.
+// accumulates in float32 (on a GPU, tiled by the target's rule where one applies: ops/policy.py's conv_tiles), and
+// the store puts grad_in in the problem's layout.
 //
 // Problem: ${problem_name}
 
@@ -28,7 +29,7 @@ ${flip}${split_weight}
 ${pad}
   %acc_empty = tensor.empty() : ${acc_type}
   %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : ${acc_type}) -> ${acc_type}
-  %rows_cl = linalg.${conv_op} {dilations = ${dilations}, strides = ${unit_strides}}
+  %rows_cl = linalg.${conv_op} {dilations = ${dilations}, strides = ${unit_strides}${dispatch_config}}
       ins(%grad_out3_padded, ${weight3} : ${padded_type}, ${weight3_type}) outs(%acc_zero : ${acc_type}) -> ${acc_type}
 ${store}
   return %grad_in : !grad_in

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import compiler, registry, targets
+from . import compiler, registry, render, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_gemm)
@@ -104,9 +104,9 @@ WORKAROUNDS = (
 
 
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
-RULE_KEYS = frozenset({"operator", "dtypes", "kinds", "ranks", "layouts", "min_output_positions", "pointwise", "strided",
-                       "host_flags", "host_lacks", "except", "except_why", "form", "only_forms", "flags", "source",
-                       "why"})
+RULE_KEYS = frozenset({"operator", "dtypes", "precisions", "kinds", "ranks", "layouts", "min_output_positions",
+                       "min_channels", "pointwise", "strided", "host_flags", "host_lacks", "except", "except_why", "form",
+                       "only_forms", "flags", "conv_tiles", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -140,8 +140,10 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 
 
 def rule_applies(rule: dict, problem) -> bool:
-    """A rule names its operator, and may narrow to ``dtypes``, to ``kinds`` (``ConvProblem.kind``), to ``ranks``
-    (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image, to pointwise
+    """A rule names its operator, and may narrow to ``dtypes``, to ``precisions`` (``bf16x3``: float32 computed as
+    bfloat16 parts), to ``kinds`` (``ConvProblem.kind``), to ``ranks``
+    (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image and
+    ``min_channels`` input channels a group, to pointwise
     convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to strided ones or
     the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of ``host_flags``
     and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it was measured,
@@ -149,7 +151,9 @@ def rule_applies(rule: dict, problem) -> bool:
     slower with it)."""
     kind = getattr(problem, "kind", None)
     positions = math.prod(getattr(problem, "output_spatial", ()))
+    precision, channels = getattr(problem, "precision", None), getattr(problem, "in_channels", 0)
     return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
+            and precision in rule.get("precisions", [precision]) and channels >= rule.get("min_channels", 0)
             and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
             and problem.layout in rule.get("layouts", [problem.layout])
             and positions >= rule.get("min_output_positions", 0)
@@ -183,9 +187,36 @@ def copy_config(target: Target) -> dict:
 
 
 def configs_for(problem, target: Target) -> dict[int, str]:
-    """Phase index -> compilation_info for ``problem`` on ``target`` (empty: IREE's defaults)."""
-    return {int(e["phase"]): e["compilation_info"] for e in entries(target.directory_name)
-            if e["function"] == problem.name and "compilation_info" in e}
+    """Phase index -> compilation_info for ``problem`` on ``target``: its entries' (measured per problem), else the
+    first rule naming ``conv_tiles`` that applies (``conv_tiles``); empty: IREE's defaults."""
+    tiled = next((conv_tiles(problem, target, r["conv_tiles"]) for r in rules(target.directory_name)
+                  if "conv_tiles" in r and rule_applies(r, problem)), {})
+    return {**tiled, **{int(e["phase"]): e["compilation_info"] for e in entries(target.directory_name)
+                        if e["function"] == problem.name and "compilation_info" in e}}
+
+
+def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """{0: compilation_info} for the one convolution of conv_bwd_data's split_conv form (rows: grad_in's images and
+    spatial positions; columns: its C channels), by the rule ``spec``: a workgroup of ``m_tile`` rows in whole
+    rows of ``inner`` (the width rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns
+    where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a
+    64-wide row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
+    ``stages`` of prefetch. Empty where the form is not split_conv or the tiles do not divide."""
+    if not data_split_conv.applies(problem):
+        return {}
+    _, m, n, _, _ = intrinsic = mma_intrinsic(target, "bf16" if problem.precision == "bf16x3" else "f16")
+    inner = min(64, max(16, 1 << (problem.input_spatial[-1] - 1).bit_length()))
+    rows = max(1, min(spec["max_rows"], spec["m_tile"] // inner))
+    channels = 64 if problem.in_channels <= 64 else spec["n_tile"]
+    sg_inner = 2 if inner == 64 else 1
+    sg_rows = min(rows, 32 // (m * sg_inner))
+    m_warps = rows // sg_rows * inner // (m * sg_inner)
+    n_warps = spec["warps"] // m_warps
+    if not n_warps or channels % (n * n_warps):
+        return {}
+    return {0: render.conv_compilation_info(problem.rank, intrinsic, (rows, inner, channels),
+                                            (sg_rows, sg_inner, channels // (n * n_warps)), spec["k_tiles"],
+                                            spec["stages"])}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:

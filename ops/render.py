@@ -140,3 +140,38 @@ def narrow(value: str, element: str, result: str) -> tuple[str, str]:
     if element == ACCUMULATOR:
         return "", value
     return render("common.narrow", result=result, value=value, element=element), result
+
+
+def conv_compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int],
+                          k_tiles: int, stages: int, tap_axes: int | None = None, grouped: bool = False) -> str:
+    """The ``#iree_codegen.compilation_info`` for one convolution on IREE's TileAndFuse pipeline as an implicit GEMM
+    (the tuner's candidates, the tile rules of ``policy.conv_tiles``): ``intrinsic`` (``policy.MMA_INTRINSICS``),
+    workgroup tiles (outer spatial rows, inner spatial, c) in elements, subgroup tiles in rows, intrinsic tiles
+    along the inner spatial dim (M) and along c (N), and ``k_tiles`` intrinsic tiles of the reduction a step.
+
+    ``tap_axes``: the convolution's spatial reduction dims (its axes of more than one tap; default ``rank``): a
+    phase with single-tap axes is written without them (``contractions.dense_tuned``). ``grouped``: the grouped
+    generic's iteration space ``[n, *spatial, g, c, ...]``, one group per workgroup."""
+    name, m, n, k, subgroup_size = intrinsic
+    rows, inner, channels = workgroup
+    sg_rows, sg_inner, sg_channels = subgroup
+    threads = subgroup_size * (rows // sg_rows) * (inner // (sg_inner * m)) * (channels // (sg_channels * n))
+    outer = [1] * (rank - 1)
+    outer[-1:] = [rows] if rank > 1 else []
+    sg_outer = [1] * (rank - 1)
+    sg_outer[-1:] = [sg_rows] if rank > 1 else []
+    wg = [1, *outer, inner, *([1] if grouped else []), channels]
+    sg = [1, *sg_outer, sg_inner, *([0] if grouped else []), sg_channels]
+    lowering = (
+        f"#iree_gpu.lowering_config<{{convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{name}>, "
+        f"padding = [{', '.join(map(str, wg))}, {k_tiles * k}], "
+        f"padding_conv = [{', '.join(map(str, wg + [0] * ((rank if tap_axes is None else tap_axes) + 1)))}], promote_operands = [0, 1], "
+        f"reduction = [{', '.join(['0'] * len(wg))}, {k_tiles}], subgroup = [{', '.join(map(str, sg))}, 0], "
+        f"workgroup = [{', '.join(map(str, wg))}, 0]}}>"
+    )
+    translation = (
+        f"#iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> workgroup_size = [{threads}, 1, 1] "
+        f"subgroup_size = {subgroup_size}, {{gpu_pipeline_options = #iree_gpu.pipeline_options<prefetch_num_stages = {stages}, "
+        f"no_reduce_shared_memory_bank_conflicts = false, use_igemm_convolution = true>}}>"
+    )
+    return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"

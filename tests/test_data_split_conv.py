@@ -100,3 +100,43 @@ def test_no_rule_fuses_grad_outs_padding_into_the_split_convolution():
     for target in (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942")):
         for spec in policy.module_specs(problem, target):
             assert "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops" not in spec.flags, spec.flags
+
+
+# (batch, C, width): ResNet-50's four stride-1 3x3 layers and two drawn beside them, with the workgroup
+# (rows, width, channels) and subgroup tiles the CUDA table's rule gives them (docs/perf/h100-split-conv-tiles)
+RULE_TILES = {(32, 64, 56): ("1, 2, 64, 64, 0", "1, 1, 2, 4, 0"), (32, 128, 28): ("1, 4, 32, 128, 0", "1, 2, 1, 8, 0"),
+              (32, 256, 14): ("1, 4, 16, 128, 0", "1, 2, 1, 4, 0"), (32, 512, 7): ("1, 4, 16, 128, 0", "1, 2, 1, 4, 0"),
+              (64, 96, 20): ("1, 4, 32, 128, 0", "1, 2, 1, 8, 0"), (32, 48, 40): ("1, 2, 64, 64, 0", "1, 1, 2, 4, 0")}
+
+
+@pytest.mark.parametrize("shape", list(RULE_TILES))
+def test_cudas_rule_tiles_the_split_convolution_by_its_width_and_channels(shape):
+    """Eight warps (256 threads) of 32 rows each, 64-128 rows a workgroup in whole rows of the width rounded up to
+    16, 32 or 64, over 64 channels (C <= 64) or 128, bfloat16 mma.sync: on sm_80 only (gfx942 unmeasured)."""
+    batch, c, width = shape
+    problem = _problem(batch=batch, in_channels=c, out_channels=c, input_spatial=(width, width))
+    config = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))[0]
+    workgroup, subgroup = RULE_TILES[shape]
+    assert f"workgroup = [{workgroup}]" in config and f"subgroup = [{subgroup}]" in config, config
+    assert "workgroup_size = [256, 1, 1]" in config and "NV_MMA_SYNC_F32_16x8x16_BF16" in config, config
+    assert f"compilation_info = {config}" in policy.module_spec(problem, targets.parse_target("cuda:sm_80")).mlir
+    assert not policy.configs_for(problem, targets.parse_target("rocm:gfx942"))
+
+
+@pytest.mark.parametrize("params", [dict(in_channels=32), dict(precision="float32"),
+                                    dict(filter_spatial=(1, 1), padding=0),
+                                    dict(input_spatial=(8, 8, 8), filter_spatial=(3, 3, 3), layout="NCDHW")])
+def test_cudas_tile_rule_leaves_the_other_problems_to_iree(params):
+    """Below 48 channels (the 64-wide tile mostly padding: measured slower), float32 arithmetic (no split), the
+    gemm form's one-tap problems and 3-D problems keep IREE's own tiles."""
+    problem = _problem(**{**dict(batch=32, in_channels=64, out_channels=64, input_spatial=(28, 28)), **params})
+    assert not policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+
+
+def test_the_rules_tiles_reach_the_compiled_convolution(tmp_path):
+    """The configuration pinned on the split convolution is the one IREE compiles (a rebuilt op would drop it)."""
+    problem = _problem(batch=8, in_channels=128, out_channels=128, input_spatial=(28, 28))
+    lowered = one_matrix_contraction(problem, "cuda:sm_80", tmp_path, "conv_8x28x28x128x3x3x384_bf16xbf16xf32")
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert "workgroup = [1, 4, 32, 128, 0]" in configured and "workgroup_size = [256, 1, 1]" in configured
+    assert lowered

@@ -130,14 +130,14 @@ def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_p
     """IREE 3.13 rebuilds a convolution without its single-tap axes, and the rebuilt op has lost its
     compilation_info: the tuned 2x1 and 1x2 phases of a 3x3 stride-2 problem ran IREE's defaults. A tuned phase is
     written without those axes (contractions.dense_tuned), and every tuned configuration reaches its dispatch."""
-    from build_tools import tune
+    from ops import render
 
     problem = op.problem_from_params(batch=2, in_channels=32, out_channels=48, input_spatial=(15, 15), filter_spatial=(3, 3),
                                      stride=2, padding=1, layout="NHWC", dtype="float16")
     taps = [[axis.filter_taps for axis in phase] for phase in phase_plan.phases(problem)]
     assert taps == [[2, 2], [2, 1], [1, 2], [1, 1]]
     intrinsic = policy.MMA_INTRINSICS[("cuda", "f16")]
-    configs = {index: tune.compilation_info(2, intrinsic, (1, 32, 32), (1, 1, 2), 2, 2, sum(t > 1 for t in phase_taps))
+    configs = {index: render.conv_compilation_info(2, intrinsic, (1, 32, 32), (1, 1, 2), 2, 2, sum(t > 1 for t in phase_taps))
                for index, phase_taps in enumerate(taps[:3])}
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering(configs))
     # CHECK: %w_1_taps = tensor.collapse_shape %w_1 [[0], [1, 2], [3]] : tensor<2x1x48x32xf16> into tensor<2x48x32xf16>

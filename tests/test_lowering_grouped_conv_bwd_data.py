@@ -100,13 +100,13 @@ def test_every_test_problem_compiles_for_the_gpus(tmp_path, name, target):
 def test_a_tuned_grouped_configuration_reaches_its_dispatch(tmp_path):
     """build_tools/tune.py's grouped candidates tile the grouped generic's space [n, *spatial, g, c, K], one group
     a workgroup; the configuration the table would pin is the one IREE compiles."""
-    from build_tools import tune
+    from ops import render
     from ops import targets
     from lowering import compile_and_dump
 
     problem = op.problem_from_params(groups=4, batch=2, in_channels=64, out_channels=32, input_spatial=(12, 12),
                                      filter_spatial=(3, 3), stride=1, padding=1, layout="NHWC", dtype="float16")
-    config = tune.compilation_info(2, policy.MMA_INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2, grouped=True)
+    config = render.conv_compilation_info(2, policy.MMA_INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2, grouped=True)
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering({0: config}))
     compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))

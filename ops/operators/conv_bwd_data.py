@@ -70,11 +70,13 @@ def results(problem: ConvBwdDataProblem) -> list:
 
 def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst): the stride phases, or
-    for split problems the gemm form."""
+    for split problems the gemm form or the split_conv form (its convolution pinned to ``lowering.configs[0]``
+    where given)."""
     if form.contraction == "gemm":
         return data_gemm.render(problem, mlir.transients(lowering.transients))
     if form.contraction == "split_conv":
-        return data_split_conv.render(problem, mlir.transients(lowering.transients), form.weight_flip == "map")
+        return data_split_conv.render(problem, mlir.transients(lowering.transients), form.weight_flip == "map",
+                                      lowering.configs.get(0))
     return stride_phases.render_module(problem, form, lowering)
 
 

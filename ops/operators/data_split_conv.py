@@ -26,9 +26,10 @@ def applies(problem: ConvBwdDataProblem) -> bool:
                     for (lo, hi), d, f in zip(problem.padding, problem.dilation, problem.filter_spatial)))
 
 
-def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = True) -> str:
+def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = True, config: str | None = None) -> str:
     """The problem's module (a float32 problem computed as bf16x3); ``flip_by_map``: the weight's taps flipped
-    through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu)."""
+    through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu);
+    ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``policy.conv_tiles``)."""
     check(applies(problem) and problem.precision == "bf16x3",
           f"{OP}: the split_conv form computes float32 stride-1 problems of several taps as bf16x3, but got "
           f"{problem.name}")
@@ -51,6 +52,7 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
         padded_type=mlir.tensor([problem.batch, *padded, 3 * k], "bf16"), conv_op=CONV_OPS[rank],
         weight3_type=mlir.tensor([*problem.filter_spatial, 3 * k, c], "bf16"), acc_type=mlir.tensor(acc, "f32"),
         dilations=mlir.i64_array(problem.dilation), unit_strides=mlir.i64_array([1] * rank),
+        dispatch_config=f", compilation_info = {config}" if config else "",
         store=data_gemm.store(problem, acc),
     )
 
