@@ -136,18 +136,20 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
 def test_strided_split_weight_gradients_fuse_their_padding_on_cuda_and_stride_one_ones_keep_the_copy():
     """The CUDA table's rule (docs/perf/h100-pad-fusion): a strided bfloat16 weight gradient's generic, here a float32
     one's split problem, reads its padding inside the convolution; a stride-1 one keeps the pad's own dispatch, and
-    so does one of few channels: ResNet-50's stem (C = 3, 7x7 stride 2) compiled wrong with the fusion on an H100,
-    and the known-answer check refused it (docs/perf/h100-split-conv-tiles)."""
+    so do one of few channels and a 3-D one: ResNet-50's stem (C = 3, 7x7 stride 2) and r3d_18's strided layers
+    compiled wrong with the fusion on an H100, and the known-answer check refused them
+    (docs/perf/h100-split-conv-tiles)."""
     cuda = targets.parse_target("cuda:sm_80")
     fuse = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
 
-    def flags(stride, channels=64, filters=3):
+    def flags(stride, channels=64, filters=3, rank=2):
         problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=4, groups=1, in_channels=channels,
-                                  out_channels=64, input_spatial=(16, 16), filter_spatial=(filters, filters),
-                                  stride=stride, padding=filters // 2, layout="NCHW", dtype="float32",
-                                  precision="bf16x3")
+                                  out_channels=64, input_spatial=(16,) * rank, filter_spatial=(filters,) * rank,
+                                  stride=stride, padding=filters // 2, layout="NCHW" if rank == 2 else "NCDHW",
+                                  dtype="float32", precision="bf16x3")
         assert problem.computed_as.dtype == "bfloat16"
         return policy.module_spec(problem, cuda).flags
     assert fuse in flags(2)
     assert fuse not in flags(1)
     assert fuse not in flags(2, channels=3, filters=7)
+    assert fuse not in flags(2, rank=3)
