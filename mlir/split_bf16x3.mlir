@@ -34,7 +34,7 @@ ${split_grad_out}
 // fragment split: ${v} split into its bfloat16 parts, stacked along an axis j (part j is lo where j = ${lo_part}, else hi) in channels-last order
   %${v}_parts_empty = tensor.empty() : ${parts_type}
   %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
-      ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type}) {
+      ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type})${attrs} {
   ^bb0(%value: f32, %unused: bf16):
     %j = linalg.index ${part_dim} : index
     %lo_part = arith.constant ${lo_part} : index

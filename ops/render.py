@@ -122,6 +122,23 @@ def copy_attrs(shape, copy, steps=None) -> str:
     return first.splitlines()[-1]
 
 
+def transpose_attrs(shape, rows_dim: int, copy) -> str:
+    """The attrs of a transposing elementwise ``linalg.generic`` over ``shape`` (its innermost dim the output's,
+    ``rows_dim`` the one its input runs along) on a GPU target whose ``copy`` (the tuning table's copy_config) has a
+    ``transpose_tile``: a workgroup takes ``rows`` x ``cols`` of those two dims, each thread ``thread_rows`` x
+    ``thread_cols`` (reads along the rows, writes along the cols, both in runs); nothing where the tile's columns do
+    not divide the innermost dim or its rows exceed the input's."""
+    tile = (copy or {}).get("transpose_tile")
+    if not tile or shape[-1] % tile["cols"] or shape[rows_dim] < tile["rows"]:
+        return ""
+    workgroup, thread = [1] * len(shape), [1] * len(shape)
+    workgroup[rows_dim], workgroup[-1] = tile["rows"], tile["cols"]
+    thread[rows_dim], thread[-1] = tile["thread_rows"], tile["thread_cols"]
+    threads = tile["rows"] // tile["thread_rows"] * tile["cols"] // tile["thread_cols"]
+    return render("common.copy_config", thread=", ".join(map(str, thread)), workgroup=", ".join(map(str, workgroup)),
+                  threads=threads, subgroup_size=copy["subgroup_size"]).splitlines()[-1]
+
+
 def transients(taken: bool) -> str:
     """The module function's last argument when it ``taken``, the workspace for its intermediates
     (``common.transients``; ops/runtime.py passes it; ``Target.transients``)."""

@@ -73,10 +73,10 @@ def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering 
     for split problems the gemm form or the split_conv form (its convolution pinned to ``lowering.configs[0]``
     where given)."""
     if form.contraction == "gemm":
-        return data_gemm.render(problem, mlir.transients(lowering.transients))
+        return data_gemm.render(problem, mlir.transients(lowering.transients), lowering.copy)
     if form.contraction == "split_conv":
         return data_split_conv.render(problem, mlir.transients(lowering.transients), form.weight_flip == "map",
-                                      lowering.configs.get(0))
+                                      lowering.configs.get(0), lowering.copy)
     return stride_phases.render_module(problem, form, lowering)
 
 

@@ -26,8 +26,9 @@ def rows(problem: ConvBwdDataProblem) -> int:
     return problem.batch * math.prod(problem.output_spatial)
 
 
-def render(problem: ConvBwdDataProblem, transients: str) -> str:
-    """The problem's module (a float32 problem computed as bf16x3)."""
+def render(problem: ConvBwdDataProblem, transients: str, copy=None) -> str:
+    """The problem's module (a float32 problem computed as bf16x3; a transposing split tiled by ``copy``, the
+    target's copy_config)."""
     check(applies(problem) and problem.precision == "bf16x3",
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
@@ -40,7 +41,7 @@ def render(problem: ConvBwdDataProblem, transients: str) -> str:
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([rows(problem), c], "f32"),
         transients=transients,
         split_grad_out=split_precision.split("grad_out", problem.batch, problem.output_spatial, k,
-                                             problem.channels_last, split_precision.HI_HI_LO),  # (hi, hi, lo)
+                                             problem.channels_last, split_precision.HI_HI_LO, copy=copy),  # hi hi lo
         split_weight=split_precision.split("weight", k, unit, c, problem.channels_last,
                                            split_precision.HI_LO_HI),  # (hi, lo, hi)
         grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([3 * problem.batch, *spatial, k], "bf16"),

@@ -26,10 +26,12 @@ def applies(problem: ConvBwdDataProblem) -> bool:
                     for (lo, hi), d, f in zip(problem.padding, problem.dilation, problem.filter_spatial)))
 
 
-def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = True, config: str | None = None) -> str:
+def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = True, config: str | None = None,
+           copy=None) -> str:
     """The problem's module (a float32 problem computed as bf16x3); ``flip_by_map``: the weight's taps flipped
     through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu);
-    ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``policy.conv_tiles``)."""
+    ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``policy.conv_tiles``); ``copy``:
+    the target's copy_config (a channels-first grad_out's transposing split)."""
     check(applies(problem) and problem.precision == "bf16x3",
           f"{OP}: the split_conv form computes float32 stride-1 problems of several taps as bf16x3, but got "
           f"{problem.name}")
@@ -41,7 +43,7 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
         "data_split_conv", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), transients=transients,
-        split_grad_out=_split_grad_out(problem), flip="" if flip_by_map else _flip(problem) + "\n",
+        split_grad_out=_split_grad_out(problem, copy), flip="" if flip_by_map else _flip(problem) + "\n",
         split_weight=_split_weight(problem, flip_by_map), weight3="%weight3" if flip_by_map else "%weight_flipped3",
         pad=mlir.indent(mlir.render("common.zero_pad", result="%grad_out3_padded", source="%grad_out3",
                         low=mlir.index_list([0, *(r - lo for r, (lo, _) in zip(reach, problem.padding)), 0]),
@@ -61,7 +63,7 @@ def _grad_out3_type(problem: ConvBwdDataProblem) -> str:
     return mlir.tensor([problem.batch, *problem.output_spatial, 3 * problem.out_channels], "bf16")
 
 
-def _split_grad_out(problem: ConvBwdDataProblem) -> str:
+def _split_grad_out(problem: ConvBwdDataProblem, copy=None) -> str:
     """grad_out's parts (hi, hi, lo) stacked along its channels, channels-last: iterated over (n, o.., t, k)."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 3)
@@ -69,7 +71,7 @@ def _split_grad_out(problem: ConvBwdDataProblem) -> str:
     read = [n, *o, k] if problem.channels_last else [n, k, *o]
     parts = (problem.batch, *problem.output_spatial, 3, problem.out_channels)
     return split_precision.split_as("grad_out", domain, read, problem.output_shape, parts, rank + 1,
-                                    split_precision.HI_HI_LO)
+                                    split_precision.HI_HI_LO, copy, o)
 
 
 def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:

@@ -224,7 +224,7 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     """
     if problem.computed_as is not problem:  # bfloat16 x 3: the bfloat16 problem's function, wrapped (inlined: its
         inner = render(problem.computed_as, form, dataclasses.replace(lowering, transients=False))  # in ours)
-        return split_precision.render(problem, inner, lowering.transients)
+        return split_precision.render(problem, inner, lowering.transients, lowering.copy)
     chunks = form.batch_split
     if form.contraction == "gemm":
         return weight_gemm.render(problem, chunks, dtypes.mlir_element_type(result_dtype(problem)),

@@ -3,16 +3,19 @@ bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``), which grou
 
 from __future__ import annotations
 
+import math
+
 from .. import render as mlir
 from ..problem import ConvBwdWeightProblem
 
 HI_HI_LO, HI_LO_HI = 2, 1  # which stacked part is lo: x's third (hi, hi, lo), grad_out's second (hi, lo, hi)
 
 
-def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -> str:
-    """The problem's module: its function splits x and grad_out, calls the bfloat16 problem's function (made
-    private; rendered without the workspace argument, which ours takes where ``transients``) on the stacked parts,
-    and stores grad_w in the problem's layout."""
+def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, copy=None) -> str:
+    """The problem's module: its function splits x and grad_out (a transposing split tiled by ``copy``, the
+    target's copy_config), calls the bfloat16 problem's function (made private; rendered without the workspace
+    argument, which ours takes where ``transients``) on the stacked parts, and stores grad_w in the problem's
+    layout."""
     inner = problem.computed_as
     rank = problem.rank
     return mlir.render(
@@ -23,10 +26,10 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool) -
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
         split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, HI_HI_LO, inner.channels_last),
+                      problem.channels_last, HI_HI_LO, inner.channels_last, copy),
         split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
                              problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI,
-                             inner.channels_last),
+                             inner.channels_last, copy),
         store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
         store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)
                                         if inner.channels_last else _dims(rank + 2)),
@@ -45,11 +48,12 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
 
 
 def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int,
-          parts_channels_last: bool = True) -> str:
+          parts_channels_last: bool = True, copy=None) -> str:
     """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into %``v``3:
     its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last or, where not
     ``parts_channels_last``, channels-first. The iteration is over the stacked parts' order, (j, n, *spatial, c) or
-    (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written in order."""
+    (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written in order; from channels-first
+    to channels-last parts, a transposing pass (``split_as``'s ``copy`` tile)."""
     rank = len(spatial)
     domain = _dims(rank + 3)
     n = domain[1]
@@ -57,20 +61,65 @@ def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool
     read = [n, *s, c] if channels_last else [n, c, *s]
     in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
     parts = (3, batch, *spatial, channels) if parts_channels_last else (3, batch, channels, *spatial)
-    return split_as(v, domain, read, in_shape, parts, 0, lo_part)
+    return split_as(v, domain, read, in_shape, parts, 0, lo_part, copy, s)
 
 
 def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-             lo_part: int) -> str:
+             lo_part: int, copy=None, spatial: list[str] = ()) -> str:
     """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
     (the iteration ``domain``'s order, the part axis j at ``part_dim``, part ``lo_part`` lo), read through ``read``
-    (an affine expression of the domain per axis of ``v``), j merged with the axis after it."""
+    (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
+
+    A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of ``copy`` (the
+    target's copy_config; ``render.transpose_attrs``) where it has one, its ``spatial`` dims (adjacent in ``read``
+    and ``domain``) merged into one around the pass: IREE merges them itself, and drops a configuration set on
+    the pass when it does."""
+    if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
+    if len(spatial) < 2:
+        attrs = mlir.transpose_attrs(parts, domain.index(read[-1]), copy)
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, attrs)
+    rows = f"{v}_rows"
+    merged_domain, merged_parts, _ = _merged(domain, parts, spatial)
+    merged_read, merged_in, in_groups = _merged(read, in_shape, spatial)
+    stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
+    _, merged_stacked, stacked_groups = _merged(stacked_dims, _stacked(parts, part_dim), spatial)
+    attrs = mlir.transpose_attrs(merged_parts, merged_domain.index(merged_read[-1]), copy)
+    if not attrs:
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
+    stacked = _stacked(parts, part_dim)
+    merged_part_dim = part_dim - (len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
+    collapse = mlir.render("common.collapse", result=f"%{rows}", source=f"%{v}", reassociation=in_groups,
+                           source_type=mlir.tensor(in_shape, "f32"), result_type=mlir.tensor(merged_in, "f32"))
+    expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{rows}3", reassociation=stacked_groups,
+                         shape=", ".join(map(str, stacked)), source_type=mlir.tensor(merged_stacked, "bf16"),
+                         result_type=mlir.tensor(stacked, "bf16"))
+    return "\n".join([mlir.indent(collapse), _split_pass(rows, merged_domain, merged_read, merged_in, merged_parts,
+                                                         merged_part_dim, lo_part, attrs), mlir.indent(expand)])
+
+
+def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
+                lo_part: int, attrs: str) -> str:
     merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
     merged.insert(part_dim, [part_dim, part_dim + 1])
-    stacked = (*parts[:part_dim], parts[part_dim] * parts[part_dim + 1], *parts[part_dim + 2:])
     return mlir.render(
         "split_bf16x3.split", v=v, lo_part=lo_part, part_dim=part_dim, parts_type=mlir.tensor(parts, "bf16"),
         in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
         write_map=mlir.affine_map(domain, domain), iterators=mlir.iterators(["parallel"] * len(domain)),
-        collapse=", ".join(str(m) for m in merged), stacked_type=mlir.tensor(stacked, "bf16"),
+        collapse=", ".join(str(m) for m in merged), stacked_type=mlir.tensor(_stacked(parts, part_dim), "bf16"),
+        attrs=attrs,
     )
+
+
+def _stacked(parts: tuple, part_dim: int) -> tuple:
+    return (*parts[:part_dim], parts[part_dim] * parts[part_dim + 1], *parts[part_dim + 2:])
+
+
+def _merged(dims: list[str], shape: tuple, names: list[str]) -> tuple[list[str], tuple, str]:
+    """(``dims`` with ``names``, adjacent there, merged into the first, ``shape`` so merged, the reassociation)."""
+    first = dims.index(names[0])
+    last = first + len(names)
+    assert dims[first:last] == list(names), (dims, names)
+    groups = [[a] for a in range(first)] + [list(range(first, last))] + [[a] for a in range(last, len(dims))]
+    return (dims[:first + 1] + dims[last:], (*shape[:first], math.prod(shape[first:last]), *shape[last:]),
+            str(groups))

@@ -1,0 +1,92 @@
+"""The transposing bf16x3 split on CUDA (ops/operators/split_precision.split_as, ops/render.py transpose_attrs): a
+float32 channels-first activation split into channels-last bfloat16 parts gets the CUDA table's transpose tile, its
+spatial dims merged around the pass (IREE merges them itself and drops a tile set on the pass when it does); the
+tile reaches the compiled dispatch; the merged form computes what the plain one does (run on the CPU, the tile's GPU
+attributes left out); an in-order split, and targets whose table has no such tile, keep IREE's tiling."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from ops import compiler, policy, registry, runtime, targets
+from ops.operator import Lowering
+from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
+
+from lowering import compile_and_dump
+
+CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
+TILE = "lowering_config<{thread = [1, 1, 4, 2], workgroup = [1, 1, 32, 64]}>"  # (j, n, positions, channels)
+
+
+def _data(**params):
+    base = dict(batch=2, in_channels=64, out_channels=64, input_spatial=(8, 8), filter_spatial=(1, 1), padding=0,
+                layout="NCHW", dtype="float32", precision="bf16x3")
+    return conv_bwd_data.problem_from_params(**{**base, **params})
+
+
+def _weight(**params):
+    base = dict(batch=2, in_channels=64, out_channels=64, input_spatial=(8, 8), filter_spatial=(3, 3), padding=1,
+                layout="NCHW", dtype="float32", precision="bf16x3")
+    return grouped_conv_bwd_weight.problem_from_params(**{**base, **params})
+
+
+# each form whose split of an activation transposes: the 1x1 gemm form, the 3x3 split_conv form (its parts'
+# part axis after the positions), a 3x3 and a 3-D weight gradient (the stacked batch)
+CASES = {"data_gemm": lambda: _data(),
+         "data_split_conv": lambda: _data(filter_spatial=(3, 3), padding=1),
+         "weight_3x3": lambda: _weight(),
+         "weight_3d": lambda: _weight(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW")}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cudas_transposing_splits_take_the_transpose_tile_with_their_positions_merged(name):
+    problem = CASES[name]()
+    mlir = policy.module_spec(problem, CUDA).mlir
+    assert re.search(r"%\w+_rows = tensor\.collapse_shape", mlir), name
+    assert "thread = [" in mlir and "workgroup_size = [256, 1, 1]" in mlir
+    for target in (ROCM, CPU):  # no transpose tile in their tables
+        assert "_rows = tensor.collapse_shape" not in policy.module_spec(problem, target).mlir
+
+
+def test_an_in_order_split_keeps_irees_tiling():
+    """Channels-last activations split into channels-last parts in order: no tile, no merge."""
+    for problem in (_data(layout="NHWC"), _weight(layout="NHWC")):
+        mlir = policy.module_spec(problem, CUDA).mlir
+        assert "_rows = tensor.collapse_shape" not in mlir and "thread = [1, 1, 4, 2]" not in mlir
+
+
+def test_the_tile_reaches_the_compiled_split(tmp_path):
+    problem = _data(batch=4, in_channels=64, out_channels=256, input_spatial=(28, 28))
+    spec = policy.module_spec(problem, CUDA)
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert TILE in configured
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_merged_split_computes_what_the_plain_one_does(name, rng, tmp_path):
+    """The CPU form rendered with the CUDA copy_config (its GPU attributes then left out) against the CPU's own."""
+    problem = CASES[name]()
+    module = registry.module(problem)
+    form = policy.forms_for(problem.computed_as, CPU)[0]
+    copy = policy.copy_config(CUDA)
+    merged = module.render(problem, form, Lowering(copy=copy, transients=True))
+    assert "_rows = tensor.collapse_shape" in merged
+    merged = re.sub(r" attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}", "", merged)
+    plain = module.render(problem, form, Lowering(transients=True))
+    inputs = module.random_inputs(problem, rng)
+    (_, dtype), = module.results(problem)
+    shape = problem.input_shape if module is conv_bwd_data else problem.weight_shape
+    got = [_run(problem, text, inputs, shape, tmp_path / label) for label, text in (("merged", merged), ("plain", plain))]
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6 * np.abs(got[1]).max())
+
+
+def _run(problem, mlir: str, inputs: list, shape: tuple, workdir) -> np.ndarray:
+    spec = compiler.ModuleSpec(problem.name, mlir, CPU)
+    vmfb = compiler.compile_module(spec, workdir / "m.vmfb")
+    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
+    *_, out = function(*inputs, np.zeros(shape, np.float32))
+    return np.asarray(out.to_host(), np.float64)
