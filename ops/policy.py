@@ -141,9 +141,8 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 
 def rule_applies(rule: dict, problem) -> bool:
     """A rule names its operator, and may narrow to ``dtypes``, to ``precisions`` (``bf16x3``: float32 computed as
-    bfloat16 parts), to ``kinds`` (``ConvProblem.kind``), to ``ranks``
-    (spatial axes), to ``layouts``, to at least ``min_output_positions`` output positions per image and
-    ``min_channels`` input channels a group, to pointwise
+    bfloat16 parts), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to ``layouts``, to at least
+    ``min_output_positions`` output positions per image and ``min_channels`` input channels a group, to pointwise
     convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to strided ones or
     the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of ``host_flags``
     and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it was measured,
