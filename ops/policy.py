@@ -200,10 +200,11 @@ def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     rows of ``inner`` (the width rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns
     where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a
     64-wide row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
-    ``stages`` of prefetch. Empty where the form is not split_conv or the tiles do not divide."""
-    if not data_split_conv.applies(problem):
+    ``stages`` of prefetch. Empty where the form is not split_conv (a bf16x3 problem it takes) or the tiles do not
+    divide."""
+    if problem.precision != "bf16x3" or not data_split_conv.applies(problem):
         return {}
-    _, m, n, _, _ = intrinsic = mma_intrinsic(target, "bf16" if problem.precision == "bf16x3" else "f16")
+    _, m, n, _, _ = intrinsic = mma_intrinsic(target, "bf16")
     inner = min(64, max(16, 1 << (problem.input_spatial[-1] - 1).bit_length()))
     rows = max(1, min(spec["max_rows"], spec["m_tile"] // inner))
     channels = 64 if problem.in_channels <= 64 else spec["n_tile"]

@@ -116,10 +116,8 @@ def copy_attrs(shape, copy, steps=None) -> str:
         rows *= 2
     if not inner or (rows * inner // vector < copy["subgroup_size"] and not steps):
         return ""
-    first = render("common.copy_config", thread=", ".join(["1"] * (len(shape) - 1) + [str(vector)]),
-                   workgroup=", ".join(["1"] * (len(shape) - 2) + [str(rows), str(inner)]),
-                   threads=rows * inner // vector, subgroup_size=copy["subgroup_size"])
-    return first.splitlines()[-1]
+    return _tiled([1] * (len(shape) - 1) + [vector], [1] * (len(shape) - 2) + [rows, inner], rows * inner // vector,
+                  copy)
 
 
 def transpose_attrs(shape, rows_dim: int, copy) -> str:
@@ -134,7 +132,11 @@ def transpose_attrs(shape, rows_dim: int, copy) -> str:
     workgroup, thread = [1] * len(shape), [1] * len(shape)
     workgroup[rows_dim], workgroup[-1] = tile["rows"], tile["cols"]
     thread[rows_dim], thread[-1] = tile["thread_rows"], tile["thread_cols"]
-    threads = tile["rows"] // tile["thread_rows"] * tile["cols"] // tile["thread_cols"]
+    return _tiled(thread, workgroup, tile["rows"] // tile["thread_rows"] * tile["cols"] // tile["thread_cols"], copy)
+
+
+def _tiled(thread: list[int], workgroup: list[int], threads: int, copy) -> str:
+    """The ``common.copy_config`` attrs: ``thread`` and ``workgroup`` tiles per dim, ``threads`` a workgroup."""
     return render("common.copy_config", thread=", ".join(map(str, thread)), workgroup=", ".join(map(str, workgroup)),
                   threads=threads, subgroup_size=copy["subgroup_size"]).splitlines()[-1]
 

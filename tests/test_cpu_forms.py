@@ -348,7 +348,7 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     for host in (avx2, amx := avx512 | {"amx_tile"}):  # not measured there
         assert chosen(host, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1, layout="NHWC") == (
             "im2col", False), host
-    avx512 | {"amx_tile"}  # the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
+    # amx (above): the Intel host of stop 38: dense and 3-D grouped layers; 2-D grouped: per_image
     assert chosen(amx) == ("per_image_nn", True)
     assert chosen(amx, filter_spatial=(3, 3), padding=1) == ("per_image_nn", True)
     assert chosen(amx, input_spatial=(16, 16), stride=2) == ("per_image_nn", True)

@@ -79,15 +79,14 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     if len(spatial) < 2:
         attrs = mlir.transpose_attrs(parts, domain.index(read[-1]), copy)
         return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, attrs)
-    rows = f"{v}_rows"
     merged_domain, merged_parts, _ = _merged(domain, parts, spatial)
     merged_read, merged_in, in_groups = _merged(read, in_shape, spatial)
-    stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
-    _, merged_stacked, stacked_groups = _merged(stacked_dims, _stacked(parts, part_dim), spatial)
     attrs = mlir.transpose_attrs(merged_parts, merged_domain.index(merged_read[-1]), copy)
     if not attrs:
         return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
-    stacked = _stacked(parts, part_dim)
+    rows, stacked = f"{v}_rows", _stacked(parts, part_dim)
+    stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
+    _, merged_stacked, stacked_groups = _merged(stacked_dims, stacked, spatial)
     merged_part_dim = part_dim - (len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
     collapse = mlir.render("common.collapse", result=f"%{rows}", source=f"%{v}", reassociation=in_groups,
                            source_type=mlir.tensor(in_shape, "f32"), result_type=mlir.tensor(merged_in, "f32"))
