@@ -51,6 +51,13 @@ ${narrow}
   return %grad_w : !grad_w
 }
 
+// fragment flatten: the partial sums with G and K merged
+  %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat
+
+// fragment unit_view: an operand with the unit dims the generic leaves out collapsed away (a pinned configuration
+// survives only on a generic with no unit dims: IREE rebuilds one that has them without its attributes)
+  ${result} = tensor.collapse_shape ${source} ${reassociation} : ${source_type} into ${result_type}
+
 // fragment chunk_sum: the sum of the J chunks' partial sums
   // grad_w = sum over the ${batch_split} chunks (j, the last dim), still float32
   %acc_empty = tensor.empty() : !acc_flat
@@ -71,18 +78,18 @@ ${narrow}
   %x_padded = linalg.fill ins(%zero_element : ${element}) outs(%x_padded_empty : !x_padded) -> !x_padded
 
 // fragment generic: the convolution-form linalg.generic (the GPU targets; llvm-cpu's fallback), J partial sums
-  %partial_empty = tensor.empty() : !partial
-  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
+  %partial_empty = tensor.empty() : ${partial_type}
+  %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : ${partial_type}) -> ${partial_type}
   // partial[j, g, k, f, c] += x_padded[j, nc, s*o + d*f, g, c] * grad_out[j, nc, o, g, k], per axis
-  // (channels-first: the same sums)
-  %partial = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
-      ins(%x_groups, %grad_out_groups : !x_groups, !grad_out_groups) outs(%partial_zero : !partial)${dispatch_config} {
+  // (channels-first: the same sums)${unit_views}
+  ${partial} = linalg.generic {indexing_maps = [${x_map}, ${grad_out_map}, ${acc_map}], iterator_types = ${conv_iterators}}
+      ins(${x_operand}, ${grad_out_operand} : ${x_operand_type}, ${grad_out_operand_type}) outs(%partial_zero : ${partial_type})${dispatch_config} {
   ^bb0(%xv: ${element}, %gv: ${element}, %sum: f32):
 ${to_accumulator}
 ${multiply_add}
     linalg.yield %new_sum : f32
-  } -> !partial
-  %partial_flat = tensor.collapse_shape %partial ${acc_flat_reassociation} : !partial into !partial_flat
+  } -> ${partial_type}
+${flatten}
 ${sum_chunks}
 
 // fragment depthwise: on llvm-cpu, depthwise problems (C = K = 1): a named depthwise convolution, the roles swapped

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import compiler, registry, render, targets
+from . import compiler, dtypes, registry, render, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_gemm)
@@ -106,7 +106,7 @@ WORKAROUNDS = (
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "precisions", "kinds", "ranks", "layouts", "min_output_positions",
                        "min_channels", "pointwise", "strided", "host_flags", "host_lacks", "except", "except_why", "form",
-                       "only_forms", "flags", "conv_tiles", "source", "why"})
+                       "only_forms", "flags", "conv_tiles", "weight_tiles", "out_dtypes", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -140,22 +140,21 @@ def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
 
 
 def rule_applies(rule: dict, problem) -> bool:
-    """A rule names its operator, and may narrow to ``dtypes``, to ``precisions`` (``bf16x3``: float32 computed as
-    bfloat16 parts), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to ``layouts``, to at least
-    ``min_output_positions`` output positions per image and ``min_channels`` input channels a group, to pointwise
-    convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to strided ones or
-    the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of ``host_flags``
-    and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it was measured,
-    and another host keeps the rules below it), and leave out problems by function name (``except``: measured
-    slower with it)."""
-    kind = getattr(problem, "kind", None)
-    positions = math.prod(getattr(problem, "output_spatial", ()))
-    precision, channels = getattr(problem, "precision", None), getattr(problem, "in_channels", 0)
-    return (rule["operator"] == problem.op and problem.dtype in rule.get("dtypes", [problem.dtype])
-            and precision in rule.get("precisions", [precision]) and channels >= rule.get("min_channels", 0)
-            and kind in rule.get("kinds", [kind]) and problem.rank in rule.get("ranks", [problem.rank])
-            and problem.layout in rule.get("layouts", [problem.layout])
-            and positions >= rule.get("min_output_positions", 0)
+    """A rule names its operator, and may narrow to ``dtypes``, to ``out_dtypes`` (the result's), to ``precisions``
+    (``bf16x3``: float32 computed as bfloat16 parts; a split weight gradient's rules see its bfloat16 problem of
+    float32 result, ``computed_as``), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to
+    ``layouts``, to at least ``min_output_positions`` output positions per image and ``min_channels`` input channels
+    a group, to pointwise convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit
+    stride), to strided ones or the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has
+    every one of ``host_flags`` and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule
+    holds where it was measured, and another host keeps the rules below it), and leave out problems by function name
+    (``except``: measured slower with it)."""
+    features = {"dtypes": problem.dtype, "out_dtypes": getattr(problem, "out_dtype", problem.dtype),
+                "precisions": getattr(problem, "precision", None), "kinds": getattr(problem, "kind", None),
+                "ranks": problem.rank, "layouts": problem.layout}
+    return (rule["operator"] == problem.op and all(value in rule.get(key, [value]) for key, value in features.items())
+            and getattr(problem, "in_channels", 0) >= rule.get("min_channels", 0)
+            and math.prod(getattr(problem, "output_spatial", ())) >= rule.get("min_output_positions", 0)
             and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)
             and rule.get("strided", _strided(problem)) == _strided(problem)
             and _on_host(rule) and problem.name not in rule.get("except", ()))
@@ -187,9 +186,10 @@ def copy_config(target: Target) -> dict:
 
 def configs_for(problem, target: Target) -> dict[int, str]:
     """Phase index -> compilation_info for ``problem`` on ``target``: its entries' (measured per problem), else the
-    first rule naming ``conv_tiles`` that applies (``conv_tiles``); empty: IREE's defaults."""
-    tiled = next((conv_tiles(problem, target, r["conv_tiles"]) for r in rules(target.directory_name)
-                  if "conv_tiles" in r and rule_applies(r, problem)), {})
+    first tile rule that applies (a rule naming ``conv_tiles`` or ``weight_tiles``: ``TILE_RULES``); empty: IREE's
+    defaults."""
+    tiled = next((TILE_RULES[key](problem, target, r[key]) for r in rules(target.directory_name)
+                  for key in TILE_RULES if key in r and rule_applies(r, problem)), {})
     return {**tiled, **{int(e["phase"]): e["compilation_info"] for e in entries(target.directory_name)
                         if e["function"] == problem.name and "compilation_info" in e}}
 
@@ -217,6 +217,31 @@ def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     return {0: render.conv_compilation_info(problem.rank, intrinsic, (rows, inner, channels),
                                             (sg_rows, sg_inner, channels // (n * n_warps)), spec["k_tiles"],
                                             spec["stages"])}
+
+
+def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """{0: compilation_info} for the weight gradient's generic convolution (its unit dims left out:
+    ``grouped_conv_bwd_weight._pinned_units``), by the rule ``spec``: workgroups of ``m_tile`` output channels (k)
+    by ``n_tile`` input channels (c) at one tap, fewer where the problem has fewer; ``subgroup`` intrinsic tiles
+    (along k, along c) a warp; ``k_tiles`` intrinsic tiles of the reduction a step, ``stages`` of prefetch. Empty
+    where the problem takes another form (the gemm form, a table entry's), is grouped, or its channels do not
+    come in whole tiles."""
+    if problem.kind != "dense" or takes_gemm(problem) or _entry_form(problem, target):
+        return {}
+    _, m, n, _, _ = intrinsic = mma_intrinsic(target, dtypes.mlir_element_type(problem.dtype))
+    tile = (min(spec["m_tile"], problem.out_channels), min(spec["n_tile"], problem.in_channels))
+    sg_m, sg_n = spec["subgroup"]
+    if problem.out_channels % tile[0] or problem.in_channels % tile[1] or tile[0] % (m * sg_m) or tile[1] % (n * sg_n):
+        return {}
+    chunks = default_batch_split(problem, target)
+    reduced = problem.rank + (problem.batch // chunks > 1)  # a batch chunk of 1 is left out of the loops
+    return {0: render.weight_compilation_info(intrinsic, problem.rank, chunks > 1, reduced, tile, (sg_m, sg_n),
+                                              spec["k_tiles"], spec["stages"])}
+
+
+# Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
+TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {"conv_tiles": conv_tiles,
+                                                                        "weight_tiles": weight_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:

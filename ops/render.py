@@ -171,7 +171,7 @@ def conv_compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int],
     ``tap_axes``: the convolution's spatial reduction dims (its axes of more than one tap; default ``rank``): a
     phase with single-tap axes is written without them (``contractions.dense_tuned``). ``grouped``: the grouped
     generic's iteration space ``[n, *spatial, g, c, ...]``, one group per workgroup."""
-    name, m, n, k, subgroup_size = intrinsic
+    _, m, n, k, subgroup_size = intrinsic
     rows, inner, channels = workgroup
     sg_rows, sg_inner, sg_channels = subgroup
     threads = subgroup_size * (rows // sg_rows) * (inner // (sg_inner * m)) * (channels // (sg_channels * n))
@@ -181,10 +181,33 @@ def conv_compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int],
     sg_outer[-1:] = [sg_rows] if rank > 1 else []
     wg = [1, *outer, inner, *([1] if grouped else []), channels]
     sg = [1, *sg_outer, sg_inner, *([0] if grouped else []), sg_channels]
+    return _igemm_info(intrinsic, wg, sg, (rank if tap_axes is None else tap_axes) + 1, k_tiles, threads, stages)
+
+
+def weight_compilation_info(intrinsic, rank: int, split: bool, reduction_loops: int, workgroup: tuple[int, int],
+                            subgroup: tuple[int, int], k_tiles: int, stages: int) -> str:
+    """The ``#iree_codegen.compilation_info`` for the weight gradient's generic convolution (its unit dims left out)
+    as an implicit GEMM ``[j (``split``), k, *filter, c, K]`` on IREE's TileAndFuse pipeline (the tile rule of
+    ``policy.weight_tiles``): ``workgroup`` (k, c) in elements, one tap a workgroup, ``subgroup`` in intrinsic
+    tiles, ``reduction_loops`` the generic's reduced dims (batch chunk, output positions)."""
+    _, m, n, _, subgroup_size = intrinsic
+    threads = subgroup_size * (workgroup[0] // (subgroup[0] * m)) * (workgroup[1] // (subgroup[1] * n))
+    lead = [1] if split else []
+    wg = [*lead, workgroup[0], *[1] * rank, workgroup[1]]
+    sg = [*[0] * split, subgroup[0], *[1] * rank, subgroup[1]]
+    return _igemm_info(intrinsic, wg, sg, reduction_loops, k_tiles, threads, stages)
+
+
+def _igemm_info(intrinsic, wg: list[int], sg: list[int], reduction_loops: int, k_tiles: int, threads: int,
+                stages: int) -> str:
+    """A TileAndFuse implicit-GEMM ``compilation_info``: workgroup tiles ``wg`` and subgroup tiles ``sg`` over the
+    GEMM's parallel dims, padded to the tiles (the convolution's ``reduction_loops`` reduced dims left whole),
+    ``k_tiles`` intrinsic tiles of the reduction a step, ``stages`` of prefetch."""
+    name, _, _, k, subgroup_size = intrinsic
     lowering = (
         f"#iree_gpu.lowering_config<{{convert_acc_gemm, mma_kind = #iree_gpu.mma_layout<{name}>, "
         f"padding = [{', '.join(map(str, wg))}, {k_tiles * k}], "
-        f"padding_conv = [{', '.join(map(str, wg + [0] * ((rank if tap_axes is None else tap_axes) + 1)))}], promote_operands = [0, 1], "
+        f"padding_conv = [{', '.join(map(str, wg + [0] * reduction_loops))}], promote_operands = [0, 1], "
         f"reduction = [{', '.join(['0'] * len(wg))}, {k_tiles}], subgroup = [{', '.join(map(str, sg))}, 0], "
         f"workgroup = [{', '.join(map(str, wg))}, 0]}}>"
     )

@@ -156,6 +156,7 @@ class _Geometry:
 
     problem: ConvBwdWeightProblem
     chunks: int
+    units: frozenset = frozenset()  # unit dims ("g", "n") left out of the generic's loops (``_pinned_units``)
 
     @property
     def split(self) -> bool:
@@ -163,7 +164,7 @@ class _Geometry:
 
     @functools.cached_property
     def names(self) -> list[str]:
-        return loop_names(self.problem, self.split)
+        return [name for name in loop_names(self.problem, self.split) if name not in self.units]
 
     @functools.cached_property
     def d(self) -> dict[str, str]:
@@ -171,7 +172,8 @@ class _Geometry:
 
     @functools.cached_property
     def acc_dims(self) -> list[str]:
-        return self.names[: self.problem.rank + 3 + self.split]
+        parallel = loop_names(self.problem, self.split)[: self.problem.rank + 3 + self.split]
+        return [name for name in parallel if name not in self.units]
 
     @property
     def batch_chunk(self) -> int:
@@ -208,10 +210,11 @@ class _Geometry:
         windows = [f"{mlir.term(d[f'o{a}'], p.stride[a])} + {mlir.term(d[f'f{a}'], p.dilation[a])}" for a in range(p.rank)]
         outputs = [d[f"o{a}"] for a in range(p.rank)]
         chunk = [d["j"]] if self.split else []
+        n, g = d.get("n"), d.get("g")  # None: a unit dim left out of the loops (its operand dim too)
         if p.channels_last:
-            x, grad_out = [*chunk, d["n"], *windows, d["g"], d["c"]], [*chunk, d["n"], *outputs, d["g"], d["k"]]
+            x, grad_out = [*chunk, n, *windows, g, d["c"]], [*chunk, n, *outputs, g, d["k"]]
         else:
-            x, grad_out = [*chunk, d["n"], d["g"], d["c"], *windows], [*chunk, d["n"], d["g"], d["k"], *outputs]
+            x, grad_out = [*chunk, n, g, d["c"], *windows], [*chunk, n, g, d["k"], *outputs]
         return x, grad_out, [d[name] for name in self.acc_dims]
 
 
@@ -364,10 +367,16 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
 
 
 def _generic(shape: _Geometry, element: str, config: str | None) -> str:
-    """The convolution-form generic: J partial sums (then their sum, when J > 1)."""
-    rank, split = shape.problem.rank, shape.split
+    """The convolution-form generic: J partial sums (then their sum, when J > 1). With ``config``, its unit dims
+    are left out of the loops (``_pinned_units``)."""
+    problem, rank, split = shape.problem, shape.problem.rank, shape.split
+    shape = dataclasses.replace(shape, units=_pinned_units(shape) if config else frozenset())
     domain = [shape.d[name] for name in shape.names]
     x_map, grad_out_map, acc_map = shape.maps()
+    x_view = _unit_view("%x_groups", "!x_groups", x_map, shape.groups_shape(shape.padded_spatial, problem.in_channels),
+                        element, "%x_conv")
+    grad_out_view = _unit_view("%grad_out_groups", "!grad_out_groups", grad_out_map,
+                               shape.groups_shape(problem.output_spatial, problem.out_channels), element, "%grad_out_conv")
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     store_domain, chunks_domain = mlir.dims("d", rank + 2), mlir.dims("d", rank + 3)  # the weight's dims, then j
@@ -377,17 +386,48 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
+    flat = "g" in shape.units  # G = 1 left out: the partial sums are partial_flat, K and G merged already
+    flatten = "  // G = 1 is left out of the loops: the partial sums are partial_flat" if flat else mlir.render(
+        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=[[0], [1, 2], *([i] for i in range(3, rank + 4))]
+        if split else [[0, 1], *([i] for i in range(2, rank + 3))])
     return mlir.render(
-        "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, x_map),
-        grad_out_map=mlir.affine_map(domain, grad_out_map), acc_map=mlir.affine_map(domain, acc_map),
-        conv_iterators=mlir.iterators(["parallel"] * (rank + 3 + split) + ["reduction"] * (rank + 1)),
+        "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, [e for e in x_map if e]),
+        grad_out_map=mlir.affine_map(domain, [e for e in grad_out_map if e]), acc_map=mlir.affine_map(domain, acc_map),
+        conv_iterators=mlir.iterators(["parallel"] * len(shape.acc_dims) + ["reduction"] * (len(domain) - len(shape.acc_dims))),
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension",
         element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
-        acc_flat_reassociation=[[0], [1, 2], *([i] for i in range(3, rank + 4))] if split
-        else [[0, 1], *([i] for i in range(2, rank + 3))],
-        sum_chunks=sum_chunks,
+        unit_views="".join(f"\n{view[0]}" for view in (x_view, grad_out_view) if view[0]),
+        x_operand=x_view[1], x_operand_type=x_view[2], grad_out_operand=grad_out_view[1],
+        grad_out_operand_type=grad_out_view[2], partial="%partial_flat" if flat else "%partial",
+        partial_type="!partial_flat" if flat else "!partial", flatten=flatten, sum_chunks=sum_chunks,
     )
+
+
+def _pinned_units(shape: _Geometry) -> frozenset:
+    """The unit dims of the generic (G = 1, a batch chunk of 1) that a pinned configuration needs gone: IREE 3.13
+    folds unit dims away by rebuilding the op, which drops its ``compilation_info`` (as ``contractions.dense_tuned``'s
+    single-tap axes), so the generic is written as the op it would rebuild."""
+    sizes = {"g": shape.problem.groups, "n": shape.batch_chunk}
+    return frozenset(name for name, size in sizes.items() if size == 1)
+
+
+def _unit_view(value: str, value_type: str, entries: list, full_shape: list[int], element: str,
+               result: str) -> tuple[str, str, str]:
+    """(lines, value, type) of a generic's operand with its unit dims left out of the loops (its map's None entries)
+    collapsed away, each into the next dim kept (the last into the one before); unchanged where it has none."""
+    if None not in entries:
+        return "", value, value_type
+    groups, pending = [], []
+    for position, entry in enumerate(entries):
+        pending.append(position)
+        if entry is not None:
+            groups.append(pending)
+            pending = []
+    groups[-1] += pending
+    view_type = mlir.tensor([math.prod(full_shape[i] for i in group) for group in groups], element)
+    return (mlir.render("grouped_conv_bwd_weight.unit_view", result=result, source=value, reassociation=groups,
+                        source_type=value_type, result_type=view_type), result, view_type)
 
 
 # --- Problem construction, inputs and reference for the command line and the benchmarks ---------------
