@@ -509,17 +509,27 @@ def splits_float32(driver: str | None) -> bool:
     return driver == "cuda"
 
 
+# A grouped weight gradient of fewer input channels a group than this stays float32: the bfloat16 matrix tiles (16
+# wide) are mostly padding there. ResNeXt-50's g32 3x3 layers at batch 32 on an H100 (docs/perf/h200-grouped-split/
+# grouped_split_modules_h100.log): float32 / bf16x3 modules 0.689 / 1.84 ms at 4 channels (56x56), 0.478 / 1.26 at 8 (28x28),
+# 0.950 / 1.91 at 8 strided; from 16 the split wins at stride 1 (1.07 / 0.497 at 16, 0.909 / 0.298 at 32), and the
+# strided 16-channel layer is the one measured miss (0.684 / 0.955).
+SPLIT_MIN_GROUP_CHANNELS = 16
+
+
 def weight_gradient_precision(problem, reduced_precision: bool) -> str:
-    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3 where
-    PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
-    ``kernels.reduced_precision``), the convolution is not depthwise, and the filter has more than one tap or its
-    split problem takes the gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split,
-    docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the
-    H100; its 1x1 ones, split into the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16
-    ms against 0.82-4.2 on an H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against
-    6.1 ms for seven layers); r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are
-    depthwise, 8% slower (with depthwise left in float32: 103 -> 92 ms)."""
-    if not (reduced_precision and problem.dtype == "float32") or problem.kind == "depthwise":
+    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3
+    where PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
+    ``kernels.reduced_precision``), the convolution is not depthwise nor grouped with fewer than
+    SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split problem takes the
+    gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split, docs/perf/h200-models,
+    docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100; its 1x1 ones, split
+    into the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16 ms against 0.82-4.2 on an
+    H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against 6.1 ms for seven layers);
+    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
+    depthwise left in float32: 103 -> 92 ms)."""
+    few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
+    if not (reduced_precision and problem.dtype == "float32") or problem.kind == "depthwise" or few_channels:
         return problem.precision
     taps = math.prod(problem.filter_spatial) > 1
     split_gemm = takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)

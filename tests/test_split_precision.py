@@ -78,7 +78,8 @@ def test_bf16x3_takes_float32_only():
 @pytest.mark.parametrize("dtype, taps, groups, channels, allowed, expected", [
     ("float32", (3, 3), 1, 8, True, "bf16x3"), ("float32", (1, 1), 1, 8, True, "float32"),
     ("float32", (3, 3), 1, 8, False, "float32"), ("bfloat16", (3, 3), 1, 8, True, "float32"),
-    ("float32", (3,), 2, 4, True, "bf16x3"), ("float32", (3, 3), 8, 1, True, "float32"),  # depthwise: not split
+    ("float32", (3,), 2, 16, True, "bf16x3"), ("float32", (3, 3), 8, 1, True, "float32"),  # depthwise: not split
+    ("float32", (3, 3), 2, 8, True, "float32"),  # grouped, under 16 channels a group: the bfloat16 tiles mostly padding
 ])
 def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has_taps(dtype, taps, groups, channels,
                                                                                        allowed, expected):
