@@ -511,9 +511,9 @@ def splits_float32(driver: str | None) -> bool:
 
 # A grouped weight gradient of fewer input channels a group than this stays float32: the bfloat16 matrix tiles (16
 # wide) are mostly padding there. ResNeXt-50's g32 3x3 layers at batch 32 on an H100 (docs/perf/h200-grouped-split/
-# grouped_split_modules_h100.log): float32 / bf16x3 modules 0.689 / 1.84 ms at 4 channels (56x56), 0.478 / 1.26 at 8 (28x28),
-# 0.950 / 1.91 at 8 strided; from 16 the split wins at stride 1 (1.07 / 0.497 at 16, 0.909 / 0.298 at 32), and the
-# strided 16-channel layer is the one measured miss (0.684 / 0.955).
+# grouped_split_modules_h100.log): float32 / bf16x3 modules 0.689 / 1.84 ms at 4 channels (56x56), 0.478 / 1.26 at 8
+# (28x28), 0.950 / 1.91 at 8 strided; from 16 the split wins at stride 1 (1.07 / 0.497 at 16, 0.909 / 0.298 at 32),
+# and the strided 16-channel layer is the one measured miss (0.684 / 0.955).
 SPLIT_MIN_GROUP_CHANNELS = 16
 
 

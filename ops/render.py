@@ -135,6 +135,16 @@ def transpose_attrs(shape, rows_dim: int, copy) -> str:
     return _tiled(thread, workgroup, tile["rows"] // tile["thread_rows"] * tile["cols"] // tile["thread_cols"], copy)
 
 
+def split_attrs(parts: int, elements: int, copy) -> str:
+    """The attrs of an in-order split over (``parts``, ``elements``) on a GPU target whose ``copy`` (the tuning
+    table's copy_config) has a ``split_tile``: each of its ``threads`` threads takes all the parts of ``thread``
+    consecutive elements; nothing where a workgroup's elements do not divide ``elements``."""
+    tile = (copy or {}).get("split_tile")
+    if not tile or elements % (tile["thread"] * tile["threads"]):
+        return ""
+    return _tiled([parts, tile["thread"]], [parts, tile["thread"] * tile["threads"]], tile["threads"], copy)
+
+
 def _tiled(thread: list[int], workgroup: list[int], threads: int, copy) -> str:
     """The ``common.copy_config`` attrs: ``thread`` and ``workgroup`` tiles per dim, ``threads`` a workgroup."""
     return render("common.copy_config", thread=", ".join(map(str, thread)), workgroup=", ".join(map(str, workgroup)),

@@ -70,10 +70,13 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     (the iteration ``domain``'s order, the part axis j at ``part_dim``, part ``lo_part`` lo), read through ``read``
     (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
 
-    A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of ``copy`` (the
-    target's copy_config; ``render.transpose_attrs``) where it has one, its ``spatial`` dims (adjacent in ``read``
-    and ``domain``) merged into one around the pass: IREE merges them itself, and drops a configuration set on
-    the pass when it does."""
+    An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
+    (``_in_order``). A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of
+    ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one, its ``spatial`` dims (adjacent
+    in ``read`` and ``domain``) merged into one around the pass: IREE merges them itself, and drops a configuration
+    set on the pass when it does."""
+    if read == domain[1:] and part_dim == 0:
+        return _in_order(v, in_shape, parts, lo_part, copy)
     if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
         return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
     if len(spatial) < 2:
@@ -95,6 +98,26 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
                          result_type=mlir.tensor(stacked, "bf16"))
     return "\n".join([mlir.indent(collapse), _split_pass(rows, merged_domain, merged_read, merged_in, merged_parts,
                                                          merged_part_dim, lo_part, attrs), mlir.indent(expand)])
+
+
+def _in_order(v: str, in_shape: tuple, parts: tuple, lo_part: int, copy) -> str:
+    """The in-order split of %``v``: with the ``split_tile`` of ``copy`` (``render.split_attrs``), over %``v``'s
+    elements as one dim, each thread writing all three parts of a run of them (read once: IREE's own tiling gives a
+    thread one part, so each element is read three times), reshaped (free) around the pass; else as it lies."""
+    dims = _dims(len(parts))
+    elements = math.prod(in_shape)
+    attrs = mlir.split_attrs(parts[0], elements, copy)
+    if not attrs:
+        return _split_pass(v, dims, dims[1:], in_shape, parts, 0, lo_part, "")
+    flat, stacked = f"{v}_flat", _stacked(parts, 0)
+    collapse = mlir.render("common.collapse", result=f"%{flat}", source=f"%{v}",
+                           reassociation=[list(range(len(in_shape)))], source_type=mlir.tensor(in_shape, "f32"),
+                           result_type=mlir.tensor((elements,), "f32"))
+    expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{flat}3",
+                         reassociation=[list(range(len(stacked)))], shape=", ".join(map(str, stacked)),
+                         source_type=mlir.tensor((parts[0] * elements,), "bf16"), result_type=mlir.tensor(stacked, "bf16"))
+    return "\n".join([mlir.indent(collapse), _split_pass(flat, ["d0", "d1"], ["d1"], (elements,),
+                                                         (parts[0], elements), 0, lo_part, attrs), mlir.indent(expand)])
 
 
 def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
