@@ -140,7 +140,7 @@ ${multiply_add}
   %w_${index}_taps = tensor.collapse_shape %w_${index} ${filter_reassociation} : ${filter_type} into ${filter_taps_type}
   %w_${index}_hwc_empty = tensor.empty() : ${filter_hwc_type}
   %w_${index}_hwc = linalg.transpose ins(%w_${index}_taps : ${filter_taps_type}) outs(%w_${index}_hwc_empty : ${filter_hwc_type}) permutation = [${filter_permutation}]
-  %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}}
+  %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}${dispatch_config}}
       ins(${window}, %w_${index}_hwc : ${window_type}, ${filter_hwc_type}) outs(%acc_${index}_zero : ${acc_type}) -> ${acc_type}
 
 // fragment taps: the phase's convolution, channels-first, few multiply-adds per element: one elementwise generic

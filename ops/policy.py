@@ -106,7 +106,8 @@ WORKAROUNDS = (
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "precisions", "kinds", "ranks", "layouts", "min_output_positions",
                        "min_channels", "pointwise", "strided", "host_flags", "host_lacks", "except", "except_why", "form",
-                       "only_forms", "flags", "conv_tiles", "weight_tiles", "out_dtypes", "source", "why"})
+                       "only_forms", "flags", "conv_tiles", "weight_tiles", "depthwise_tiles", "out_dtypes", "source",
+                       "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -184,12 +185,13 @@ def copy_config(target: Target) -> dict:
     return dict(table(target.directory_name).get("copy_config", {}))
 
 
-def configs_for(problem, target: Target) -> dict[int, str]:
+def configs_for(problem, target: Target, form=None) -> dict[int, str]:
     """Phase index -> compilation_info for ``problem`` on ``target``: its entries' (measured per problem), else the
-    first tile rule that applies (a rule naming ``conv_tiles`` or ``weight_tiles``: ``TILE_RULES``); empty: IREE's
-    defaults."""
+    first tile rule that applies (a rule naming one of ``TILE_RULES``; given ``form``, one that names no form or
+    this one, as ``flags_for``); empty: IREE's defaults."""
     tiled = next((TILE_RULES[key](problem, target, r[key]) for r in rules(target.directory_name)
-                  for key in TILE_RULES if key in r and rule_applies(r, problem)), {})
+                  for key in TILE_RULES if key in r and rule_applies(r, problem)
+                  and (form is None or _takes_flags(r, form))), {})
     return {**tiled, **{int(e["phase"]): e["compilation_info"] for e in entries(target.directory_name)
                         if e["function"] == problem.name and "compilation_info" in e}}
 
@@ -239,9 +241,24 @@ def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
                                               spec["k_tiles"], spec["stages"])}
 
 
+def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """Phase index -> compilation_info for the named depthwise convolution of each phase of ``problem`` whose axes
+    all have several taps (IREE rebuilds the others without their single-tap axes, dropping a configuration), by the
+    rule ``spec``: SIMT workgroups of ``rows`` positions along the last spatial axis by ``channels`` groups, each
+    thread ``thread_channels`` groups of one position."""
+    if problem.kind != "depthwise" or not problem.channels_last or problem.groups % spec["channels"]:
+        return {}
+    rank, channels = problem.rank, spec["channels"]
+    threads = spec["rows"] * channels // spec["thread_channels"]
+    workgroup = [1] * rank + [spec["rows"], channels]
+    thread = [1] * (rank + 1) + [spec["thread_channels"]]
+    return {index: render.simt_compilation_info(workgroup, thread, [p.filter_taps for p in phase], threads)
+            for index, phase in enumerate(phase_plan.phases(problem)) if min(p.filter_taps for p in phase) > 1}
+
+
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
-TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {"conv_tiles": conv_tiles,
-                                                                        "weight_tiles": weight_tiles}
+TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
+    "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "depthwise_tiles": depthwise_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:
@@ -346,7 +363,8 @@ def gemm_split(problem) -> int:
 
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
-    problem's one form, the gemm form (one tap) or the split_conv form (stride 1)."""
+    problem's one form, the gemm form (one tap) or the split_conv form (stride 1). A GPU's channels-last depthwise
+    problems also have the named depthwise op's forms, last (a table rule puts them first: ``depthwise_tiles``)."""
     Form = stride_phases.Form
     if problem.precision == "bf16x3":
         flip = "map" if target.negative_map_coefficients else "gather"
@@ -364,7 +382,8 @@ def _phase_forms(problem, target: Target) -> list:
     interleaved = [Form(weight_flip=f, d_read="map", store="interleave", interleave_read="map") for f in flips]
     strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")
                for read in ("map", "slice") for f in flips]
-    return interleaved + strided
+    named = problem.kind == "depthwise" and problem.channels_last  # the named depthwise op (a table rule's choice)
+    return interleaved + strided + [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
 
 
 def _weight_forms(problem, target: Target) -> list:
@@ -470,10 +489,10 @@ def forms_for(problem, target: Target, options: Any = None) -> list:
     return list(dict.fromkeys(forms))
 
 
-def lowering(problem, target: Target, configs: dict[int, str] | None = None) -> Lowering:
-    """What ``target`` adds to any form of ``problem``: its tuned configurations (``configs`` added: the tuner's),
-    its copy tiling, and the workspace argument."""
-    return Lowering({**configs_for(problem, target), **(configs or {})}, copy_config(target), target.transients)
+def lowering(problem, target: Target, configs: dict[int, str] | None = None, form=None) -> Lowering:
+    """What ``target`` adds to ``form`` (or any form) of ``problem``: its tuned configurations (``configs`` added: the
+    tuner's), its copy tiling, and the workspace argument."""
+    return Lowering({**configs_for(problem, target, form), **(configs or {})}, copy_config(target), target.transients)
 
 
 def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,
@@ -485,9 +504,8 @@ def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), con
     ``configs`` and ``options`` (the tuner's candidates, a test's form) replace or extend the table's choices."""
     render = registry.module(problem).render
     basis = problem.computed_as  # a split problem's forms and lowering are its bfloat16 problem's
-    how = lowering(basis, target, configs)
-    modules = [(render(problem, form, how), (*flags_for(basis, target, form), *extra_flags))
-               for form in forms_for(basis, target, options)]
+    modules = [(render(problem, form, lowering(basis, target, configs, form)),
+                (*flags_for(basis, target, form), *extra_flags)) for form in forms_for(basis, target, options)]
     specs = [compiler.ModuleSpec(problem.name, mlir, target, (*flags, *fallback), problem.summary)
              for fallback in ((), *fallback_flags(target.directory_name)) for mlir, flags in modules]
     return list(dict.fromkeys(specs))  # forms that render the same module, and flag sets that repeat, once

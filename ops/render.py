@@ -208,6 +208,18 @@ def weight_compilation_info(intrinsic, rank: int, split: bool, reduction_loops: 
     return _igemm_info(intrinsic, wg, sg, reduction_loops, k_tiles, threads, stages)
 
 
+def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[int], threads: int) -> str:
+    """The ``#iree_codegen.compilation_info`` of a convolution on IREE's TileAndFuse pipeline without matrix
+    instructions (``policy.depthwise_tiles``): ``workgroup`` and ``thread`` tiles over its parallel dims, its
+    ``taps`` (reduced dims) whole, ``threads`` a workgroup of one subgroup size, 32."""
+    zeros = [0] * len(taps)
+    lowering = (f"#iree_gpu.lowering_config<{{reduction = [{', '.join(map(str, [0] * len(workgroup) + taps))}], "
+                f"thread = [{', '.join(map(str, thread + zeros))}], workgroup = [{', '.join(map(str, workgroup + zeros))}]}}>")
+    translation = (f"#iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
+                   f"workgroup_size = [{threads}, 1, 1] subgroup_size = 32>")
+    return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"
+
+
 def _igemm_info(intrinsic, wg: list[int], sg: list[int], reduction_loops: int, k_tiles: int, threads: int,
                 stages: int) -> str:
     """A TileAndFuse implicit-GEMM ``compilation_info``: workgroup tiles ``wg`` and subgroup tiles ``sg`` over the

@@ -57,6 +57,7 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
             filter_permutation=mlir.index_list([*range(1, rank + 1), 0]),
             acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
             sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
+            dispatch_config=f", compilation_info = {config}" if config else "",
         ), acc_shape, ["n", *m, "g"]
     grouped_window = window_shape  # (N, .., G, K): _grad_out_window's grouped window
     window_groups = {

@@ -1,0 +1,82 @@
+"""The depthwise backward-data tile rule on CUDA (ops/policy.py depthwise_tiles, the table's ``depthwise_tiles`` rule):
+a bfloat16 channels-last depthwise problem takes the named depthwise form first, with a SIMT tile pinned on each
+phase whose axes all have several taps (IREE rebuilds the others without their single-tap axes and would drop it);
+the tile reaches the compiled dispatch; the CUDA module, its GPU attributes left out, computes the float64
+reference on the CPU; other problems and targets keep their forms and IREE's tiles."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from ops import compiler, policy, runtime, targets
+from ops.operators import grouped_conv_bwd_data as data
+
+from lowering import compile_and_dump
+
+CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
+TILE = "thread = [1, 1, 1, 4, 0, 0], workgroup = [1, 1, 16, 16, 0, 0]"
+GPU_ATTRS = re.compile(r"( attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}"
+                       r"|, compilation_info = #iree_codegen\.compilation_info<[^\n]*>>(?=\}))")
+
+
+def _depthwise(**params):
+    base = dict(batch=2, groups=32, in_channels=1, out_channels=1, input_spatial=(12, 12), filter_spatial=(3, 3),
+                stride=1, padding=1, layout="NHWC", dtype="bfloat16")
+    return data.problem_from_params(**{**base, **params})
+
+
+@pytest.mark.parametrize("stride, tiled", [(1, 1), (2, 1)])  # stride 2: of 2x2, 2x1, 1x2, 1x1 taps, the 2x2 phase
+def test_cudas_rule_takes_the_named_depthwise_form_with_a_tile_per_multi_tap_phase(stride, tiled):
+    problem = _depthwise(stride=stride)
+    assert policy.forms_for(problem, CUDA)[0].contraction == "depthwise"
+    mlir = policy.module_spec(problem, CUDA).mlir
+    assert mlir.count(TILE) == tiled and "linalg.depthwise_conv_2d_nhwc_hwc" in mlir
+
+
+@pytest.mark.parametrize("params", [dict(dtype="float32"), dict(layout="NCHW"),
+                                    dict(groups=8, in_channels=2, out_channels=2), dict(groups=24)],
+                         ids=["float32", "channels_first", "grouped", "groups_not_whole_tiles"])
+def test_other_problems_keep_their_tiles(params):
+    problem = _depthwise(**params)
+    assert not policy.configs_for(problem, CUDA, policy.forms_for(problem, CUDA)[0])
+    assert TILE not in policy.module_spec(problem, CUDA).mlir
+
+
+def test_rocm_keeps_its_form_and_the_cpu_its_tiles():
+    problem = _depthwise()
+    assert policy.forms_for(problem, ROCM)[0].contraction == "generic"
+    assert not policy.configs_for(problem, CPU) and TILE not in policy.module_spec(problem, CPU).mlir
+
+
+def test_the_tile_reaches_the_compiled_convolution(tmp_path):
+    problem = _depthwise(batch=4, input_spatial=(28, 28))
+    spec = policy.module_spec(problem, CUDA)
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert TILE in configured
+
+
+@pytest.mark.parametrize("stride, size", [(1, 28), (2, 28), (2, 13)])
+def test_the_cuda_form_computes_the_reference(stride, size, rng, tmp_path):
+    """The CUDA module's form compiled for the CPU, against the float64 definition: stride 1, the CUDA module itself,
+    its GPU attributes cut; stride 2, its interleave read by extract (llvm-cpu cannot tile the mod / floordiv map
+    the GPUs read it through, an axis of the form every GPU stride-2 problem already takes)."""
+    problem = _depthwise(batch=4, stride=stride, input_spatial=(size, size))
+    form = policy.forms_for(problem, CUDA)[0]
+    if stride == 1:
+        mlir = GPU_ATTRS.sub("", policy.module_spec(problem, CUDA).mlir)
+    else:
+        mlir = policy.module_spec(problem, CPU, options=dataclasses.replace(form, interleave_read="extract")).mlir
+    assert "compilation_info" not in mlir and "depthwise_conv_2d" in mlir
+    inputs = data.random_inputs(problem, rng)
+    spec = compiler.ModuleSpec(problem.name, mlir, CPU)
+    vmfb = compiler.compile_module(spec, tmp_path / "m.vmfb")
+    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
+    *_, out = function(*inputs, np.zeros(problem.input_shape, np.asarray(inputs[0]).dtype))
+    got = np.asarray(np.asarray(out.to_host()), np.float64)
+    expected = data.reference(problem, inputs)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-2 * np.abs(expected).max())
