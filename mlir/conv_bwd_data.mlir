@@ -143,6 +143,15 @@ ${multiply_add}
   %acc_${index} = linalg.${conv_op} {dilations = ${sub_dilations}, strides = ${unit_strides}${dispatch_config}}
       ins(${window}, %w_${index}_hwc : ${window_type}, ${filter_hwc_type}) outs(%acc_${index}_zero : ${acc_type}) -> ${acc_type}
 
+// fragment depthwise_tuned: the depthwise phase's convolution, tuned, some axes of one tap: a linalg.generic without them
+  // acc[n, m, g] += window[n, m + dilation*u, g] * w[u, g], u over the axes of more than one tap (as dense_tuned:
+  // IREE rebuilds the named op without its single-tap axes and loses its compilation_info)
+  %w_${index}_taps = tensor.collapse_shape %w_${index} ${filter_reassociation} : ${filter_type} into ${filter_taps_type}
+  %w_${index}_hwc_empty = tensor.empty() : ${filter_hwc_type}
+  %w_${index}_hwc = linalg.transpose ins(%w_${index}_taps : ${filter_taps_type}) outs(%w_${index}_hwc_empty : ${filter_hwc_type}) permutation = [${filter_permutation}]
+  %w_${index}_kept = tensor.collapse_shape %w_${index}_hwc ${kept_reassociation} : ${filter_hwc_type} into ${filter_kept_type}
+${contraction}
+
 // fragment taps: the phase's convolution, channels-first, few multiply-adds per element: one elementwise generic
   // taps: acc[n, g, c, m] = sum_{k, u} window[n, g, k, m + dilation*u] * w[g, u, k, c], the sum written out term by
   // term (${terms} here): one operand per (k, u), a row of the window (a slice: m itself indexes it) and the weight's

@@ -242,18 +242,19 @@ def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 
 def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """Phase index -> compilation_info for the named depthwise convolution of each phase of ``problem`` whose axes
-    all have several taps (IREE rebuilds the others without their single-tap axes, dropping a configuration), by the
-    rule ``spec``: SIMT workgroups of ``rows`` positions along the last spatial axis by ``channels`` groups, each
-    thread ``thread_channels`` groups of one position."""
+    """Phase index -> compilation_info for the depthwise convolution of each phase of ``problem`` with taps (its
+    reduced dims those of several taps: ``contractions._depthwise`` writes a phase with single-tap axes without
+    them), by the rule ``spec``: SIMT workgroups of ``rows`` positions along the last spatial axis by ``channels``
+    groups, each thread ``thread_channels`` groups of one position."""
     if problem.kind != "depthwise" or not problem.channels_last or problem.groups % spec["channels"]:
         return {}
     rank, channels = problem.rank, spec["channels"]
     threads = spec["rows"] * channels // spec["thread_channels"]
     workgroup = [1] * rank + [spec["rows"], channels]
     thread = [1] * (rank + 1) + [spec["thread_channels"]]
-    return {index: render.simt_compilation_info(workgroup, thread, [p.filter_taps for p in phase], threads)
-            for index, phase in enumerate(phase_plan.phases(problem)) if min(p.filter_taps for p in phase) > 1}
+    return {index: render.simt_compilation_info(workgroup, thread, [p.filter_taps for p in phase if p.filter_taps > 1],
+                                                threads)
+            for index, phase in enumerate(phase_plan.phases(problem)) if max(p.filter_taps for p in phase) > 1}
 
 
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)

@@ -1,6 +1,6 @@
 """The depthwise backward-data tile rule on CUDA (ops/policy.py depthwise_tiles, the table's ``depthwise_tiles`` rule):
 a bfloat16 channels-last depthwise problem takes the named depthwise form first, with a SIMT tile pinned on each
-phase whose axes all have several taps (IREE rebuilds the others without their single-tap axes and would drop it);
+phase of taps (a phase with single-tap axes as the generic without them that IREE would rebuild, which keeps it);
 the tile reaches the compiled dispatch; the CUDA module, its GPU attributes left out, computes the float64
 reference on the CPU; other problems and targets keep their forms and IREE's tiles."""
 
@@ -29,12 +29,16 @@ def _depthwise(**params):
     return data.problem_from_params(**{**base, **params})
 
 
-@pytest.mark.parametrize("stride, tiled", [(1, 1), (2, 1)])  # stride 2: of 2x2, 2x1, 1x2, 1x1 taps, the 2x2 phase
-def test_cudas_rule_takes_the_named_depthwise_form_with_a_tile_per_multi_tap_phase(stride, tiled):
+@pytest.mark.parametrize("stride, named, generics", [(1, 1, 0), (2, 2, 2)])
+def test_cudas_rule_takes_the_depthwise_form_with_a_tile_on_each_phase_of_taps(stride, named, generics):
+    """Stride 2: of the 2x2, 2x1, 1x2 and 1x1-tap phases, the 2x2 one a named op, the 2x1 and 1x2 ones generics
+    without their single-tap axis (the op IREE would rebuild: it keeps the tile so), each tiled; the 1x1 one, a
+    named op IREE makes a product of, keeps IREE's elementwise tiling."""
     problem = _depthwise(stride=stride)
     assert policy.forms_for(problem, CUDA)[0].contraction == "depthwise"
     mlir = policy.module_spec(problem, CUDA).mlir
-    assert mlir.count(TILE) == tiled and "linalg.depthwise_conv_2d_nhwc_hwc" in mlir
+    assert mlir.count("linalg.depthwise_conv_2d_nhwc_hwc") == named and mlir.count("_kept = tensor.collapse") == generics
+    assert mlir.count("thread = [1, 1, 1, 4, 0") == 1 + generics and mlir.count(TILE) == 1
 
 
 @pytest.mark.parametrize("params", [dict(dtype="float32"), dict(layout="NCHW"),
@@ -68,10 +72,13 @@ def test_the_cuda_form_computes_the_reference(stride, size, rng, tmp_path):
     problem = _depthwise(batch=4, stride=stride, input_spatial=(size, size))
     form = policy.forms_for(problem, CUDA)[0]
     if stride == 1:
-        mlir = GPU_ATTRS.sub("", policy.module_spec(problem, CUDA).mlir)
+        mlir = policy.module_spec(problem, CUDA).mlir
     else:
-        mlir = policy.module_spec(problem, CPU, options=dataclasses.replace(form, interleave_read="extract")).mlir
-    assert "compilation_info" not in mlir and "depthwise_conv_2d" in mlir
+        mlir = policy.module_spec(problem, CPU, configs=policy.configs_for(problem, CUDA, form),
+                                  options=dataclasses.replace(form, interleave_read="extract")).mlir
+        assert "_kept = tensor.collapse_shape" in mlir  # the tuned generics, their tiles then cut
+    mlir = GPU_ATTRS.sub("", mlir)
+    assert "#iree_codegen.compilation_info" not in mlir and "depthwise_conv_2d" in mlir
     inputs = data.random_inputs(problem, rng)
     spec = compiler.ModuleSpec(problem.name, mlir, CPU)
     vmfb = compiler.compile_module(spec, tmp_path / "m.vmfb")

@@ -46,19 +46,8 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
         ), acc_shape, ["n", *m, "c"]
     if contraction == "depthwise":
         check(problem.kind == "depthwise", f"{problem.op}: the depthwise form needs C = K = 1, but got {problem.name}")
-        taps = [p.filter_taps for p in phase]
-        acc_shape = [problem.batch, *rows, groups]
-        return mlir.render(
-            "conv_bwd_data.depthwise",
-            index=index, conv_op=DEPTHWISE_OPS[rank], window=window_value, window_type=mlir.tensor(window_shape, element),
-            filter_type=mlir.tensor(filter_shape, element), filter_taps_type=mlir.tensor([groups, *taps], element),
-            filter_hwc_type=mlir.tensor([*taps, groups], element),
-            filter_reassociation=[[a] for a in range(rank)] + [[rank, rank + 1, rank + 2]],
-            filter_permutation=mlir.index_list([*range(1, rank + 1), 0]),
-            acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
-            sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
-            dispatch_config=f", compilation_info = {config}" if config else "",
-        ), acc_shape, ["n", *m, "g"]
+        return _depthwise(index, phase, problem, element, window_value, window_shape, filter_shape, config), \
+            [problem.batch, *rows, groups], ["n", *m, "g"]
     grouped_window = window_shape  # (N, .., G, K): _grad_out_window's grouped window
     window_groups = {
         "index": index, "element": element, "window": window_value,
@@ -78,6 +67,45 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
         window_groups, element, f"%w_{index}", acc_shape, domain, window_index, ["g", *u, "k", "c"], ["n", *m, "g", "c"],
         parallel=rank + 3, config=config,
     )), acc_shape, ["n", *m, "g", "c"]
+
+
+def _depthwise(index: int, phase, problem: ConvBwdDataProblem, element: str, window_value: str,
+               window_shape: list[int], filter_shape: list[int], config: str | None) -> str:
+    """A depthwise phase's convolution: the named depthwise op (``config`` pinned on it), or, tuned with single-tap
+    axes beside others, the generic IREE would rebuild it as, without them (as ``dense_tuned``), ``config`` on it."""
+    rank, groups = problem.rank, problem.groups
+    taps = [p.filter_taps for p in phase]
+    acc_shape = [problem.batch, *(p.rows for p in phase), groups]
+    names = dict(index=index, window=window_value, window_type=mlir.tensor(window_shape, element),
+                 filter_type=mlir.tensor(filter_shape, element), filter_taps_type=mlir.tensor([groups, *taps], element),
+                 filter_hwc_type=mlir.tensor([*taps, groups], element),
+                 filter_reassociation=[[a] for a in range(rank)] + [[rank, rank + 1, rank + 2]],
+                 filter_permutation=mlir.index_list([*range(1, rank + 1), 0]))
+    if not (config and single_taps_beside_others(phase)):
+        return mlir.render(
+            "conv_bwd_data.depthwise", **names, conv_op=DEPTHWISE_OPS[rank],
+            acc_type=mlir.tensor(acc_shape, dtypes.ACCUMULATOR),
+            sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
+            dispatch_config=f", compilation_info = {config}" if config else "")
+    kept = tuned_axes(phase)
+    reassociation, group = [], []
+    for dim in range(rank + 1):  # each single-tap axis joins the next axis kept (or G)
+        group.append(dim)
+        if dim in kept or dim == rank:
+            reassociation.append(group)
+            group = []
+    m, u = mlir.dims("m", rank), mlir.dims("u", rank)
+    window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" if a in kept else m[a] for a, p in enumerate(phase)),
+                    "g"]
+    kept_type = mlir.tensor([taps[a] for a in kept] + [groups], element)
+    window_groups = {"index": index, "element": element, "window": window_value,
+                     "grouped_window_type": names["window_type"], "filter_type": kept_type}
+    return mlir.render(
+        "conv_bwd_data.depthwise_tuned", **names, kept_reassociation=reassociation, filter_kept_type=kept_type,
+        contraction=generic_contraction(window_groups, element, f"%w_{index}_kept", acc_shape,
+                                        ["n", *m, "g", *(u[a] for a in kept)], window_index,
+                                        [*(u[a] for a in kept), "g"], ["n", *m, "g"], parallel=rank + 2,
+                                        config=config))
 
 
 def generic_contraction(window_groups: dict, element: str, filter_value: str, acc_shape: list[int], domain: list[str],
