@@ -213,8 +213,8 @@ def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[in
     instructions (``policy.depthwise_tiles``): ``workgroup`` and ``thread`` tiles over its parallel dims, its
     ``taps`` (reduced dims) whole, ``threads`` a workgroup of one subgroup size, 32."""
     zeros = [0] * len(taps)
-    lowering = (f"#iree_gpu.lowering_config<{{reduction = [{', '.join(map(str, [0] * len(workgroup) + taps))}], "
-                f"thread = [{', '.join(map(str, thread + zeros))}], workgroup = [{', '.join(map(str, workgroup + zeros))}]}}>")
+    lowering = (f"#iree_gpu.lowering_config<{{reduction = [{index_list([0] * len(workgroup) + taps)}], "
+                f"thread = [{index_list(thread + zeros)}], workgroup = [{index_list(workgroup + zeros)}]}}>")
     translation = (f"#iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
                    f"workgroup_size = [{threads}, 1, 1] subgroup_size = 32>")
     return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"

@@ -589,7 +589,8 @@ def test_a_cpu_entry_pins_its_matmul_tile_on_the_hosts_it_was_measured_on(entry,
 def test_the_per_image_nn_matmul_with_an_entrys_tile_matches_the_definition(entry, rng, monkeypatch):
     """The entry's tile pinned on a small problem of the same per-image rows and columns, on any host."""
     problem = _entry_checked_problem(entry["function"])
-    monkeypatch.setattr(policy, "configs_for", lambda p, target: {0: entry["compilation_info"]} if p == problem else {})
+    monkeypatch.setattr(policy, "configs_for",
+                        lambda p, target, form=None: {0: entry["compilation_info"]} if p == problem else {})
     form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == entry["render"]["contraction"])
     assert entry["compilation_info"] in policy.module_spec(problem, CPU, options=form).mlir
     error = _form_error(problem, rng, form.contraction)

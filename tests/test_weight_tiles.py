@@ -19,7 +19,8 @@ from lowering import compile_and_dump
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 CONFIG = re.compile(r" attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}")
-GEMM_TILE = "compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{convert_acc_gemm"
+GEMM_TILE = ("compilation_info = #iree_codegen.compilation_info<lowering_config = "
+             "#iree_gpu.lowering_config<{convert_acc_gemm")
 
 
 def _split(**params):

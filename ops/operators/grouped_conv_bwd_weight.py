@@ -375,8 +375,10 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     x_map, grad_out_map, acc_map = shape.maps()
     x_view = _unit_view("%x_groups", "!x_groups", x_map, shape.groups_shape(shape.padded_spatial, problem.in_channels),
                         element, "%x_conv")
-    grad_out_view = _unit_view("%grad_out_groups", "!grad_out_groups", grad_out_map,
-                               shape.groups_shape(problem.output_spatial, problem.out_channels), element, "%grad_out_conv")
+    grad_out_shape = shape.groups_shape(problem.output_spatial, problem.out_channels)
+    grad_out_view = _unit_view("%grad_out_groups", "!grad_out_groups", grad_out_map, grad_out_shape, element,
+                               "%grad_out_conv")
+    parallel = len(shape.acc_dims)
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     store_domain, chunks_domain = mlir.dims("d", rank + 2), mlir.dims("d", rank + 3)  # the weight's dims, then j
@@ -393,7 +395,7 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     return mlir.render(
         "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, [e for e in x_map if e]),
         grad_out_map=mlir.affine_map(domain, [e for e in grad_out_map if e]), acc_map=mlir.affine_map(domain, acc_map),
-        conv_iterators=mlir.iterators(["parallel"] * len(shape.acc_dims) + ["reduction"] * (len(domain) - len(shape.acc_dims))),
+        conv_iterators=mlir.iterators(["parallel"] * parallel + ["reduction"] * (len(domain) - parallel)),
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension",
         element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),

@@ -115,7 +115,8 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, lo_part: int, copy) -> str:
                            result_type=mlir.tensor((elements,), "f32"))
     expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{flat}3",
                          reassociation=[list(range(len(stacked)))], shape=", ".join(map(str, stacked)),
-                         source_type=mlir.tensor((parts[0] * elements,), "bf16"), result_type=mlir.tensor(stacked, "bf16"))
+                         source_type=mlir.tensor((parts[0] * elements,), "bf16"),
+                         result_type=mlir.tensor(stacked, "bf16"))
     return "\n".join([mlir.indent(collapse), _split_pass(flat, ["d0", "d1"], ["d1"], (elements,),
                                                          (parts[0], elements), 0, lo_part, attrs), mlir.indent(expand)])
 
