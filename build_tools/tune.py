@@ -66,7 +66,7 @@ def generate(problem_ref: str, target_name: str, out: Path, limit: int, jobs: in
     problem = catalog.problem(op, name, suite)
     target = targets.parse_target(target_name)
     element = dtypes.mlir_element_type(problem.dtype)
-    intrinsic = policy.mma_intrinsic(target, element)
+    intrinsic = targets.mma_intrinsic(target, element)
     version = compiler.installed_compiler_version()
     # per phase, the tap axes its tuned convolution iterates (the plan's; 0: the phase takes no configuration)
     tap_axes = phase_plan.tuned_tap_axes(problem) if isinstance(problem, ConvBwdDataProblem) else [problem.rank]

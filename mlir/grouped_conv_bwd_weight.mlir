@@ -253,3 +253,40 @@ ${pick}
     %c${tap} = arith.constant ${tap} : index
     %tap_is_${tap} = arith.cmpi eq, %tap, %c${tap} : index
     %picked${tap} = arith.select %tap_is_${tap}, %p${tap}, ${previous} : f32
+
+// fragment shifted: on llvm-cpu, channels-first stride-1 problems of one group: one batch matmul per tap over
+// contiguous slices of x flattened. With x padded to the windows' grid (one row more on the first axis) and grad_out
+// padded on its inner axes to the same row lengths, flattened, the tap f's window of every output position is one
+// slice at the offset off(f) = sum_a f_a * stride_a; the padded positions of grad_out are zeros, so the junk they
+// pair with adds nothing:
+//     per_tap[f][n, k, c] = sum_l grad_out_flat[n, k, l] * x_flat[n, c, l + off(f)]
+//     grad_w[k, c, f] = sum_n per_tap[f][n, k, c]
+  %x_grid = tensor.pad %x low[${x_low}] high[${x_high}] {
+  ^bb0(${x_index_args}):
+    tensor.yield %zero_element : ${element}
+  } : !x to ${x_grid_type}
+  %x_flat = tensor.collapse_shape %x_grid ${flat_reassociation} : ${x_grid_type} into ${x_flat_type}
+  %grad_out_grid = tensor.pad %grad_out low[${grad_out_low}] high[${grad_out_high}] {
+  ^bb0(${x_index_args}):
+    tensor.yield %zero_element : ${element}
+  } : !grad_out to ${grad_out_grid_type}
+  %grad_out_flat = tensor.collapse_shape %grad_out_grid ${flat_reassociation} : ${grad_out_grid_type} into ${grad_out_flat_type}
+  %taps_empty = tensor.empty() : ${taps_type}
+  %tap_empty = tensor.empty() : ${tap_type}
+${taps}
+  %taps_grid = tensor.expand_shape %taps_0 ${taps_reassociation} output_shape [${taps_shape}] : ${taps_type} into ${taps_grid_type}
+  %acc_empty = tensor.empty() : !acc_flat
+  %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc_flat) -> !acc_flat
+  %acc = linalg.generic {indexing_maps = [${images_read}, ${images_map}], iterator_types = ${images_iterators}}
+      ins(%taps_grid : ${taps_grid_type}) outs(%acc_zero : !acc_flat) {
+  ^bb0(%p: f32, %sum: f32):
+    %new_sum = arith.addf %sum, %p : f32
+    linalg.yield %new_sum : f32
+  } -> !acc_flat
+
+// fragment shifted_tap: one tap's batch matmul, inserted into the taps' sums
+  %x_tap_${tap} = tensor.extract_slice %x_flat[0, 0, ${offset}] [${batch}, ${channels}, ${rows}] [1, 1, 1] : ${x_flat_type} to ${x_tap_type}
+  %tap_zero_${tap} = linalg.fill ins(%zero : f32) outs(%tap_empty : ${tap_type}) -> ${tap_type}
+  %tap_${tap} = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, r) -> (b, m, r)>, affine_map<(b, m, n, r) -> (b, n, r)>, affine_map<(b, m, n, r) -> (b, m, n)>]
+      ins(%grad_out_flat, %x_tap_${tap} : ${grad_out_flat_type}, ${x_tap_type}) outs(%tap_zero_${tap} : ${tap_type}) -> ${tap_type}
+  %taps_${next} = tensor.insert_slice %tap_${tap} into %taps_${after}[${tap}, 0, 0, 0] [1, ${batch}, ${out_channels}, ${channels}] [1, 1, 1, 1] : ${tap_type} into ${taps_type}

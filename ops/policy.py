@@ -30,7 +30,7 @@ from typing import Any, Callable
 from . import compiler, dtypes, registry, render, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
-                        stride_phases, weight_gemm)
+                        stride_phases, weight_gemm, weight_shifted)
 from .problem import GEMM_BLOCK
 from .render import templates_dir
 from .targets import Target
@@ -104,10 +104,10 @@ WORKAROUNDS = (
 
 
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
-RULE_KEYS = frozenset({"operator", "dtypes", "precisions", "kinds", "ranks", "layouts", "min_output_positions",
-                       "min_channels", "pointwise", "strided", "host_flags", "host_lacks", "except", "except_why", "form",
-                       "only_forms", "flags", "conv_tiles", "weight_tiles", "depthwise_tiles", "out_dtypes", "source",
-                       "why"})
+RULE_KEYS = frozenset({"operator", "dtypes", "out_dtypes", "precisions", "kinds", "ranks", "layouts",
+                       "min_output_positions", "min_channels", "max_channels", "pointwise", "strided", "host_flags",
+                       "host_lacks", "except", "except_why", "form", "only_forms", "flags", "conv_tiles",
+                       "weight_tiles", "depthwise_tiles", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -144,17 +144,17 @@ def rule_applies(rule: dict, problem) -> bool:
     """A rule names its operator, and may narrow to ``dtypes``, to ``out_dtypes`` (the result's), to ``precisions``
     (``bf16x3``: float32 computed as bfloat16 parts; a split weight gradient's rules see its bfloat16 problem of
     float32 result, ``computed_as``), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to
-    ``layouts``, to at least ``min_output_positions`` output positions per image and ``min_channels`` input channels
-    a group, to pointwise convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit
-    stride), to strided ones or the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has
-    every one of ``host_flags`` and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule
-    holds where it was measured, and another host keeps the rules below it), and leave out problems by function name
-    (``except``: measured slower with it)."""
+    ``layouts``, to at least ``min_output_positions`` output positions per image and ``min_channels`` (at most
+    ``max_channels``) input channels a group, to pointwise convolutions or to the others (``pointwise`` true or
+    false: a 1 x 1 filter at unit stride), to strided ones or the others (``strided``: a stride above 1 along some
+    axis), to hosts whose CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names,
+    ``targets.host_cpu_flags``: a CPU rule holds where it was measured, and another host keeps the rules below it),
+    and leave out problems by function name (``except``: measured slower with it)."""
     features = {"dtypes": problem.dtype, "out_dtypes": getattr(problem, "out_dtype", problem.dtype),
                 "precisions": getattr(problem, "precision", None), "kinds": getattr(problem, "kind", None),
                 "ranks": problem.rank, "layouts": problem.layout}
     return (rule["operator"] == problem.op and all(value in rule.get(key, [value]) for key, value in features.items())
-            and getattr(problem, "in_channels", 0) >= rule.get("min_channels", 0)
+            and rule.get("min_channels", 0) <= getattr(problem, "in_channels", 0) <= rule.get("max_channels", math.inf)
             and math.prod(getattr(problem, "output_spatial", ())) >= rule.get("min_output_positions", 0)
             and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)
             and rule.get("strided", _strided(problem)) == _strided(problem)
@@ -206,7 +206,7 @@ def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     divide."""
     if problem.precision != "bf16x3" or not data_split_conv.applies(problem):
         return {}
-    _, m, n, _, _ = intrinsic = mma_intrinsic(target, "bf16")
+    _, m, n, _, _ = intrinsic = targets.mma_intrinsic(target, "bf16")
     inner = min(64, max(16, 1 << (problem.input_spatial[-1] - 1).bit_length()))
     rows = max(1, min(spec["max_rows"], spec["m_tile"] // inner))
     channels = 64 if problem.in_channels <= 64 else spec["n_tile"]
@@ -230,7 +230,7 @@ def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     come in whole tiles."""
     if problem.kind != "dense" or takes_gemm(problem) or _entry_form(problem, target):
         return {}
-    _, m, n, _, _ = intrinsic = mma_intrinsic(target, dtypes.mlir_element_type(problem.dtype))
+    _, m, n, _, _ = intrinsic = targets.mma_intrinsic(target, dtypes.mlir_element_type(problem.dtype))
     tile = (min(spec["m_tile"], problem.out_channels), min(spec["n_tile"], problem.in_channels))
     sg_m, sg_n = spec["subgroup"]
     if problem.out_channels % tile[0] or problem.in_channels % tile[1] or tile[0] % (m * sg_m) or tile[1] % (n * sg_n):
@@ -404,7 +404,8 @@ def _weight_forms(problem, target: Target) -> list:
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]
     per_image = [Form(contraction=c) for c in (("per_image_nn",) if problem.channels_last
                                                else ("per_image", "per_image_nn"))]
-    return [generic, Form(contraction="im2col"), *per_image, *taps]
+    shifted = [Form(contraction="shifted")] if weight_shifted.applies(problem) else []
+    return [generic, Form(contraction="im2col"), *per_image, *taps, *shifted]
 
 
 def _has_weight_taps_form(problem) -> bool:
@@ -581,19 +582,3 @@ def _splits_data(problem) -> bool:
     return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
             and data_gemm.rows(problem) % GEMM_BLOCK == 0
             and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
-
-
-# --- The tuner's matrix intrinsics ------------------------------------------------------------------------------
-
-# (backend, element type) -> (intrinsic, M, N, K, subgroup size): what build_tools/tune.py's configurations name
-MMA_INTRINSICS = {
-    ("cuda", "f16"): ("NV_MMA_SYNC_F32_16x8x16_F16", 16, 8, 16, 32),
-    ("cuda", "bf16"): ("NV_MMA_SYNC_F32_16x8x16_BF16", 16, 8, 16, 32),
-    ("rocm", "f16"): ("MFMA_F32_16x16x16_F16", 16, 16, 16, 64),
-    ("rocm", "bf16"): ("MFMA_F32_16x16x16_BF16", 16, 16, 16, 64),
-}
-
-
-def mma_intrinsic(target: Target, element: str) -> tuple:
-    """The matrix intrinsic a tuned configuration on ``target`` uses for ``element`` inputs (IREE 3.13 has no wgmma)."""
-    return MMA_INTRINSICS[(target.backend, element)]

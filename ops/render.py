@@ -174,7 +174,7 @@ def narrow(value: str, element: str, result: str) -> tuple[str, str]:
 def conv_compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int],
                           k_tiles: int, stages: int, tap_axes: int | None = None, grouped: bool = False) -> str:
     """The ``#iree_codegen.compilation_info`` for one convolution on IREE's TileAndFuse pipeline as an implicit GEMM
-    (the tuner's candidates, the tile rules of ``policy.conv_tiles``): ``intrinsic`` (``policy.MMA_INTRINSICS``),
+    (the tuner's candidates, the tile rules of ``policy.conv_tiles``): ``intrinsic`` (``targets.MMA_INTRINSICS``),
     workgroup tiles (outer spatial rows, inner spatial, c) in elements, subgroup tiles in rows, intrinsic tiles
     along the inner spatial dim (M) and along c (N), and ``k_tiles`` intrinsic tiles of the reduction a step.
 

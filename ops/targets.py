@@ -149,3 +149,19 @@ def target_for_device(device: str, op: str | None = None) -> Target:
     backend = DRIVER_BACKEND[driver]
     arch = os.environ.get(ARCH_ENV.get(backend, ""), "") or DEFAULT_ARCH[backend]
     return Target(backend, arch)
+
+
+# --- The matrix intrinsics a tuned configuration names ---------------------------------------------------------
+
+# (backend, element type) -> (intrinsic, M, N, K, subgroup size): what build_tools/tune.py's configurations name
+MMA_INTRINSICS = {
+    ("cuda", "f16"): ("NV_MMA_SYNC_F32_16x8x16_F16", 16, 8, 16, 32),
+    ("cuda", "bf16"): ("NV_MMA_SYNC_F32_16x8x16_BF16", 16, 8, 16, 32),
+    ("rocm", "f16"): ("MFMA_F32_16x16x16_F16", 16, 16, 16, 64),
+    ("rocm", "bf16"): ("MFMA_F32_16x16x16_BF16", 16, 16, 16, 64),
+}
+
+
+def mma_intrinsic(target: Target, element: str) -> tuple:
+    """The matrix intrinsic a tuned configuration on ``target`` uses for ``element`` inputs (IREE 3.13 has no wgmma)."""
+    return MMA_INTRINSICS[(target.backend, element)]

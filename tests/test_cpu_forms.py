@@ -93,6 +93,9 @@ EXAMPLES = [
     # strided along the last axis: no taps form; on the AVX-512 + AMX host, the convolution-form generic
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(12, 12), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
+    # 16 channels, 56x56 positions, stride 1: on AVX-512 hosts without AMX, the shifted form
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=16, out_channels=16,
+                    input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
 ]
 # each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
 # taps form has none: its generic is elementwise)
@@ -100,7 +103,8 @@ CONTRACTS_WITH = {"generic": ("partial[j, g, k, f, c] += x_padded", "conv"),
                   "im2col": ("linalg.batch_matmul", "matmul"), "per_image": ("linalg.batch_matmul", "matmul"),
                   "per_image_nn": ("linalg.batch_matmul", "matmul"),
                   "depthwise": ("linalg.depthwise_conv_", "conv"),
-                  "taps": ({"grouped_conv_bwd_data": "// taps: acc[", "grouped_conv_bwd_weight": "%per_tap:"}, None)}
+                  "taps": ({"grouped_conv_bwd_data": "// taps: acc[", "grouped_conv_bwd_weight": "%per_tap:"}, None),
+                  "shifted": ("tensor.extract_slice %x_flat", "matmul")}
 
 
 def _offers(problem, form: dict) -> bool:

@@ -136,7 +136,7 @@ def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_p
                                      stride=2, padding=1, layout="NHWC", dtype="float16")
     taps = [[axis.filter_taps for axis in phase] for phase in phase_plan.phases(problem)]
     assert taps == [[2, 2], [2, 1], [1, 2], [1, 1]]
-    intrinsic = policy.MMA_INTRINSICS[("cuda", "f16")]
+    intrinsic = targets.MMA_INTRINSICS[("cuda", "f16")]
     configs = {index: render.conv_compilation_info(2, intrinsic, (1, 32, 32), (1, 1, 2), 2, 2, sum(t > 1 for t in phase_taps))
                for index, phase_taps in enumerate(taps[:3])}
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering(configs))

@@ -8,7 +8,7 @@ from math import prod
 import pytest
 
 from ops.operators import grouped_conv_bwd_data as op
-from ops import policy
+from ops import policy, targets
 from ops.operator import Lowering
 from ops.operators import phase_plan
 
@@ -106,7 +106,8 @@ def test_a_tuned_grouped_configuration_reaches_its_dispatch(tmp_path):
 
     problem = op.problem_from_params(groups=4, batch=2, in_channels=64, out_channels=32, input_spatial=(12, 12),
                                      filter_spatial=(3, 3), stride=1, padding=1, layout="NHWC", dtype="float16")
-    config = render.conv_compilation_info(2, policy.MMA_INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2, grouped=True)
+    config = render.conv_compilation_info(2, targets.MMA_INTRINSICS[("cuda", "f16")], (2, 32, 64), (1, 1, 4), 2, 2,
+                                          grouped=True)
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering({0: config}))
     compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path)
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))

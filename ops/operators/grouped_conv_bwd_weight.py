@@ -9,7 +9,7 @@ the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from 
 J batch chunks of partial sums that a second, small dispatch adds (``default_batch_split``). That generic and the
 module around every form's contraction are here; the other forms have their modules: ``weight_gemm`` (one-tap
 filters, no padding), ``weight_im2col``, ``weight_per_image`` (``per_image``, ``per_image_nn``), ``weight_taps``,
-``weight_depthwise``, and ``split_precision`` (bfloat16 x 3) around any of them.
+``weight_shifted``, ``weight_depthwise``, and ``split_precision`` (bfloat16 x 3) around any of them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from ..layouts import activation_from_params, in_layout, join_activation
 from ..problem import PRECISIONS, ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
-from . import split_precision, weight_depthwise, weight_gemm, weight_im2col, weight_per_image, weight_taps
+from . import (split_precision, weight_depthwise, weight_gemm, weight_im2col, weight_per_image, weight_shifted,
+               weight_taps)
 
 OP = "grouped_conv_bwd_weight"
 Problem = ConvBwdWeightProblem
@@ -122,15 +123,17 @@ class Form:
     contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``; with one
     operand laid out (o, channels) first, so that no matmul reduces along a row, in either layout:
     ``"per_image_nn"``), for problems of few channels a group one sum per tap, image, group and (k, c) in one
-    generic, then summed over the images (``"taps"``), or, for depthwise problems of 1 or 2 spatial axes, the named depthwise convolution
-    (``"depthwise"``); all but the generic and gemm reduce the whole batch at once."""
+    generic, then summed over the images (``"taps"``), for depthwise problems of 1 or 2 spatial axes the named
+    depthwise convolution (``"depthwise"``), or, for channels-first stride-1 problems of one group, one batch matmul
+    per tap over contiguous slices of x and grad_out flattened (``"shifted"``, ``weight_shifted``); all but the
+    generic and gemm reduce the whole batch at once."""
 
     batch_split: int = 1
     contraction: str = "generic"
 
     def __post_init__(self):
         one_of(OP, "contraction", self.contraction,
-               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps"))
+               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps", "shifted"))
 
 
 def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
@@ -363,6 +366,10 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         return weight_per_image.render_nn(problem, element, config), "%acc"
     if contraction == "taps":
         return weight_taps.render(problem, element), "%acc"
+    if contraction == "shifted":
+        check(weight_shifted.applies(problem), f"{OP}: the shifted form takes channels-first problems of one group, "
+                                               f"stride and dilation 1 and several taps, but got {problem.name}")
+        return weight_shifted.render(problem, element), "%acc"
     return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
 
 
