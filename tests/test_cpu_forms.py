@@ -96,6 +96,12 @@ EXAMPLES = [
     # 16 channels, 56x56 positions, stride 1: on AVX-512 hosts without AMX, the shifted form
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=16, out_channels=16,
                     input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
+    # 3-D channels-first, there: per_image_nn, stride 1 at any channels, strided from 16
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=8, out_channels=8,
+                    input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32"),
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=16, out_channels=16,
+                    input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), stride=2, padding=1, layout="NCDHW",
+                    dtype="float32"),
 ]
 # each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
 # taps form has none: its generic is elementwise)
@@ -314,8 +320,8 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     more positions take per_image_nn with IREE's transpose propagation off (3-D grouped ones before the taps form,
     2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), dense and 3-D grouped ones
     take it (but the two layers it measured slower), and 2-D grouped ones per_image, both before the taps form; on
-    an AVX-512 host without AMX (AMD's Zen 4), 2-D dense ones take it by a rule measured there, and the others keep
-    per_image, and channels-last dense ones (not pointwise) of 784 or more output positions take it by another (the other hosts
+    an AVX-512 host without AMX (AMD's Zen 4), 2-D and 3-D dense ones take it by rules measured there (strided 3-D
+    ones from 16 channels), and the others keep per_image, and channels-last dense ones (not pointwise) of 784 or more output positions take it by another (the other hosts
     keep im2col); on one without AVX2 all keep per_image and IREE's defaults; a form other than the rule's never gets
     the rule's flag."""
     def chosen(flags, **params):
@@ -337,10 +343,13 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     assert chosen(avx2, input_spatial=(7, 8)) == ("im2col", False)
     for host in ({"sse4_2"}, set()):
         assert chosen(host) == ("per_image", False), host
-    # AVX-512 without AMX (AMD's Zen 4): a 2-D dense rule of its own, measured there; 3-D and grouped layers keep theirs
+    # AVX-512 without AMX (AMD's Zen 4): 2-D and 3-D dense rules of its own, measured there (a strided 3-D layer of
+    # under 16 channels, the stem, keeps per_image); grouped layers keep theirs
     assert chosen(avx512) == ("per_image_nn", True)
     assert chosen(avx512, input_spatial=(4, 8, 8), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == (
-        "per_image", False)
+        "per_image_nn", True)
+    assert chosen(avx512, in_channels=3, input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), stride=(1, 2, 2),
+                  padding=1, layout="NCDHW") == ("per_image", False)
     assert chosen(avx512, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("taps", False)
     # and channels-last dense ones of 784 or more output positions (2-D and 3-D, not pointwise), measured there only
     assert chosen(avx512, in_channels=3, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1,
