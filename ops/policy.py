@@ -252,8 +252,9 @@ def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     threads = spec["rows"] * channels // spec["thread_channels"]
     workgroup = [1] * rank + [spec["rows"], channels]
     thread = [1] * (rank + 1) + [spec["thread_channels"]]
+    subgroup_size = copy_config(target)["subgroup_size"]
     return {index: render.simt_compilation_info(workgroup, thread, [p.filter_taps for p in phase if p.filter_taps > 1],
-                                                threads)
+                                                threads, subgroup_size)
             for index, phase in enumerate(phase_plan.phases(problem)) if max(p.filter_taps for p in phase) > 1}
 
 

@@ -87,6 +87,19 @@ def index_list(values) -> str:
     return ", ".join(str(v) for v in values)
 
 
+def folding_reassociation(kept: list[bool]) -> list[list[int]]:
+    """The reassociation that collapses away the dims not ``kept``: each joins the next kept dim's group, and those
+    after the last kept one join its group (the unit dims or single-tap axes IREE would fold out of an op)."""
+    groups, pending = [], []
+    for dim, keep in enumerate(kept):
+        pending.append(dim)
+        if keep:
+            groups.append(pending)
+            pending = []
+    groups[-1] += pending
+    return groups
+
+
 def indent(text: str, spaces: int = 2) -> str:
     pad = " " * spaces
     return "\n".join(pad + line if line else line for line in text.splitlines())
@@ -208,15 +221,16 @@ def weight_compilation_info(intrinsic, rank: int, split: bool, reduction_loops: 
     return _igemm_info(intrinsic, wg, sg, reduction_loops, k_tiles, threads, stages)
 
 
-def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[int], threads: int) -> str:
+def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[int], threads: int,
+                          subgroup_size: int) -> str:
     """The ``#iree_codegen.compilation_info`` of a convolution on IREE's TileAndFuse pipeline without matrix
     instructions (``policy.depthwise_tiles``): ``workgroup`` and ``thread`` tiles over its parallel dims, its
-    ``taps`` (reduced dims) whole, ``threads`` a workgroup of one subgroup size, 32."""
+    ``taps`` (reduced dims) whole, ``threads`` a workgroup, in subgroups of ``subgroup_size``."""
     zeros = [0] * len(taps)
     lowering = (f"#iree_gpu.lowering_config<{{reduction = [{index_list([0] * len(workgroup) + taps)}], "
                 f"thread = [{index_list(thread + zeros)}], workgroup = [{index_list(workgroup + zeros)}]}}>")
     translation = (f"#iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
-                   f"workgroup_size = [{threads}, 1, 1] subgroup_size = 32>")
+                   f"workgroup_size = [{threads}, 1, 1] subgroup_size = {subgroup_size}>")
     return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"
 
 

@@ -1,4 +1,5 @@
-"""Compile a module for a GPU target and read back what the compiler produced: the facts lowering tests assert."""
+"""Compile a module for a GPU target and read back what the compiler produced: the facts lowering tests assert; and
+run a module compiled for the CPU (GPU forms checked there, their GPU attributes cut)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops import compiler, targets, policy
+import numpy as np
+
+from ops import compiler, runtime, targets, policy
 from ops.launch import plan as launch_plan
 
 
@@ -105,3 +108,12 @@ def workgroup_counts(spec: compiler.ModuleSpec, workdir: Path) -> dict[str, int]
     plan, _ = launch_plan.extract((workdir / "module.hal.mlir").read_text())
     return {plan.executables[d.executable].exports[d.export].name.split("_dispatch_", 1)[1]: math.prod(d.grid)
             for d in plan.dispatches}
+
+
+def run_on_cpu(spec: compiler.ModuleSpec, inputs: list, result: np.ndarray, workdir: Path) -> np.ndarray:
+    """The result, in float64, of ``spec`` (an llvm-cpu module) compiled in ``workdir`` and run on ``inputs``, writing
+    into ``result`` (zeros of the result's shape and dtype)."""
+    vmfb = compiler.compile_module(spec, workdir / "m.vmfb")
+    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
+    *_, out = function(*inputs, result)
+    return np.asarray(np.asarray(out.to_host()), np.float64)

@@ -12,10 +12,10 @@ import re
 import numpy as np
 import pytest
 
-from ops import compiler, policy, runtime, targets
+from ops import compiler, policy, targets
 from ops.operators import grouped_conv_bwd_data as data
 
-from lowering import compile_and_dump
+from lowering import compile_and_dump, run_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 TILE = "thread = [1, 1, 1, 4, 0, 0], workgroup = [1, 1, 16, 16, 0, 0]"
@@ -81,10 +81,7 @@ def test_the_cuda_form_computes_the_reference(stride, size, rng, tmp_path):
     mlir = GPU_ATTRS.sub("", mlir)
     assert "#iree_codegen.compilation_info" not in mlir and "depthwise_conv_2d" in mlir
     inputs = data.random_inputs(problem, rng)
-    spec = compiler.ModuleSpec(problem.name, mlir, CPU)
-    vmfb = compiler.compile_module(spec, tmp_path / "m.vmfb")
-    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
-    *_, out = function(*inputs, np.zeros(problem.input_shape, np.asarray(inputs[0]).dtype))
-    got = np.asarray(np.asarray(out.to_host()), np.float64)
+    got = run_on_cpu(compiler.ModuleSpec(problem.name, mlir, CPU), inputs,
+                     np.zeros(problem.input_shape, np.asarray(inputs[0]).dtype), tmp_path)
     expected = data.reference(problem, inputs)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-2 * np.abs(expected).max())

@@ -12,11 +12,11 @@ import re
 import numpy as np
 import pytest
 
-from ops import compiler, policy, registry, runtime, targets
+from ops import compiler, policy, registry, targets
 from ops.operator import Lowering
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
-from lowering import compile_and_dump
+from lowering import compile_and_dump, run_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 TILE = "lowering_config<{thread = [1, 1, 4, 2], workgroup = [1, 1, 32, 64]}>"  # (j, n, positions, channels)
@@ -108,13 +108,6 @@ def test_the_merged_split_computes_what_the_plain_one_does(name, rng, tmp_path):
     inputs = module.random_inputs(problem, rng)
     (_, dtype), = module.results(problem)
     shape = problem.input_shape if module is conv_bwd_data else problem.weight_shape
-    got = [_run(problem, text, inputs, shape, tmp_path / label) for label, text in (("merged", merged), ("plain", plain))]
+    got = [run_on_cpu(compiler.ModuleSpec(problem.name, text, CPU), inputs, np.zeros(shape, np.float32),
+                      tmp_path / label) for label, text in (("merged", merged), ("plain", plain))]
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6 * np.abs(got[1]).max())
-
-
-def _run(problem, mlir: str, inputs: list, shape: tuple, workdir) -> np.ndarray:
-    spec = compiler.ModuleSpec(problem.name, mlir, CPU)
-    vmfb = compiler.compile_module(spec, workdir / "m.vmfb")
-    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
-    *_, out = function(*inputs, np.zeros(shape, np.float32))
-    return np.asarray(out.to_host(), np.float64)

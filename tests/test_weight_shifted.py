@@ -9,9 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ops import compiler, policy, runtime, targets
+from ops import policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight
 from ops.operators import weight_shifted
+
+from lowering import run_on_cpu
 
 CPU = targets.parse_target("llvm-cpu")
 ZEN4 = frozenset({"avx2", "fma", "avx512f", "avx512bf16"})
@@ -36,13 +38,10 @@ def test_the_shifted_form_computes_the_definition(name, rng, tmp_path):
     problem = _problem(**CASES[name])
     spec = policy.module_spec(problem, CPU, options=weight.Form(contraction="shifted"))
     assert "linalg.batch_matmul" in spec.mlir and "tensor.extract_slice %x_flat" in spec.mlir
-    vmfb = compiler.compile_module(spec, tmp_path / "m.vmfb")
-    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
     inputs = weight.random_inputs(problem, rng)
-    *_, out = function(*inputs, np.zeros(problem.weight_shape, np.float32))
+    got = run_on_cpu(spec, inputs, np.zeros(problem.weight_shape, np.float32), tmp_path)
     expected = weight.reference(problem, inputs)
-    np.testing.assert_allclose(np.asarray(out.to_host(), np.float64), expected, rtol=0,
-                               atol=1e-5 * np.abs(expected).max())
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
 @pytest.mark.parametrize("params", [dict(stride=2), dict(dilation=2), dict(groups=2, in_channels=4, out_channels=4),

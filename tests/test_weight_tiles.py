@@ -11,11 +11,11 @@ import re
 import numpy as np
 import pytest
 
-from ops import compiler, policy, runtime, targets
+from ops import compiler, policy, targets
 from ops.operator import Lowering
 from ops.operators import grouped_conv_bwd_weight as weight
 
-from lowering import compile_and_dump
+from lowering import compile_and_dump, run_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 CONFIG = re.compile(r" attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}")
@@ -84,16 +84,8 @@ def test_the_unit_free_generic_computes_what_the_plain_one_does(name, rng, tmp_p
     assert "_conv = tensor.collapse_shape" in pinned
     plain = weight.render(problem, form, Lowering(transients=True))
     inputs = weight.random_inputs(problem, rng)
-    got = [_run(problem, text, inputs, tmp_path / label) for label, text in (("pinned", CONFIG.sub("", pinned)),
-                                                                              ("plain", plain))]
+    got = [run_on_cpu(compiler.ModuleSpec(problem.name, text, CPU), inputs, np.zeros(problem.weight_shape, np.float32),
+                      tmp_path / label) for label, text in (("pinned", CONFIG.sub("", pinned)), ("plain", plain))]
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6 * np.abs(got[1]).max())
     expected = weight.reference(problem, inputs)
     np.testing.assert_allclose(got[0], expected, rtol=0, atol=1e-4 * np.abs(expected).max())
-
-
-def _run(problem, mlir: str, inputs: list, workdir) -> np.ndarray:
-    spec = compiler.ModuleSpec(problem.name, mlir, CPU)
-    vmfb = compiler.compile_module(spec, workdir / "m.vmfb")
-    function = runtime.loaded_function(spec, vmfb.read_bytes(), "local-task", runtime.get_device("local-task"))
-    *_, out = function(*inputs, np.zeros(problem.weight_shape, np.float32))
-    return np.asarray(out.to_host(), np.float64)

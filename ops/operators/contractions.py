@@ -88,12 +88,7 @@ def _depthwise(index: int, phase, problem: ConvBwdDataProblem, element: str, win
             sub_dilations=mlir.i64_array([p.sub_dilation for p in phase]), unit_strides=mlir.i64_array([1] * rank),
             dispatch_config=f", compilation_info = {config}" if config else "")
     kept = tuned_axes(phase)
-    reassociation, group = [], []
-    for dim in range(rank + 1):  # each single-tap axis joins the next axis kept (or G)
-        group.append(dim)
-        if dim in kept or dim == rank:
-            reassociation.append(group)
-            group = []
+    reassociation = mlir.folding_reassociation([a in kept for a in range(rank)] + [True])  # single taps join G
     m, u = mlir.dims("m", rank), mlir.dims("u", rank)
     window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" if a in kept else m[a] for a, p in enumerate(phase)),
                     "g"]
@@ -137,12 +132,7 @@ def dense_tuned(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
     m, u = mlir.dims("m", rank), mlir.dims("u", rank)
     kept = tuned_axes(phase)
     # each single-tap axis joins the next axis kept (or K) in the collapse
-    reassociation, group = [], []
-    for dim in range(rank + 2):
-        group.append(dim)
-        if dim in kept or dim >= rank:
-            reassociation.append(group)
-            group = []
+    reassociation = mlir.folding_reassociation([a in kept for a in range(rank)] + [True, True])
     taps_filter = [phase[a].filter_taps for a in kept] + filter_shape[rank:]
     window_index = ["n", *(f"{m[a]} + {u[a]} * {p.sub_dilation}" if a in kept else m[a] for a, p in enumerate(phase)), "k"]
     window_groups = {"index": index, "element": element, "window": window_value,

@@ -427,13 +427,7 @@ def _unit_view(value: str, value_type: str, entries: list, full_shape: list[int]
     collapsed away, each into the next dim kept (the last into the one before); unchanged where it has none."""
     if None not in entries:
         return "", value, value_type
-    groups, pending = [], []
-    for position, entry in enumerate(entries):
-        pending.append(position)
-        if entry is not None:
-            groups.append(pending)
-            pending = []
-    groups[-1] += pending
+    groups = mlir.folding_reassociation([entry is not None for entry in entries])
     view_type = mlir.tensor([math.prod(full_shape[i] for i in group) for group in groups], element)
     return (mlir.render("grouped_conv_bwd_weight.unit_view", result=result, source=value, reassociation=groups,
                         source_type=value_type, result_type=view_type), result, view_type)

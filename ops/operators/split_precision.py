@@ -87,17 +87,12 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     attrs = mlir.transpose_attrs(merged_parts, merged_domain.index(merged_read[-1]), copy)
     if not attrs:
         return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
-    rows, stacked = f"{v}_rows", _stacked(parts, part_dim)
+    stacked = _stacked(parts, part_dim)
     stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
-    _, merged_stacked, stacked_groups = _merged(stacked_dims, stacked, spatial)
+    _, _, stacked_groups = _merged(stacked_dims, stacked, spatial)
     merged_part_dim = part_dim - (len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
-    collapse = mlir.render("common.collapse", result=f"%{rows}", source=f"%{v}", reassociation=in_groups,
-                           source_type=mlir.tensor(in_shape, "f32"), result_type=mlir.tensor(merged_in, "f32"))
-    expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{rows}3", reassociation=stacked_groups,
-                         shape=", ".join(map(str, stacked)), source_type=mlir.tensor(merged_stacked, "bf16"),
-                         result_type=mlir.tensor(stacked, "bf16"))
-    return "\n".join([mlir.indent(collapse), _split_pass(rows, merged_domain, merged_read, merged_in, merged_parts,
-                                                         merged_part_dim, lo_part, attrs), mlir.indent(expand)])
+    return _reshaped_pass(v, f"{v}_rows", in_shape, in_groups, stacked, stacked_groups, _split_pass(
+        f"{v}_rows", merged_domain, merged_read, merged_in, merged_parts, merged_part_dim, lo_part, attrs))
 
 
 def _in_order(v: str, in_shape: tuple, parts: tuple, lo_part: int, copy) -> str:
@@ -109,16 +104,28 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, lo_part: int, copy) -> str:
     attrs = mlir.split_attrs(parts[0], elements, copy)
     if not attrs:
         return _split_pass(v, dims, dims[1:], in_shape, parts, 0, lo_part, "")
-    flat, stacked = f"{v}_flat", _stacked(parts, 0)
-    collapse = mlir.render("common.collapse", result=f"%{flat}", source=f"%{v}",
-                           reassociation=[list(range(len(in_shape)))], source_type=mlir.tensor(in_shape, "f32"),
-                           result_type=mlir.tensor((elements,), "f32"))
-    expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{flat}3",
-                         reassociation=[list(range(len(stacked)))], shape=", ".join(map(str, stacked)),
-                         source_type=mlir.tensor((parts[0] * elements,), "bf16"),
+    stacked = _stacked(parts, 0)
+    return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
+                          [list(range(len(stacked)))], _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,),
+                                                                   (parts[0], elements), 0, lo_part, attrs))
+
+
+def _reshaped_pass(v: str, view: str, in_shape: tuple, in_groups: list, stacked: tuple, stacked_groups: list,
+                   split_pass: str) -> str:
+    """``split_pass`` over %``view``, %``v`` collapsed by ``in_groups`` (free), its stacked parts %``view``3
+    expanded back by ``stacked_groups`` into %``v``3 of the ``stacked`` shape."""
+    collapsed = _collapsed(in_shape, in_groups)
+    collapse = mlir.render("common.collapse", result=f"%{view}", source=f"%{v}", reassociation=in_groups,
+                           source_type=mlir.tensor(in_shape, "f32"), result_type=mlir.tensor(collapsed, "f32"))
+    expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{view}3", reassociation=stacked_groups,
+                         shape=mlir.index_list(stacked),
+                         source_type=mlir.tensor(_collapsed(stacked, stacked_groups), "bf16"),
                          result_type=mlir.tensor(stacked, "bf16"))
-    return "\n".join([mlir.indent(collapse), _split_pass(flat, ["d0", "d1"], ["d1"], (elements,),
-                                                         (parts[0], elements), 0, lo_part, attrs), mlir.indent(expand)])
+    return "\n".join([mlir.indent(collapse), split_pass, mlir.indent(expand)])
+
+
+def _collapsed(shape: tuple, groups: list) -> tuple:
+    return tuple(math.prod(shape[i] for i in group) for group in groups)
 
 
 def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
@@ -138,11 +145,10 @@ def _stacked(parts: tuple, part_dim: int) -> tuple:
     return (*parts[:part_dim], parts[part_dim] * parts[part_dim + 1], *parts[part_dim + 2:])
 
 
-def _merged(dims: list[str], shape: tuple, names: list[str]) -> tuple[list[str], tuple, str]:
+def _merged(dims: list[str], shape: tuple, names: list[str]) -> tuple[list[str], tuple, list]:
     """(``dims`` with ``names``, adjacent there, merged into the first, ``shape`` so merged, the reassociation)."""
     first = dims.index(names[0])
     last = first + len(names)
     assert dims[first:last] == list(names), (dims, names)
     groups = [[a] for a in range(first)] + [list(range(first, last))] + [[a] for a in range(last, len(dims))]
-    return (dims[:first + 1] + dims[last:], (*shape[:first], math.prod(shape[first:last]), *shape[last:]),
-            str(groups))
+    return dims[:first + 1] + dims[last:], _collapsed(shape, groups), groups
