@@ -58,4 +58,4 @@ ${value}_clamped = arith.minsi ${value}_low, ${value}_last : index
 
 // fragment copy_config: how a GPU target tiles a data-movement linalg.generic (the tuning table's copy_config;
 // ops/render.py's copy_attrs): the attrs, spliced into the generic's line, so this comment is left out
- attrs = {compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{thread = [${thread}], workgroup = [${workgroup}]}>, translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> workgroup_size = [${threads}, 1, 1] subgroup_size = ${subgroup_size}>>}
+ attrs = {compilation_info = #iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{${promote}thread = [${thread}], workgroup = [${workgroup}]}>, translation_info = #iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> workgroup_size = [${threads}, 1, 1] subgroup_size = ${subgroup_size}>>}

@@ -11,9 +11,9 @@
 // so the three products are one bfloat16 convolution over 3K input channels, summed in float32:
 //     grad_in[n, i, c] = sum_{u, t, k} G3[n, i + d*u, (t, k)] * W3[u, (t, k), c]
 //     G3 = [hi_g, hi_g, lo_g] along the channels,   W3 = [hi_w, lo_w, hi_w] along k, flipped
-// The split writes G3 channels-last and W3 as the named convolution's (F.., C_in, C_out) filter; the convolution
-// accumulates in float32 (on a GPU, tiled by the target's rule where one applies: ops/policy.py's conv_tiles), and
-// the store puts grad_in in the problem's layout.
+// The split writes G3 channels-last and zero-padded (in place where it has a tile), and W3 as the named
+// convolution's (F.., C_in, C_out) filter; the convolution accumulates in float32 (on a GPU, tiled by the
+// target's rule where one applies: ops/policy.py's conv_tiles), and the store puts grad_in in the problem's layout.
 //
 // Problem: ${problem_name}
 
@@ -23,10 +23,8 @@
 
 func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero = arith.constant 0.0 : f32
-  %zero_bf16 = arith.constant 0.0 : bf16
 ${split_grad_out}
 ${flip}${split_weight}
-${pad}
   %acc_empty = tensor.empty() : ${acc_type}
   %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : ${acc_type}) -> ${acc_type}
   %rows_cl = linalg.${conv_op} {dilations = ${dilations}, strides = ${unit_strides}${dispatch_config}}

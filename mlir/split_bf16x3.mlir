@@ -57,4 +57,23 @@ ${split_grad_out}
     %part = arith.select %is_lo, %lo, %hi : bf16
     linalg.yield %part : bf16
   } -> ${parts_type}
+${stack}
+
+// fragment stack: the parts as one tensor, j merged with the axis after it
   %${v}3 = tensor.collapse_shape %${v}_parts [${collapse}] : ${parts_type} into ${stacked_type}
+
+// fragment stack_padded: the parts written into a zero-filled tensor of the padded shape, then stacked (IREE
+// stores the split there in place; a tensor.pad of the stacked parts would be a copy dispatch of its own, IREE's
+// slow_memcpy, since the split's spatial dims are merged before it)
+  %${v}_zero_bf16 = arith.constant 0.0 : bf16
+  %${v}_padded_empty = tensor.empty() : ${padded_type}
+  %${v}_padded_zero = linalg.fill ins(%${v}_zero_bf16 : bf16) outs(%${v}_padded_empty : ${padded_type}) -> ${padded_type}
+  %${v}_padded = tensor.insert_slice %${v}_parts into %${v}_padded_zero[${offsets}] [${sizes}] [${strides}] : ${parts_type} into ${padded_type}
+  %${v}3_padded = tensor.collapse_shape %${v}_padded [${collapse}] : ${padded_type} into ${stacked_type}
+
+// fragment pad_stacked: the stacked parts zero-padded after the split (IREE makes the pad a copy dispatch)
+  %${v}_zero_bf16 = arith.constant 0.0 : bf16
+  %${v}3_padded = tensor.pad %${v}3 low[${low}] high[${high}] {
+  ^bb0(${index_args}):
+    tensor.yield %${v}_zero_bf16 : bf16
+  } : ${source_type} to ${result_type}

@@ -8,6 +8,7 @@ math; the helpers only spell shapes, maps and index lists.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import string
 from pathlib import Path
@@ -136,16 +137,44 @@ def copy_attrs(shape, copy, steps=None) -> str:
 def transpose_attrs(shape, rows_dim: int, copy) -> str:
     """The attrs of a transposing elementwise ``linalg.generic`` over ``shape`` (its innermost dim the output's,
     ``rows_dim`` the one its input runs along) on a GPU target whose ``copy`` (the tuning table's copy_config) has a
-    ``transpose_tile``: a workgroup takes ``rows`` x ``cols`` of those two dims, each thread ``thread_rows`` x
-    ``thread_cols`` (reads along the rows, writes along the cols, both in runs); nothing where the tile's columns do
-    not divide the innermost dim or its rows exceed the input's."""
-    tile = (copy or {}).get("transpose_tile")
-    if not tile or shape[-1] % tile["cols"] or shape[rows_dim] < tile["rows"]:
+    transpose tile (``_transpose_tile``): a workgroup takes ``rows`` x ``cols`` of those two dims, each thread
+    ``thread_rows`` x ``thread_cols`` (reads along the rows, writes along the cols, both in runs); nothing where no
+    tile's columns divide the innermost dim or its rows exceed the input's."""
+    tile = _transpose_tile(copy, shape[-1])
+    if not tile or shape[rows_dim] < tile["rows"]:
         return ""
     workgroup, thread = [1] * len(shape), [1] * len(shape)
     workgroup[rows_dim], workgroup[-1] = tile["rows"], tile["cols"]
     thread[rows_dim], thread[-1] = tile["thread_rows"], tile["thread_cols"]
-    return _tiled(thread, workgroup, tile["rows"] // tile["thread_rows"] * tile["cols"] // tile["thread_cols"], copy)
+    return _tiled(thread, workgroup, tile["rows"] // tile["thread_rows"] * tile["cols"] // tile["thread_cols"], copy,
+                  tile.get("promote", False))
+
+
+def _transpose_tile(copy, channels: int) -> dict | None:
+    """The copy_config's ``transpose_tile``, or its ``narrow_transpose_tile`` where the first's columns do not divide
+    ``channels`` (the output's innermost dim), or None where neither's do."""
+    tiles = [(copy or {}).get(key) for key in ("transpose_tile", "narrow_transpose_tile")]
+    return next((tile for tile in tiles if tile and channels % tile["cols"] == 0), None)
+
+
+def window_transpose_attrs(shape, spatial_axes: list[int], copy) -> str:
+    """The attrs of a transposing elementwise ``linalg.generic`` over ``shape`` whose input runs along its last
+    spatial axis and whose output along its innermost dim, its spatial axes kept apart (a split written into a
+    zero-padded tensor, which IREE cannot merge them for), on a GPU target whose ``copy`` has a ``transpose_tile``:
+    the tile's rows come from the spatial axes, innermost first, each the largest divisor of its size within the rows
+    left; the tile as ``_transpose_tile`` picks it, nothing where it picks none."""
+    tile = _transpose_tile(copy, shape[-1])
+    if not tile:
+        return ""
+    workgroup, thread, left = [1] * len(shape), [1] * len(shape), tile["rows"]
+    for axis in reversed(spatial_axes):
+        workgroup[axis] = max(d for d in range(1, min(left, shape[axis]) + 1) if shape[axis] % d == 0)
+        left //= workgroup[axis]
+    rows = spatial_axes[-1]
+    thread[rows] = math.gcd(workgroup[rows], tile["thread_rows"])
+    workgroup[-1], thread[-1] = tile["cols"], tile["thread_cols"]
+    return _tiled(thread, workgroup, math.prod(w // t for w, t in zip(workgroup, thread)), copy,
+                  tile.get("promote", False))
 
 
 def split_attrs(parts: int, elements: int, copy) -> str:
@@ -158,10 +187,12 @@ def split_attrs(parts: int, elements: int, copy) -> str:
     return _tiled([parts, tile["thread"]], [parts, tile["thread"] * tile["threads"]], tile["threads"], copy)
 
 
-def _tiled(thread: list[int], workgroup: list[int], threads: int, copy) -> str:
-    """The ``common.copy_config`` attrs: ``thread`` and ``workgroup`` tiles per dim, ``threads`` a workgroup."""
+def _tiled(thread: list[int], workgroup: list[int], threads: int, copy, promote: bool = False) -> str:
+    """The ``common.copy_config`` attrs: ``thread`` and ``workgroup`` tiles per dim, ``threads`` a workgroup;
+    ``promote``: the input staged through shared memory (IREE's own transpose configuration does so)."""
     return render("common.copy_config", thread=", ".join(map(str, thread)), workgroup=", ".join(map(str, workgroup)),
-                  threads=threads, subgroup_size=copy["subgroup_size"]).splitlines()[-1]
+                  threads=threads, subgroup_size=copy["subgroup_size"],
+                  promote="promote_operands = [0], " if promote else "").splitlines()[-1]
 
 
 def transients(taken: bool) -> str:

@@ -43,14 +43,10 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
         "data_split_conv", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), transients=transients,
-        split_grad_out=_split_grad_out(problem, copy), flip="" if flip_by_map else _flip(problem) + "\n",
+        split_grad_out=_split_grad_out(problem, [(r - lo, r - hi) for r, (lo, hi) in zip(reach, problem.padding)],
+                                       copy),
+        flip="" if flip_by_map else _flip(problem) + "\n",
         split_weight=_split_weight(problem, flip_by_map), weight3="%weight3" if flip_by_map else "%weight_flipped3",
-        pad=mlir.indent(mlir.render("common.zero_pad", result="%grad_out3_padded", source="%grad_out3",
-                        low=mlir.index_list([0, *(r - lo for r, (lo, _) in zip(reach, problem.padding)), 0]),
-                        high=mlir.index_list([0, *(r - hi for r, (_, hi) in zip(reach, problem.padding)), 0]),
-                        index_args=", ".join(f"%p{a}: index" for a in range(rank + 2)), zero="%zero_bf16",
-                        element="bf16", source_type=_grad_out3_type(problem),
-                        result_type=mlir.tensor([problem.batch, *padded, 3 * k], "bf16")), 2),
         padded_type=mlir.tensor([problem.batch, *padded, 3 * k], "bf16"), conv_op=CONV_OPS[rank],
         weight3_type=mlir.tensor([*problem.filter_spatial, 3 * k, c], "bf16"), acc_type=mlir.tensor(acc, "f32"),
         dilations=mlir.i64_array(problem.dilation), unit_strides=mlir.i64_array([1] * rank),
@@ -59,19 +55,16 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
     )
 
 
-def _grad_out3_type(problem: ConvBwdDataProblem) -> str:
-    return mlir.tensor([problem.batch, *problem.output_spatial, 3 * problem.out_channels], "bf16")
-
-
-def _split_grad_out(problem: ConvBwdDataProblem, copy=None) -> str:
-    """grad_out's parts (hi, hi, lo) stacked along its channels, channels-last: iterated over (n, o.., t, k)."""
+def _split_grad_out(problem: ConvBwdDataProblem, pad, copy=None) -> str:
+    """grad_out's parts (hi, hi, lo) stacked along its channels, channels-last, zero-padded by ``pad`` ((low, high)
+    per spatial axis) into %grad_out3_padded: iterated over (n, o.., t, k)."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 3)
     n, o, k = domain[0], domain[1:rank + 1], domain[-1]
     read = [n, *o, k] if problem.channels_last else [n, k, *o]
     parts = (problem.batch, *problem.output_spatial, 3, problem.out_channels)
     return split_precision.split_as("grad_out", domain, read, problem.output_shape, parts, rank + 1,
-                                    split_precision.HI_HI_LO, copy, o)
+                                    split_precision.HI_HI_LO, copy, o, pad)
 
 
 def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:

@@ -65,7 +65,7 @@ def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool
 
 
 def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-             lo_part: int, copy=None, spatial: list[str] = ()) -> str:
+             lo_part: int, copy=None, spatial: list[str] = (), pad=None) -> str:
     """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
     (the iteration ``domain``'s order, the part axis j at ``part_dim``, part ``lo_part`` lo), read through ``read``
     (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
@@ -74,7 +74,12 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     (``_in_order``). A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of
     ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one, its ``spatial`` dims (adjacent
     in ``read`` and ``domain``) merged into one around the pass: IREE merges them itself, and drops a configuration
-    set on the pass when it does."""
+    set on the pass when it does.
+
+    ``pad`` ((low, high) zeros per ``spatial`` dim) gives %``v``3_padded instead, the stacked parts zero-padded
+    (``_padded``)."""
+    if pad:
+        return _padded(v, domain, read, in_shape, parts, part_dim, lo_part, copy, spatial, pad)
     if read == domain[1:] and part_dim == 0:
         return _in_order(v, in_shape, parts, lo_part, copy)
     if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
@@ -128,16 +133,56 @@ def _collapsed(shape: tuple, groups: list) -> tuple:
     return tuple(math.prod(shape[i] for i in group) for group in groups)
 
 
+def _padded(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
+            lo_part: int, copy, spatial: list[str], pad) -> str:
+    """The split of %``v`` into %``v``3_padded, its stacked parts zero-padded by ``pad`` ((low, high) per ``spatial``
+    dim). A transposing split from channels-first with a tile (``render.window_transpose_attrs``) writes its parts
+    into the zero-filled padded tensor, over its dims as they lie (the store into the padded tensor keeps IREE from
+    merging them): IREE writes it in place. Any other split is stacked, then padded (a copy dispatch of IREE's)."""
+    axes = [domain.index(s) for s in spatial]
+    low, high = [0] * len(parts), [0] * len(parts)
+    for a, (before, after) in zip(axes, pad):
+        low[a], high[a] = before, after
+    padded = tuple(size + before + after for size, before, after in zip(parts, low, high))
+    transposing = read[-1] != domain[-1] and read[-1] == spatial[-1]
+    attrs = mlir.window_transpose_attrs(parts, axes, copy) if transposing else ""
+    if attrs:
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, attrs, (low, padded))
+    stacked_low, stacked_high = (_unstacked(pads, part_dim) for pads in (low, high))
+    return "\n".join([split_as(v, domain, read, in_shape, parts, part_dim, lo_part, copy, spatial), mlir.render(
+        "split_bf16x3.pad_stacked", v=v, low=mlir.index_list(stacked_low), high=mlir.index_list(stacked_high),
+        index_args=", ".join(f"%{v}_i{a}: index" for a in range(len(stacked_low))),
+        source_type=mlir.tensor(_stacked(parts, part_dim), "bf16"),
+        result_type=mlir.tensor(_stacked(padded, part_dim), "bf16"))])
+
+
+def _unstacked(values: list, part_dim: int) -> list:
+    """Per-dim ``values`` of the parts, as the stacked tensor's dims (j merged with the axis after it: unpadded)."""
+    return values[:part_dim + 1] + values[part_dim + 2:]
+
+
 def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-                lo_part: int, attrs: str) -> str:
+                lo_part: int, attrs: str, padding=None) -> str:
+    """The split fragment, its parts stacked into %``v``3, or written at ``padding`` ((low per dim, padded shape))
+    into a zero-filled tensor and stacked into %``v``3_padded."""
     merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
     merged.insert(part_dim, [part_dim, part_dim + 1])
+    collapse = ", ".join(str(m) for m in merged)
+    parts_type = mlir.tensor(parts, "bf16")
+    if padding is None:
+        stack = mlir.render("split_bf16x3.stack", v=v, collapse=collapse, parts_type=parts_type,
+                            stacked_type=mlir.tensor(_stacked(parts, part_dim), "bf16"))
+    else:
+        low, padded = padding
+        stack = mlir.render("split_bf16x3.stack_padded", v=v, collapse=collapse, parts_type=parts_type,
+                            padded_type=mlir.tensor(padded, "bf16"), offsets=mlir.index_list(low),
+                            sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts)),
+                            stacked_type=mlir.tensor(_stacked(padded, part_dim), "bf16"))
     return mlir.render(
-        "split_bf16x3.split", v=v, lo_part=lo_part, part_dim=part_dim, parts_type=mlir.tensor(parts, "bf16"),
+        "split_bf16x3.split", v=v, lo_part=lo_part, part_dim=part_dim, parts_type=parts_type,
         in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
         write_map=mlir.affine_map(domain, domain), iterators=mlir.iterators(["parallel"] * len(domain)),
-        collapse=", ".join(str(m) for m in merged), stacked_type=mlir.tensor(_stacked(parts, part_dim), "bf16"),
-        attrs=attrs,
+        attrs=attrs, stack=stack,
     )
 
 
