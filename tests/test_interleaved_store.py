@@ -114,3 +114,23 @@ def tuned_phases(monkeypatch):
 def test_tuned_phases_without_their_single_tap_axes_match_the_direct_definition(rng, tuned_phases, name):
     assert "_taps = tensor.collapse_shape" in conv.render(PROBLEMS[name])  # the form under test is the one rendered
     check_against_the_direct_definition(rng, name)
+
+
+def test_channels_first_float32_strided_phases_fuse_their_padding_on_cuda():
+    """The CUDA table's rule (docs/perf/h200-split-inplace/exp21.log): a channels-first float32 2-D backward-data of
+    stride 2, dense or depthwise, reads each phase's padding inside its convolution; stride 1, channels-last, 3-D
+    and the float32 problems computed as bf16x3 keep IREE's pad copies."""
+    cuda = targets.parse_target("cuda:sm_80")
+    fuse = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+
+    def flags(op="conv_bwd_data", stride=2, layout="NCHW", rank=2, groups=1, channels=64, precision="float32"):
+        problem = catalog.problem(op, "ck_default", batch=4, groups=groups, in_channels=channels,
+                                  out_channels=channels, input_spatial=(16,) * rank, filter_spatial=(3,) * rank,
+                                  stride=stride, padding=1, layout=layout, dtype="float32")
+        return policy.flags_for(dataclasses.replace(problem, precision=precision), cuda)
+    assert fuse in flags()
+    assert fuse in flags("grouped_conv_bwd_data", groups=96, channels=1)
+    assert fuse not in flags(stride=1)
+    assert fuse not in flags(layout="NHWC")
+    assert fuse not in flags(layout="NCDHW", rank=3)
+    assert fuse not in flags(stride=1, precision="bf16x3")
