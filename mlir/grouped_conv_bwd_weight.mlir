@@ -254,22 +254,22 @@ ${pick}
     %tap_is_${tap} = arith.cmpi eq, %tap, %c${tap} : index
     %picked${tap} = arith.select %tap_is_${tap}, %p${tap}, ${previous} : f32
 
-// fragment shifted: on llvm-cpu, channels-first stride-1 problems of one group: one batch matmul per tap over
-// contiguous slices of x flattened. With x padded to the windows' grid (one row more on the first axis) and grad_out
+// fragment shifted: on llvm-cpu, stride-1 problems of one group (channels-last operands moved channels-first): one
+// batch matmul per tap over contiguous slices of x flattened. With x padded to the windows' grid (one row more on the first axis) and grad_out
 // padded on its inner axes to the same row lengths, flattened, the tap f's window of every output position is one
 // slice at the offset off(f) = sum_a f_a * stride_a; the padded positions of grad_out are zeros, so the junk they
 // pair with adds nothing:
 //     per_tap[f][n, k, c] = sum_l grad_out_flat[n, k, l] * x_flat[n, c, l + off(f)]
 //     grad_w[k, c, f] = sum_n per_tap[f][n, k, c]
-  %x_grid = tensor.pad %x low[${x_low}] high[${x_high}] {
+  %x_grid = tensor.pad ${x} low[${x_low}] high[${x_high}] {
   ^bb0(${x_index_args}):
     tensor.yield %zero_element : ${element}
-  } : !x to ${x_grid_type}
+  } : ${x_cf_type} to ${x_grid_type}
   %x_flat = tensor.collapse_shape %x_grid ${flat_reassociation} : ${x_grid_type} into ${x_flat_type}
-  %grad_out_grid = tensor.pad %grad_out low[${grad_out_low}] high[${grad_out_high}] {
+  %grad_out_grid = tensor.pad ${grad_out} low[${grad_out_low}] high[${grad_out_high}] {
   ^bb0(${x_index_args}):
     tensor.yield %zero_element : ${element}
-  } : !grad_out to ${grad_out_grid_type}
+  } : ${grad_out_cf_type} to ${grad_out_grid_type}
   %grad_out_flat = tensor.collapse_shape %grad_out_grid ${flat_reassociation} : ${grad_out_grid_type} into ${grad_out_flat_type}
   %taps_empty = tensor.empty() : ${taps_type}
   %tap_empty = tensor.empty() : ${tap_type}

@@ -367,8 +367,8 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
     if contraction == "taps":
         return weight_taps.render(problem, element), "%acc"
     if contraction == "shifted":
-        check(weight_shifted.applies(problem), f"{OP}: the shifted form takes channels-first problems of one group, "
-                                               f"stride and dilation 1 and several taps, but got {problem.name}")
+        check(weight_shifted.applies(problem), f"{OP}: the shifted form takes problems of one group, stride and "
+                                               f"dilation 1 and several taps, but got {problem.name}")
         return weight_shifted.render(problem, element), "%acc"
     return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
 

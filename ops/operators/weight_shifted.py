@@ -1,7 +1,8 @@
 """grouped_conv_bwd_weight's ``shifted`` form (``mlir/grouped_conv_bwd_weight.mlir``'s ``shifted``), on ``llvm-cpu``:
-a channels-first stride-1 problem of one group as one batch matmul per tap over contiguous slices of x and grad_out
-flattened on a common grid of rows, no gather. The rows past an image's edge on the inner axes are computed too
-(grad_out is zero there): ``waste`` says how many."""
+a stride-1 problem of one group as one batch matmul per tap over contiguous slices of x and grad_out flattened on a
+common grid of rows, no gather; channels-last operands are moved channels-first first (a matmul over channels-last
+slices, both operands reduced along their outer dim, ran 1.2-1.9x slower: docs/perf/zen4-shifted). The rows past an
+image's edge on the inner axes are computed too (grad_out is zero there): ``waste`` says how many."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from ..problem import ConvBwdWeightProblem
 
 
 def applies(problem: ConvBwdWeightProblem) -> bool:
-    """Channels-first, one group, stride and dilation 1, and a filter of several taps."""
-    return (not problem.channels_last and problem.groups == 1 and set(problem.stride) == {1}
-            and set(problem.dilation) == {1} and math.prod(problem.filter_spatial) > 1)
+    """One group, stride and dilation 1, and a filter of several taps."""
+    return (problem.groups == 1 and set(problem.stride) == {1} and set(problem.dilation) == {1}
+            and math.prod(problem.filter_spatial) > 1)
 
 
 def _grid(problem: ConvBwdWeightProblem) -> tuple[list[int], list[int]]:
@@ -28,7 +29,7 @@ def _grid(problem: ConvBwdWeightProblem) -> tuple[list[int], list[int]]:
 
 
 def render(problem: ConvBwdWeightProblem, element: str) -> str:
-    """The form's contraction, ``%acc`` in grad_w's (k, c, f..) order, float32."""
+    """The form's contraction, ``%acc`` in grad_w's order ((k, c, f..) or (k, f.., c)), float32."""
     rank, n, c, k = problem.rank, problem.batch, problem.in_channels, problem.out_channels
     outputs, filters = list(problem.output_spatial), list(problem.filter_spatial)
     grid, strides = _grid(problem)
@@ -48,8 +49,10 @@ def render(problem: ConvBwdWeightProblem, element: str) -> str:
     f = mlir.dims("f", rank)
     domain = ["n", "k", "c", *f]
     grid_shape = [*filters, n, k, c]
-    return mlir.render(
-        "grouped_conv_bwd_weight.shifted", **names, element=element, taps=tap_text,
+    moves, x, grad_out = _channels_first(problem, element)
+    return moves + mlir.render(
+        "grouped_conv_bwd_weight.shifted", **names, element=element, taps=tap_text, x=x[0], x_cf_type=x[1],
+        grad_out=grad_out[0], grad_out_cf_type=grad_out[1],
         x_low=mlir.index_list([0, 0, *lows]), x_high=mlir.index_list([0, 0, *x_high]),
         x_index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
         x_grid_type=mlir.tensor([n, c, *grid], element),
@@ -59,9 +62,25 @@ def render(problem: ConvBwdWeightProblem, element: str) -> str:
         grad_out_grid_type=mlir.tensor([n, k, outputs[0], *grid[1:]], element),
         taps_reassociation=[list(range(rank)), [rank], [rank + 1], [rank + 2]],
         taps_shape=mlir.index_list(grid_shape), taps_grid_type=mlir.tensor(grid_shape, dtypes.ACCUMULATOR),
-        images_read=mlir.affine_map(domain, [*f, "n", "k", "c"]), images_map=mlir.affine_map(domain, domain[1:]),
+        images_read=mlir.affine_map(domain, [*f, "n", "k", "c"]),
+        images_map=mlir.affine_map(domain, ["k", *f, "c"] if problem.channels_last else domain[1:]),
         images_iterators=mlir.iterators(["reduction"] + ["parallel"] * (len(domain) - 1)),
     )
+
+
+def _channels_first(problem: ConvBwdWeightProblem, element: str) -> tuple[str, tuple, tuple]:
+    """(lines, (x, type), (grad_out, type)): the operands channels-first, moved there where they are not."""
+    if not problem.channels_last:
+        return "", ("%x", "!x"), ("%grad_out", "!grad_out")
+    rank = problem.rank
+    first = mlir.index_list([0, rank + 1, *range(1, rank + 1)])
+    x_type = mlir.tensor([problem.batch, problem.in_channels, *problem.input_spatial], element)
+    grad_out_type = mlir.tensor([problem.batch, problem.out_channels, *problem.output_spatial], element)
+    lines = [mlir.render("common.transpose", result="%x_cf", source="%x", source_type="!x", result_type=x_type,
+                         permutation=first),
+             mlir.render("common.transpose", result="%grad_out_cf", source="%grad_out", source_type="!grad_out",
+                         result_type=grad_out_type, permutation=first)]
+    return "\n".join(lines) + "\n", ("%x_cf", x_type), ("%grad_out_cf", grad_out_type)
 
 
 def waste(problem: ConvBwdWeightProblem) -> float:
