@@ -255,10 +255,10 @@ ${pick}
     %picked${tap} = arith.select %tap_is_${tap}, %p${tap}, ${previous} : f32
 
 // fragment shifted: on llvm-cpu, stride-1 problems of one group (channels-last operands moved channels-first): one
-// batch matmul per tap over contiguous slices of x flattened. With x padded to the windows' grid (one row more on the first axis) and grad_out
-// padded on its inner axes to the same row lengths, flattened, the tap f's window of every output position is one
-// slice at the offset off(f) = sum_a f_a * stride_a; the padded positions of grad_out are zeros, so the junk they
-// pair with adds nothing:
+// batch matmul per tap over contiguous slices of x flattened. With x padded to the windows' grid (one row more on
+// the first axis) and grad_out padded on its inner axes to the same row lengths, flattened, the tap f's window of
+// every output position is one slice at the offset off(f) = sum_a f_a * stride_a; the padded positions of grad_out
+// are zeros, so the junk they pair with adds nothing:
 //     per_tap[f][n, k, c] = sum_l grad_out_flat[n, k, l] * x_flat[n, c, l + off(f)]
 //     grad_w[k, c, f] = sum_n per_tap[f][n, k, c]
   %x_grid = tensor.pad ${x} low[${x_low}] high[${x_high}] {
