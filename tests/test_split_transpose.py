@@ -36,8 +36,9 @@ def _weight(**params):
     return grouped_conv_bwd_weight.problem_from_params(**{**base, **params})
 
 
-# each form whose split of an activation transposes: the 1x1 gemm form, the 3x3 split_conv form (its parts'
-# part axis after the positions), a 3x3 and a 3-D weight gradient (the stacked batch)
+# each form whose split of an activation transposes, its positions merged: the 1x1 gemm form, a 3x3 and a 3-D
+# weight gradient (the stacked batch); the 3x3 split_conv form's split (its parts' part axis after the positions)
+# writes into a padded tensor instead (PADDED)
 CASES = {"data_gemm": lambda: _data(),
          "weight_3x3": lambda: _weight(),
          "weight_3d": lambda: _weight(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW")}
