@@ -124,8 +124,8 @@ class Form:
     operand laid out (o, channels) first, so that no matmul reduces along a row, in either layout:
     ``"per_image_nn"``), for problems of few channels a group one sum per tap, image, group and (k, c) in one
     generic, then summed over the images (``"taps"``), for depthwise problems of 1 or 2 spatial axes the named
-    depthwise convolution (``"depthwise"``), or, for channels-first stride-1 problems of one group, one batch matmul
-    per tap over contiguous slices of x and grad_out flattened (``"shifted"``, ``weight_shifted``); all but the
+    depthwise convolution (``"depthwise"``), or, for stride-1 problems of one group, one batch matmul per tap over
+    contiguous slices of x and grad_out flattened channels-first (``"shifted"``, ``weight_shifted``); all but the
     generic and gemm reduce the whole batch at once."""
 
     batch_split: int = 1

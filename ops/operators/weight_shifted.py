@@ -11,6 +11,7 @@ import math
 
 from .. import dtypes
 from .. import render as mlir
+from ..layouts import join_activation
 from ..problem import ConvBwdWeightProblem
 
 
@@ -74,8 +75,9 @@ def _channels_first(problem: ConvBwdWeightProblem, element: str) -> tuple[str, t
         return "", ("%x", "!x"), ("%grad_out", "!grad_out")
     rank = problem.rank
     first = mlir.index_list([0, rank + 1, *range(1, rank + 1)])
-    x_type = mlir.tensor([problem.batch, problem.in_channels, *problem.input_spatial], element)
-    grad_out_type = mlir.tensor([problem.batch, problem.out_channels, *problem.output_spatial], element)
+    x_type = mlir.tensor(join_activation(problem.batch, problem.input_spatial, problem.in_channels, False), element)
+    grad_out_type = mlir.tensor(join_activation(problem.batch, problem.output_spatial, problem.out_channels, False),
+                                element)
     lines = [mlir.render("common.transpose", result="%x_cf", source="%x", source_type="!x", result_type=x_type,
                          permutation=first),
              mlir.render("common.transpose", result="%grad_out_cf", source="%grad_out", source_type="!grad_out",
