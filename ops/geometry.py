@@ -136,6 +136,31 @@ def bwd_data_phases(in_size: int, out_size: int, window: int, stride: int, dilat
     return phases
 
 
+@dataclass(frozen=True)
+class MergedAxis:
+    """One spatial axis of the merged-phase form of a depthwise backward-data (``data_merged``, dilation 1).
+
+    grad_in's position i = s*m + r (row m < ``rows``, residue r < s) sums grad_out[m + shift + u] times tap
+    ``first_tap + r - s*u`` of the filter over u < ``taps``, a tap outside [0, window) counting zero; grad_out is
+    read zero-padded by ``pad`` (low, high), at row m + shift + u + pad[0].
+    """
+
+    rows: int
+    taps: int
+    shift: int
+    first_tap: int
+    pad: tuple[int, int]
+
+
+def merged_phase_axis(in_size: int, out_size: int, window: int, stride: int, pad_lo: int) -> MergedAxis:
+    """The merged-phase form's axis: from s*o + f = s*m + r + p_lo, o - m = (r + p_lo - f) / s where s divides it;
+    ``shift`` is its least value over every residue and tap, ``taps`` its span."""
+    reach = [(r + pad_lo - f) // stride for r in range(stride) for f in range(window) if (r + pad_lo - f) % stride == 0]
+    shift, taps, rows = min(reach), max(reach) - min(reach) + 1, in_size // stride
+    last_read = rows - 1 + shift + taps - 1
+    return MergedAxis(rows, taps, shift, pad_lo - stride * shift, (max(0, -shift), max(0, last_read - (out_size - 1))))
+
+
 def window_reads(in_size: int, out_size: int, window: int, stride: int, dilation: int, pad_lo: int) -> tuple[int, int, int]:
     """What a convolution's windows read along one axis: (zeros before x, elements of x from its start, zeros after).
 

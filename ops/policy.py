@@ -4,7 +4,8 @@ its measurement (``WORKAROUNDS``).
 
 The operators render a form they are given (``ops/operator.py``) and never ask which target it is for; IREE keeps
 the choice of lowering configuration apart from the passes that apply it the same way (``KernelConfig.cpp`` in its
-LLVMGPU and LLVMCPU codegen). The per-target data lives in ``mlir/tuning/<target>.json``:
+LLVMGPU and LLVMCPU codegen). The per-target data lives in ``mlir/tuning/<target>.json`` (read by ``ops/tables.py``,
+which also says what narrows a rule):
 
 - ``rules``: per operator (narrowed to ``dtypes`` and ``kinds``, leaving out problems by function name with
   ``except``): compile ``flags``, and the ``form`` put first;
@@ -21,18 +22,16 @@ own, and its table.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import compiler, dtypes, registry, render, targets
 from .operator import Lowering
-from .operators import (contractions, data_gemm, data_split_conv, grouped_conv_bwd_weight, phase_plan, pool_windows,
-                        stride_phases, weight_gemm, weight_shifted)
+from .operators import (contractions, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight, phase_plan,
+                        pool_windows, stride_phases, weight_gemm, weight_shifted)
 from .problem import GEMM_BLOCK
-from .render import templates_dir
+from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
 
 
@@ -93,6 +92,11 @@ WORKAROUNDS = (
         "a candidate loop over an axis with one window trips IREE's GPU reduction codegen",
         "tests/test_lowering_data_movement.py"),
     Workaround(
+        "tap masks as data in the merged form", "mlir/data_merged.mlir (the on constant)",
+        "IREE 3.13 summed wrong on llvm-cpu where the contraction's body selected its taps by linalg.index and a dim "
+        "had size 1 (batch 1: wrong rows of grad_in); the on/off taps come as a constant operand instead",
+        "tests/test_data_merged.py"),
+    Workaround(
         "fallback flag sets", "fallback_flags (mlir/tuning/<gpu>.json)",
         "some problems compile with none of their forms under IREE's defaults, or compile wrong (bf16 1x1 weight "
         "gradients on CUDA): the next flag set is tried, and the known-answer check refuses a wrong module",
@@ -100,89 +104,7 @@ WORKAROUNDS = (
 )
 
 
-# --- The tables ---------------------------------------------------------------------------------------------
-
-
-# What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
-RULE_KEYS = frozenset({"operator", "dtypes", "out_dtypes", "precisions", "kinds", "ranks", "layouts",
-                       "min_output_positions", "min_channels", "max_channels", "pointwise", "strided", "host_flags",
-                       "host_lacks", "except", "except_why", "form", "only_forms", "flags", "conv_tiles",
-                       "weight_tiles", "depthwise_tiles", "source", "why"})
-
-
-@functools.lru_cache(maxsize=None)
-def table(target_name: str) -> dict:
-    """``mlir/tuning/<target_name>.json`` (empty where a target has none), read once; a rule holding a key no rule
-    may hold is refused (a misspelt narrowing would widen its rule silently)."""
-    path = templates_dir() / "tuning" / f"{target_name}.json"
-    loaded = json.loads(path.read_text()) if path.is_file() else {}
-    for rule in loaded.get("rules", ()):
-        unknown = sorted(set(rule) - RULE_KEYS)
-        if unknown:
-            raise ValueError(f"mlir/tuning/{target_name}.json: a rule for {rule.get('operator')!r} has unknown keys "
-                             f"{unknown}; a rule may hold {sorted(RULE_KEYS)}")
-    return loaded
-
-
-def entries(target_name: str) -> tuple[dict, ...]:
-    """Per-problem choices, keyed by the problem's function name; one that names ``host_flags`` or ``host_lacks``
-    holds only on such hosts, as a rule does (a CPU tile measured on one host)."""
-    return tuple(e for e in table(target_name).get("entries", ()) if _on_host(e))
-
-
-def rules(target_name: str) -> tuple[dict, ...]:
-    """Per-operator choices: flags and the preferred form for the problems of an operator (dtype, kind)."""
-    return tuple(table(target_name).get("rules", ()))
-
-
-def fallback_flags(target_name: str) -> tuple[tuple[str, ...], ...]:
-    """Flag sets to compile a problem with, in order, when none of its forms compiles with IREE's defaults."""
-    return tuple(tuple(flags) for flags in table(target_name).get("fallback_flags", {}).get("sets", ()))
-
-
-def rule_applies(rule: dict, problem) -> bool:
-    """A rule names its operator, and may narrow to ``dtypes``, to ``out_dtypes`` (the result's), to ``precisions``
-    (``bf16x3``: float32 computed as bfloat16 parts; a split weight gradient's rules see its bfloat16 problem of
-    float32 result, ``computed_as``), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to
-    ``layouts``, to at least ``min_output_positions`` output positions per image and ``min_channels`` (at most
-    ``max_channels``) input channels a group, to pointwise convolutions or to the others (``pointwise`` true or
-    false: a 1 x 1 filter at unit stride), to strided ones or the others (``strided``: a stride above 1 along some
-    axis), to hosts whose CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names,
-    ``targets.host_cpu_flags``: a CPU rule holds where it was measured, and another host keeps the rules below it),
-    and leave out problems by function name (``except``: measured slower with it)."""
-    features = {"dtypes": problem.dtype, "out_dtypes": getattr(problem, "out_dtype", problem.dtype),
-                "precisions": getattr(problem, "precision", None), "kinds": getattr(problem, "kind", None),
-                "ranks": problem.rank, "layouts": problem.layout}
-    return (rule["operator"] == problem.op and all(value in rule.get(key, [value]) for key, value in features.items())
-            and rule.get("min_channels", 0) <= getattr(problem, "in_channels", 0) <= rule.get("max_channels", math.inf)
-            and math.prod(getattr(problem, "output_spatial", ())) >= rule.get("min_output_positions", 0)
-            and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)
-            and rule.get("strided", _strided(problem)) == _strided(problem)
-            and _on_host(rule) and problem.name not in rule.get("except", ()))
-
-
-def _on_host(rule: dict) -> bool:
-    """Whether this host's CPU has the rule's ``host_flags`` and lacks its ``host_lacks``."""
-    if "host_flags" not in rule and "host_lacks" not in rule:
-        return True
-    flags = targets.host_cpu_flags()
-    return set(rule.get("host_flags", ())) <= flags and not set(rule.get("host_lacks", ())) & flags
-
-
-def _strided(problem) -> bool:
-    """Whether ``problem`` has a stride above 1 along some axis."""
-    return any(s > 1 for s in getattr(problem, "stride", ()))
-
-
-def _pointwise(problem) -> bool:
-    """Whether ``problem`` is a pointwise convolution: a 1 x 1 filter at unit stride."""
-    return set(getattr(problem, "filter_spatial", (0,))) == {1} == set(problem.stride)
-
-
-def copy_config(target: Target) -> dict:
-    """How the target tiles a data-movement ``linalg.generic`` whose indexing IREE's defaults do not vectorize
-    (elements per workgroup, per thread, the subgroup size); empty: IREE's defaults."""
-    return dict(table(target.directory_name).get("copy_config", {}))
+# --- The tables' choices --------------------------------------------------------------------------------
 
 
 def configs_for(problem, target: Target, form=None) -> dict[int, str]:
@@ -258,9 +180,35 @@ def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
             for index, phase in enumerate(phase_plan.phases(problem)) if max(p.filter_taps for p in phase) > 1}
 
 
+def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """{0: compilation_info} for the merged form's contraction (``data_merged``), by the rule ``spec``: SIMT
+    workgroups of every residue of ``rows`` x ``positions`` rows (the last two spatial axes); channels-last,
+    ``channels`` groups (``narrow_channels`` where those do not divide them), ``thread_channels`` a thread;
+    channels-first, one group, ``thread_positions`` rows of the last axis a thread, every residue of each. Empty
+    where the form does not take ``problem`` or a workgroup would exceed 1024 threads."""
+    if not data_merged.applies(problem):
+        return {}
+    rank, stride = problem.rank, problem.stride
+    layout = spec["channels_last" if problem.channels_last else "channels_first"]
+    along = [1] * (rank - 2) + [spec["rows"], layout["positions"]][-rank:]
+    spatial = [size for rows, s in zip(along, stride) for size in (rows, s)]
+    if problem.channels_last:
+        channels = next((c for c in (layout["channels"], layout["narrow_channels"]) if problem.groups % c == 0), 0)
+        workgroup, thread = [1, *spatial, channels], [1] * (2 * rank + 1) + [layout["thread_channels"]]
+    else:
+        channels = 1
+        workgroup, thread = [1, 1, *spatial], [1] * (2 * rank) + [layout["thread_positions"], stride[-1]]
+    threads = math.prod(workgroup) // math.prod(thread)
+    if not channels or threads > 1024:
+        return {}
+    return {0: render.simt_compilation_info(workgroup, thread, data_merged.taps(problem), threads,
+                                            copy_config(target)["subgroup_size"])}
+
+
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
-    "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "depthwise_tiles": depthwise_tiles}
+    "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "depthwise_tiles": depthwise_tiles,
+    "merged_tiles": merged_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:
@@ -366,7 +314,8 @@ def gemm_split(problem) -> int:
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
     problem's one form, the gemm form (one tap) or the split_conv form (stride 1). A GPU's channels-last depthwise
-    problems also have the named depthwise op's forms, last (a table rule puts them first: ``depthwise_tiles``)."""
+    problems also have the named depthwise op's forms, and its depthwise problems the merged form
+    (``data_merged``), last (a table rule puts one first: ``depthwise_tiles``, ``merged_tiles``)."""
     Form = stride_phases.Form
     if problem.precision == "bf16x3":
         flip = "map" if target.negative_map_coefficients else "gather"
@@ -385,7 +334,9 @@ def _phase_forms(problem, target: Target) -> list:
     strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")
                for read in ("map", "slice") for f in flips]
     named = problem.kind == "depthwise" and problem.channels_last  # the named depthwise op (a table rule's choice)
-    return interleaved + strided + [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
+    merged = [Form(contraction="merged")] if data_merged.applies(problem) else []  # a table rule's choice too
+    return (interleaved + strided + [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
+            + merged)
 
 
 def _weight_forms(problem, target: Target) -> list:

@@ -121,7 +121,7 @@ def host_cpu() -> str:
 
 def host_cpu_flags() -> frozenset[str]:
     """This machine's CPU feature flags as Linux names them (``avx2``, ``avx512f``, ..; empty where /proc/cpuinfo
-    is not there): what the CPU tuning table's rules may be keyed on (``policy.rule_applies``)."""
+    is not there): what the CPU tuning table's rules may be keyed on (``tables.rule_applies``)."""
     return frozenset(_cpuinfo_line("flags").partition(":")[2].split())
 
 

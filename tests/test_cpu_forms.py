@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from ops import catalog, dtypes, geometry, layouts, policy, registry, render, targets, verify
+from ops import catalog, dtypes, geometry, layouts, policy, registry, render, tables, targets, verify
 from ops.api import run
 from ops.operators import contractions, phase_plan
 
@@ -165,7 +165,7 @@ def test_a_rule_narrows_by_layout_and_output_positions(tmp_path, monkeypatch):
     (tmp_path / "tuning").mkdir()
     (tmp_path / "tuning" / "misspelt.json").write_text(
         json.dumps({"rules": [{"operator": "grouped_conv_bwd_weight", "layout": []}]}))
-    monkeypatch.setattr(policy, "templates_dir", lambda: tmp_path)
+    monkeypatch.setattr(tables, "templates_dir", lambda: tmp_path)
     with pytest.raises(ValueError, match=r"misspelt.json: .* unknown keys \['layout'\]"):
         policy.rules("misspelt")
 

@@ -25,7 +25,7 @@ import ops  # noqa: E402
 from ops import executor, policy  # noqa: E402
 from ops.operators import grouped_conv_bwd_weight  # noqa: E402
 
-from conftest import gpu_phases, interleaved_store  # noqa: E402
+from conftest import gpu_phases, interleaved_store, phase_forms  # noqa: E402
 
 
 def _gpu_interleaved(monkeypatch):
@@ -42,6 +42,7 @@ def _gpu_batch_split(monkeypatch):
 FORMS = {
     "conv_bwd_data": {"llvm-cpu": None, "gpu phases": gpu_phases, "gpu interleaved": _gpu_interleaved},
     "grouped_conv_bwd_data": {"llvm-cpu": None, "gpu phases": gpu_phases, "gpu interleaved": _gpu_interleaved},
+    "depthwise_conv_bwd_data": {"llvm-cpu": None, "gpu merged": lambda monkeypatch: phase_forms(monkeypatch, contraction="merged")},
     "grouped_conv_bwd_weight": {"llvm-cpu": None, "gpu batch split": _gpu_batch_split},
     "maxpool2d_bwd": {"every target": None},
     "avgpool3d_bwd": {"every target": None},
@@ -147,6 +148,21 @@ def test_grouped_conv_bwd_data_with_nan_in_a_d_tensor(name, form, seeded):
         grad.numpy(), w.numpy(), (d0.numpy(),), groups=groups, input_shape=tuple(x.shape),
         layout=_LAYOUT[x.dim() - 2], epilogue="acc * alpha + d0", alpha=0.5, **kwargs)
     assert_same_pattern(ours, x.grad * 0.5 + d0)
+
+
+@pytest.mark.parametrize("form", _forms("depthwise_conv_bwd_data"), indirect=True)
+@pytest.mark.parametrize("spatial, kernel, stride", [((8, 10), (3, 3), 2), ((9, 6), (5, 3), (3, 1))])
+def test_depthwise_conv_bwd_data(spatial, kernel, stride, form, seeded):
+    """The GPUs' merged form multiplies a zero phase-filter tap by grad_out only where the filter reaches: an
+    infinite grad_out stays out of the positions its taps miss (3x3 stride 2: each 2x2 block's 16 products, 9 real)."""
+    x = torch.randn(2, 4, *spatial, requires_grad=True)
+    w = torch.randn(4, 1, *kernel)
+    y = F.conv2d(x, w, stride=stride, padding=1, groups=4)
+    grad = poison(torch.randn_like(y))
+    y.backward(grad)
+    ours = ops.grouped_conv_bwd_data(grad.numpy(), w.numpy(), groups=4, input_shape=tuple(x.shape), stride=stride,
+                                     padding=1, layout="NCHW")
+    assert_same_pattern(ours, x.grad)
 
 
 @pytest.mark.parametrize("form", _forms("grouped_conv_bwd_weight"), indirect=True)

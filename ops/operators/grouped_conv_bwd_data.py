@@ -22,7 +22,7 @@ from ..layouts import LAYOUTS, activation_from_params
 from ..problem import ConvBwdDataProblem
 from ..problem_checks import array_shape_dtype, check_dtype
 from ..validation import check, check_type
-from . import conv_bwd_data as conv, stride_phases
+from . import conv_bwd_data as conv, data_merged, stride_phases
 
 OP = "grouped_conv_bwd_data"
 Problem = ConvBwdDataProblem
@@ -182,7 +182,11 @@ class _Fusion(stride_phases.Fusion):
 
 
 def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
-    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst)."""
+    """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst): the stride
+    phases, or every phase in one generic (the merged form, ``data_merged``; its contraction pinned to
+    ``lowering.configs[0]`` where given)."""
+    if form.contraction == "merged":
+        return data_merged.render(problem, mlir.transients(lowering.transients), lowering.configs.get(0))
     return stride_phases.render_module(problem, form, lowering, _Fusion(problem))
 
 

@@ -36,6 +36,7 @@ class Form:
     (``"interleave"``, channels-last, see ``interleave``), or, channels-first, into its slot of a phase-major tensor
     that one ``linalg.transpose`` turns into grad_in (``"transpose"``, see ``phase_plan.transposes``).
     ``contraction``: a convolution-form ``linalg.generic`` (``"generic"``; one group: the named convolution), for
+    depthwise problems every phase in one generic over grad_in viewed phase-major (``"merged"``, ``data_merged``), for
     conv_bwd_data's bf16x3 problems the GEMM of a one-tap filter (``"gemm"``, ``data_gemm``: no stride phases) or
     the forward convolution of a stride-1 one (``"split_conv"``, ``data_split_conv``), the
     taps gathered and contracted by ``linalg.batch_matmul`` (``"im2col"``, one group too), for depthwise
@@ -55,7 +56,7 @@ class Form:
     def __post_init__(self):
         for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
                              ("store", ("interleave", "strided", "transpose")),
-                             ("contraction", ("generic", "gemm", "split_conv", "im2col", "depthwise", "taps")),
+                             ("contraction", ("generic", "gemm", "split_conv", "im2col", "depthwise", "taps", "merged")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
 

@@ -1,0 +1,158 @@
+"""A depthwise backward-data with every stride phase in one ``linalg.generic`` (``mlir/data_merged.mlir``):
+grouped_conv_bwd_data's ``merged`` form. grad_in is viewed phase-major ((row, residue) per spatial axis, a free
+reshape), and one depthwise contraction of the zero-padded grad_out with the phase filter writes it, each position
+once (``geometry.merged_phase_axis``). The GPU targets take it (``policy._phase_forms``): one dispatch where the
+stride-phase form took a convolution per phase and an interleave."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .. import render as mlir
+from ..geometry import MergedAxis, merged_phase_axis
+from ..problem import ConvBwdDataProblem
+from ..validation import check
+
+OP = "grouped_conv_bwd_data"
+
+
+def applies(problem: ConvBwdDataProblem) -> bool:
+    """Whether the merged form can take ``problem``: depthwise, no epilogue nor D tensors, dilation 1, and each
+    input size a multiple of its stride (grad_in's phase-major view is then a reshape)."""
+    return (problem.kind == "depthwise" and problem.epilogue is None and not problem.d_shapes
+            and set(problem.dilation) == {1}
+            and all(size % s == 0 for size, s in zip(problem.input_spatial, problem.stride)))
+
+
+def axes(problem: ConvBwdDataProblem) -> list[MergedAxis]:
+    return [merged_phase_axis(size, out, f, s, lo) for size, out, f, s, (lo, _) in
+            zip(problem.input_spatial, problem.output_spatial, problem.filter_spatial, problem.stride, problem.padding)]
+
+
+def view_dims(problem: ConvBwdDataProblem) -> list[int]:
+    """grad_in's phase-major view: (n, (m, r) per axis, g) channels-last, (n, g, (m, r) per axis) channels-first."""
+    spatial = [size for a, s in zip(axes(problem), problem.stride) for size in (a.rows, s)]
+    return ([problem.batch, *spatial, problem.groups] if problem.channels_last
+            else [problem.batch, problem.groups, *spatial])
+
+
+def taps(problem: ConvBwdDataProblem) -> list[int]:
+    """The contraction's reduced dims: each axis's taps."""
+    return [a.taps for a in axes(problem)]
+
+
+def render(problem: ConvBwdDataProblem, transients: str, config: str | None = None) -> str:
+    """The problem's module; ``config``: an ``#iree_codegen.compilation_info`` pinned on the contraction
+    (``policy.merged_tiles``)."""
+    check(applies(problem), f"{OP}: the merged form takes depthwise problems of dilation 1 without an epilogue, "
+                            f"each input size a multiple of its stride, but got {problem.name}")
+    element = dtypes.mlir_element_type(problem.dtype)
+    merged, rank = axes(problem), problem.rank
+    padded = [o + a.pad[0] + a.pad[1] for o, a in zip(problem.output_spatial, merged)]
+    padded_shape = ([problem.batch, *padded, problem.groups] if problem.channels_last
+                    else [problem.batch, problem.groups, *padded])
+    view = view_dims(problem)
+    first = 1 if problem.channels_last else 2  # the view's first spatial dim
+    reassociation = ([[0], *[[first + 2 * a, first + 2 * a + 1] for a in range(rank)], [2 * rank + 1]]
+                     if problem.channels_last else [[0], [1], *[[first + 2 * a, first + 2 * a + 1] for a in range(rank)]])
+    pad = [[0, *sides, 0] if problem.channels_last else [0, 0, *sides] for sides in zip(*(a.pad for a in merged))]
+    zero_pad = mlir.render(
+        "common.zero_pad", result="%padded", source="%grad_out", low=mlir.index_list(pad[0]),
+        high=mlir.index_list(pad[1]), zero="%zero", element=element, source_type="!grad_out", result_type="!padded",
+        index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)))
+    return mlir.render(
+        "data_merged", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
+        element=element, transients=transients,
+        grad_out_type=mlir.tensor(problem.output_shape, element), weight_type=mlir.tensor(problem.weight_shape, element),
+        grad_in_type=mlir.tensor(problem.input_shape, element), padded_type=mlir.tensor(padded_shape, element),
+        filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
+        on_values=_on_values(problem),
+        view_type=mlir.tensor(view, element),
+        pad=mlir.indent(zero_pad, 2), **_filter(problem), reassociation=reassociation,
+        view_shape=mlir.index_list(view), accumulate=_accumulate(problem, element, config),
+    )
+
+
+def _tap_dims(problem: ConvBwdDataProblem) -> list[int]:
+    """(r, u) per axis: residues and taps."""
+    return [size for a, s in zip(axes(problem), problem.stride) for size in (s, a.taps)]
+
+
+def _filter_dims(problem: ConvBwdDataProblem) -> list[int]:
+    """The phase filter: ((r, u) per axis, g) channels-last, (g, (r, u) per axis) channels-first."""
+    return [*_tap_dims(problem), problem.groups] if problem.channels_last else [problem.groups, *_tap_dims(problem)]
+
+
+def _on_values(problem: ConvBwdDataProblem) -> str:
+    """The dense literal of which (r, u) per axis is a tap on the filter: 0 <= first_tap + r - s*u < F on every axis."""
+    on = np.ones((), dtype=np.int8)
+    for a, s, f in zip(axes(problem), problem.stride, problem.filter_spatial):
+        axis = np.array([[0 <= a.first_tap + r - s * u < f for u in range(a.taps)] for r in range(s)], dtype=np.int8)
+        on = np.multiply.outer(on, axis)
+    return str(on.tolist()).replace(" ", "")
+
+
+def _on_filter(problem: ConvBwdDataProblem, first: int) -> tuple[str, str]:
+    """(lines, i1 value): each axis's tap f = first_tap + r - s*u, from the gather's (r, u) dims (from ``first`` on),
+    and whether every one is on the filter."""
+    lines = [mlir.render("data_merged.filter_tap", axis=a, r_dim=first + 2 * a, u_dim=first + 2 * a + 1, stride=s,
+                         first_tap=m.first_tap, window=f)
+             for a, (m, s, f) in enumerate(zip(axes(problem), problem.stride, problem.filter_spatial))]
+    on = "%on0"
+    for a in range(1, problem.rank):
+        lines.append(mlir.indent(mlir.render("common.and", result=f"%on_0_{a}", a=on, b=f"%on{a}"), 4))
+        on = f"%on_0_{a}"
+    return "\n".join(lines), on
+
+
+def _filter(problem: ConvBwdDataProblem) -> dict:
+    """The phase filter's gather: its map, iterators, per-axis taps and the weight read."""
+    rank, count = problem.rank, 2 * problem.rank + 1
+    first = 0 if problem.channels_last else 1  # the filter's (r, u) dims follow
+    taps, on = _on_filter(problem, first)
+    group = f"    %g = linalg.index {count - 1 if problem.channels_last else 0} : index"
+    read = [f"%f{a}_read" for a in range(rank)]
+    extract = ["%g", *read, "%c0"] if problem.channels_last else ["%g", "%c0", *read]
+    domain = mlir.dims("d", count)
+    return dict(filter_map=mlir.affine_map(domain, domain), filter_iterators=mlir.iterators(["parallel"] * count),
+                filter_taps=taps + "\n" + group, extract=mlir.index_list(extract), on_filter=on)
+
+
+def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None) -> str:
+    """The contraction over the taps, into grad_in's view: float32 sums straight into it, or (16-bit) into a
+    float32 accumulator narrowed into it."""
+    rank, merged = problem.rank, axes(problem)
+    count = 2 * rank + 2
+    view_domain = mlir.dims("d", count)
+    u = mlir.dims("u", rank)
+    n, m, r = "d0", [], []
+    for a in range(rank):
+        at = (1 if problem.channels_last else 2) + 2 * a
+        m.append(view_domain[at])
+        r.append(view_domain[at + 1])
+    g = view_domain[-1] if problem.channels_last else view_domain[1]
+    rows = [mlir.term(f"{ma} + {ua}", 1, ax.shift + ax.pad[0]) for ma, ua, ax in zip(m, u, merged)]
+    read = [n, *rows, g] if problem.channels_last else [n, g, *rows]
+    taps = [d for ra, ua in zip(r, u) for d in (ra, ua)]
+    filter_read = [*taps, g] if problem.channels_last else [g, *taps]
+    on_read = taps
+    domain = [*view_domain, *u]
+    narrow = element != "f32"
+    acc_type = mlir.tensor(view_dims(problem), "f32") if narrow else "!view"
+    widen_g, g32 = mlir.widen("%g", element, "%g32")
+    widen_w, w32 = mlir.widen("%w", element, "%w32")
+    contraction = mlir.render(
+        "data_merged.contraction", result="%result_acc" if narrow else "%result",
+        read_map=mlir.affine_map(domain, read), filter_read_map=mlir.affine_map(domain, filter_read),
+        view_map=mlir.affine_map(domain, view_domain), on_read_map=mlir.affine_map(domain, on_read),
+        iterators=mlir.iterators(["parallel"] * count + ["reduction"] * rank),
+        acc_init="%acc_zero" if narrow else "%view_zero", acc_type=acc_type, element=element,
+        config=f" attrs = {{compilation_info = {config}}}" if config else "",
+        widen=mlir.indent("\n".join(line for line in (widen_g, widen_w) if line), 4),
+        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=w32))
+    if not narrow:
+        return mlir.render("data_merged.accumulate_f32", contraction=contraction)
+    return mlir.render("data_merged.accumulate_narrow", contraction=contraction, acc_type=acc_type, element=element,
+                       view_map_plain=mlir.affine_map(view_domain, view_domain),
+                       view_iterators=mlir.iterators(["parallel"] * count))

@@ -1,0 +1,122 @@
+"""The merged form of depthwise backward-data (ops/operators/data_merged.py, mlir/data_merged.mlir): every stride
+phase in one generic over grad_in viewed phase-major. Its axis algebra computes each term of the identity once; the
+CUDA table's rules give it to strided depthwise problems (and to stride-1 ones but bfloat16 channels-last, which
+keeps the named depthwise op's tile), with its tile and the pad fusion flag; the CUDA module, its GPU attributes
+cut, computes the float64 reference on the CPU at MobileNetV2's sizes; problems it cannot take keep the
+stride-phase forms, and the CPU never takes it."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+
+from ops import compiler, geometry, policy, targets
+from ops.operators import data_merged, grouped_conv_bwd_data as data
+
+from lowering import compile_and_dump, run_on_cpu
+
+CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
+PAD_FUSION = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+GPU_ATTRS = re.compile(r" attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}")
+
+
+def _depthwise(**params):
+    base = dict(batch=2, groups=32, in_channels=1, out_channels=1, input_spatial=(12, 12), filter_spatial=(3, 3),
+                stride=2, padding=1, layout="NHWC", dtype="bfloat16")
+    return data.problem_from_params(**{**base, **params})
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 4])
+def test_the_merged_axes_compute_each_identity_term_once(stride):
+    """Every (i, f, o) with s*o + f = i + p_lo, 0 <= o < out, comes from exactly one (m, r, u) with its tap on the
+    filter, and every read of the padded grad_out lies inside it (a tap off the filter reads nothing)."""
+    for rows, window, pad_lo, pad_hi in itertools.product(range(1, 7), range(1, 6), range(0, 4), range(0, 3)):
+        in_size = rows * stride
+        out_size = geometry.conv_output_size(in_size, window, stride, 1, pad_lo, pad_hi)
+        if out_size < 1:
+            continue
+        axis = geometry.merged_phase_axis(in_size, out_size, window, stride, pad_lo)
+        computed = []
+        for m, r, u in itertools.product(range(axis.rows), range(stride), range(axis.taps)):
+            f, o = axis.first_tap + r - stride * u, m + axis.shift + u
+            if 0 <= f < window:
+                assert 0 <= o + axis.pad[0] < out_size + sum(axis.pad)
+                if 0 <= o < out_size:
+                    computed.append((stride * m + r, f, o))
+        expected = {(i, f, o) for i, f, o in itertools.product(range(in_size), range(window), range(out_size))
+                    if stride * o + f == i + pad_lo}
+        assert len(computed) == len(set(computed)) and set(computed) == expected
+
+
+@pytest.mark.parametrize("params, contraction", [
+    (dict(), "merged"), (dict(layout="NCHW", dtype="float32"), "merged"), (dict(dtype="float32", stride=1), "merged"),
+    (dict(stride=1), "depthwise"),  # bfloat16 channels-last stride 1: the named depthwise op's tile rule
+], ids=["bf16_cl_s2", "f32_nchw_s2", "f32_cl_s1", "bf16_cl_s1"])
+def test_cudas_rules_choose_the_merged_form_with_its_tile_and_the_pad_fusion(params, contraction):
+    problem = _depthwise(**params)
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == contraction
+    if contraction == "merged":
+        assert PAD_FUSION in policy.flags_for(problem, CUDA, form)
+        tile = policy.configs_for(problem, CUDA, form)[0]
+        assert ("thread = [1, 1, 1, 1, 1, 4, 0, 0]" if problem.channels_last else "thread = [1, 1, 1, 1, 2, ") in tile
+
+
+@pytest.mark.parametrize("params", [dict(dilation=2, padding=2), dict(input_spatial=(13, 12)),
+                                    dict(groups=8, in_channels=2, out_channels=2)],
+                         ids=["dilated", "size_not_a_multiple_of_the_stride", "grouped"])
+def test_problems_it_cannot_take_keep_the_stride_phases(params):
+    problem = _depthwise(**params)
+    assert not data_merged.applies(problem)
+    assert all(form.contraction != "merged" for form in policy.forms_for(problem, CUDA))
+    with pytest.raises(ValueError, match="the merged form takes depthwise problems"):
+        data.render(problem, data.Form(contraction="merged"))
+
+
+def test_an_epilogue_keeps_the_stride_phases():
+    problem = data.problem_from_params(groups=4, batch=2, in_channels=1, out_channels=1, input_spatial=(8, 8),
+                                       filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float16",
+                                       epilogue="add", d_kinds=("full",))
+    assert not data_merged.applies(problem) and policy.forms_for(problem, CUDA)[0].contraction != "merged"
+
+
+def test_the_cpu_never_takes_it_and_rocm_only_last():
+    """llvm-cpu's tiling of the merged generic ran 17 ms against its stride-phase form's 4.5 (MobileNetV2's g96
+    stride-2 layer at batch 4, Zen 4): the CPU keeps its forms; ROCm has the form but no rule choosing it."""
+    problem = _depthwise()
+    assert all(form.contraction != "merged" for form in policy.forms_for(problem, CPU))
+    assert [form.contraction for form in policy.forms_for(problem, ROCM)][-1] == "merged"
+    assert policy.forms_for(problem, ROCM)[0].contraction != "merged"
+
+
+def test_the_tile_reaches_the_compiled_contraction(tmp_path):
+    problem = _depthwise(batch=4, input_spatial=(28, 28), groups=64)
+    spec = policy.module_spec(problem, CUDA)
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert "workgroup = [1, 2, 2, 8, 2, 32, 0, 0]" in configured
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch=1, groups=96, input_spatial=(112, 112)),                       # MobileNetV2's, 1.2 M positions
+    dict(batch=2, groups=144, input_spatial=(56, 56), layout="NCHW", dtype="float32"),
+    dict(batch=2, groups=16, input_spatial=(20, 18), filter_spatial=(5, 5), padding=2, dtype="float32"),
+    dict(batch=2, groups=8, input_spatial=(9, 12), stride=(3, 2), layout="NCHW"),
+    dict(batch=2, groups=8, input_spatial=(4, 6, 8), filter_spatial=(3, 3, 3), stride=(1, 2, 2), layout="NCDHW",
+         dtype="float32"),
+    dict(batch=2, groups=8, input_spatial=(16,), filter_spatial=(3,), stride=2, layout="NWC", dtype="float32"),
+], ids=["bf16_cl_mobilenet", "f32_nchw", "f32_5x5", "bf16_nchw_s32", "f32_3d", "f32_1d"])
+def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
+    problem = _depthwise(**params)
+    spec = policy.module_spec(problem, CUDA, options=data.Form(contraction="merged"))
+    assert spec.mlir.count("= linalg.generic") == (2 if problem.dtype == "float32" else 3)  # gather, sum(, narrow)
+    cpu = compiler.ModuleSpec(problem.name, GPU_ATTRS.sub("", spec.mlir), CPU, (), problem.summary)
+    inputs = data.random_inputs(problem, rng)
+    result = np.zeros(problem.input_shape, dtype=np.asarray(inputs[0]).dtype)
+    ours = run_on_cpu(cpu, inputs, result, tmp_path)
+    reference = data.reference(problem, inputs)
+    tolerance = 1e-5 if problem.dtype == "float32" else 1e-2
+    assert np.abs(ours - reference).max() <= tolerance * np.abs(reference).max()
