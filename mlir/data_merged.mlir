@@ -5,13 +5,14 @@
 // as i = s*m + r (row m, residue r < s): the taps reaching it are f = r + p_lo - s*(o - m), so
 //     grad_in[n, s*m + r, g] = sum_u grad_out[n, m + shift + u, g] * w[g, first_tap + r - s*u]      (u < taps)
 // where shift is the least o - m any (r, f) gives and taps the span of o - m (ops/geometry.py, merged_phase_axis),
-// and a tap outside [0, F) adds nothing (the product is selected away, so that an infinite grad_out meets no zero
-// weight: the terms are the definition's, as in the stride-phase form). So grad_in, viewed phase-major as (m, r) per axis (a free
-// expand_shape: each size divides by its stride), is one depthwise contraction of the zero-padded grad_out with
-// the phase filter wp[r, u, g] = w[g, first_tap + r - s*u] (zero off the filter): each position written once, all
-// phases in one dispatch, where the stride-phase form (mlir/conv_bwd_data.mlir) takes a convolution per phase and
-// an interleave. The price: a phase with fewer taps than the others multiplies zeros (3x3 stride 2: 16 products
-// for a 2x2 block of positions that 9 reach), cheap where the layer is bound by memory, as depthwise ones are.
+// and a tap outside [0, F) adds nothing (its product is selected away, so that an infinite grad_out meets no zero
+// weight: the terms are the definition's, as in the stride-phase form). So grad_in, viewed phase-major as (m, r)
+// per axis (a free expand_shape: each size divides by its stride), is one depthwise contraction of the zero-padded
+// grad_out with the phase filter wp[r, u, g] = w[g, first_tap + r - s*u] (zero off the filter): each position
+// written once, all phases in one dispatch, where the stride-phase form (mlir/conv_bwd_data.mlir) takes a
+// convolution per phase and an interleave. The price: a phase with fewer taps than the others multiplies zeros
+// (3x3 stride 2: 16 products for a 2x2 block of positions that 9 reach), cheap where the layer is bound by memory,
+// as depthwise ones are.
 //
 // Problem: ${problem_name}
 

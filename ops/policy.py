@@ -335,8 +335,8 @@ def _phase_forms(problem, target: Target) -> list:
                for read in ("map", "slice") for f in flips]
     named = problem.kind == "depthwise" and problem.channels_last  # the named depthwise op (a table rule's choice)
     merged = [Form(contraction="merged")] if data_merged.applies(problem) else []  # a table rule's choice too
-    return (interleaved + strided + [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
-            + merged)
+    depthwise = [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
+    return interleaved + strided + depthwise + merged
 
 
 def _weight_forms(problem, target: Target) -> list:

@@ -54,8 +54,8 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
                     else [problem.batch, problem.groups, *padded])
     view = view_dims(problem)
     first = 1 if problem.channels_last else 2  # the view's first spatial dim
-    reassociation = ([[0], *[[first + 2 * a, first + 2 * a + 1] for a in range(rank)], [2 * rank + 1]]
-                     if problem.channels_last else [[0], [1], *[[first + 2 * a, first + 2 * a + 1] for a in range(rank)]])
+    pairs = [[first + 2 * a, first + 2 * a + 1] for a in range(rank)]  # each axis's (m, r)
+    reassociation = [[0], *pairs, [2 * rank + 1]] if problem.channels_last else [[0], [1], *pairs]
     pad = [[0, *sides, 0] if problem.channels_last else [0, 0, *sides] for sides in zip(*(a.pad for a in merged))]
     zero_pad = mlir.render(
         "common.zero_pad", result="%padded", source="%grad_out", low=mlir.index_list(pad[0]),
@@ -64,8 +64,9 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     return mlir.render(
         "data_merged", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         element=element, transients=transients,
-        grad_out_type=mlir.tensor(problem.output_shape, element), weight_type=mlir.tensor(problem.weight_shape, element),
-        grad_in_type=mlir.tensor(problem.input_shape, element), padded_type=mlir.tensor(padded_shape, element),
+        grad_out_type=mlir.tensor(problem.output_shape, element),
+        weight_type=mlir.tensor(problem.weight_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
+        padded_type=mlir.tensor(padded_shape, element),
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
         on_values=_on_values(problem),
         view_type=mlir.tensor(view, element),
@@ -136,7 +137,6 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None) -
     read = [n, *rows, g] if problem.channels_last else [n, g, *rows]
     taps = [d for ra, ua in zip(r, u) for d in (ra, ua)]
     filter_read = [*taps, g] if problem.channels_last else [g, *taps]
-    on_read = taps
     domain = [*view_domain, *u]
     narrow = element != "f32"
     acc_type = mlir.tensor(view_dims(problem), "f32") if narrow else "!view"
@@ -145,7 +145,7 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None) -
     contraction = mlir.render(
         "data_merged.contraction", result="%result_acc" if narrow else "%result",
         read_map=mlir.affine_map(domain, read), filter_read_map=mlir.affine_map(domain, filter_read),
-        view_map=mlir.affine_map(domain, view_domain), on_read_map=mlir.affine_map(domain, on_read),
+        view_map=mlir.affine_map(domain, view_domain), on_read_map=mlir.affine_map(domain, taps),
         iterators=mlir.iterators(["parallel"] * count + ["reduction"] * rank),
         acc_init="%acc_zero" if narrow else "%view_zero", acc_type=acc_type, element=element,
         config=f" attrs = {{compilation_info = {config}}}" if config else "",
