@@ -340,7 +340,8 @@ def _phase_forms(problem, target: Target) -> list:
 
 
 def _weight_forms(problem, target: Target) -> list:
-    """The backward-weight forms for ``target``: the batch-split generic, on a GPU after the gemm form where that
+    """The backward-weight forms for ``target``: the batch-split generic (on a GPU for depthwise problems also with
+    its rows split, ``Form.row_split``, last: a table rule puts it first), on a GPU after the gemm form where that
     takes it (``takes_gemm``: IREE's matrix pipelines take its plain contraction, where the generic's 1x1
     convolution went to its implicit-GEMM path, wrong in bfloat16 (docs/perf/h100-audit) and slow); on llvm-cpu
     also im2col and per_image_nn (and per_image in channels-first layouts) or, for depthwise problems of 1 or 2
@@ -350,7 +351,8 @@ def _weight_forms(problem, target: Target) -> list:
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
         gemm = [Form(batch_split=gemm_split(problem), contraction="gemm")] if takes_gemm(problem) else []
-        return [*gemm, generic]
+        rows = [dataclasses.replace(generic, row_split=True)] if problem.kind == "depthwise" else []
+        return [*gemm, generic, *rows]
     taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]

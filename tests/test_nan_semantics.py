@@ -39,11 +39,19 @@ def _gpu_batch_split(monkeypatch):
                         lambda problem, target: [grouped_conv_bwd_weight.Form(batch_split=problem.batch)])
 
 
+def _gpu_row_split(monkeypatch):
+    """The GPUs' depthwise weight gradients: the batch split, the first axis's rows partial sums too."""
+    form = grouped_conv_bwd_weight.Form
+    monkeypatch.setitem(policy.FORM_RULES, form, lambda problem, target: [form(batch_split=problem.batch, row_split=True)])
+
+
 FORMS = {
     "conv_bwd_data": {"llvm-cpu": None, "gpu phases": gpu_phases, "gpu interleaved": _gpu_interleaved},
     "grouped_conv_bwd_data": {"llvm-cpu": None, "gpu phases": gpu_phases, "gpu interleaved": _gpu_interleaved},
-    "depthwise_conv_bwd_data": {"llvm-cpu": None, "gpu merged": lambda monkeypatch: phase_forms(monkeypatch, contraction="merged")},
-    "grouped_conv_bwd_weight": {"llvm-cpu": None, "gpu batch split": _gpu_batch_split},
+    "depthwise_conv_bwd_data": {"llvm-cpu": None,
+                                "gpu merged": lambda monkeypatch: phase_forms(monkeypatch, contraction="merged")},
+    "grouped_conv_bwd_weight": {"llvm-cpu": None, "gpu batch split": _gpu_batch_split,
+                                "gpu row split": _gpu_row_split},
     "maxpool2d_bwd": {"every target": None},
     "avgpool3d_bwd": {"every target": None},
 }

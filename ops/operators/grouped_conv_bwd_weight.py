@@ -126,14 +126,19 @@ class Form:
     generic, then summed over the images (``"taps"``), for depthwise problems of 1 or 2 spatial axes the named
     depthwise convolution (``"depthwise"``), or, for stride-1 problems of one group, one batch matmul per tap over
     contiguous slices of x and grad_out flattened channels-first (``"shifted"``, ``weight_shifted``); all but the
-    generic and gemm reduce the whole batch at once."""
+    generic and gemm reduce the whole batch at once. ``row_split`` (the generic): the first spatial axis's output
+    rows are partial sums too (summed with the chunks), so that a reduction of few weights over many positions
+    (a depthwise layer's) runs in parallel over them."""
 
     batch_split: int = 1
     contraction: str = "generic"
+    row_split: bool = False
 
     def __post_init__(self):
         one_of(OP, "contraction", self.contraction,
                ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps", "shifted"))
+        check(not self.row_split or self.contraction == "generic",
+              f"{OP}: row_split takes the generic form, but the contraction is {self.contraction!r}")
 
 
 def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
@@ -141,14 +146,16 @@ def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
     return [Form(batch_split=j) for j in batch_split_choices(problem)]
 
 
-def loop_names(problem: ConvBwdWeightProblem, split: bool = False) -> list[str]:
-    """The convolution's iteration dims: the partial sums' (parallel: the chunk j when split, then the weight's),
-    then the batch (within a chunk) and the output positions (reduced)."""
+def loop_names(problem: ConvBwdWeightProblem, split: bool = False, rows: bool = False) -> list[str]:
+    """The convolution's iteration dims: the partial sums' (parallel: the chunk j when split, the first axis's
+    output row o0 with ``rows``, then the weight's), then the batch (within a chunk) and the output positions
+    (reduced)."""
     rank = problem.rank
     filters = [f"f{a}" for a in range(rank)]
     chunk = ["j"] if split else []
+    chunk += ["o0"] if rows else []
     parallel = [*chunk, "g", "k", *filters, "c"] if problem.channels_last else [*chunk, "g", "k", "c", *filters]
-    return [*parallel, "n", *(f"o{a}" for a in range(rank))]
+    return [*parallel, "n", *(f"o{a}" for a in range(rows, rank))]
 
 
 @dataclass(frozen=True)
@@ -160,14 +167,20 @@ class _Geometry:
     problem: ConvBwdWeightProblem
     chunks: int
     units: frozenset = frozenset()  # unit dims ("g", "n") left out of the generic's loops (``_pinned_units``)
+    rows: bool = False  # the first axis's output rows are partial sums too (``Form.row_split``)
 
     @property
     def split(self) -> bool:
         return self.chunks > 1
 
+    @property
+    def partials(self) -> int:
+        """The partial sums a second dispatch adds: the chunks, times the first axis's rows with ``rows``."""
+        return self.chunks * (self.problem.output_spatial[0] if self.rows else 1)
+
     @functools.cached_property
     def names(self) -> list[str]:
-        return [name for name in loop_names(self.problem, self.split) if name not in self.units]
+        return [name for name in loop_names(self.problem, self.split, self.rows) if name not in self.units]
 
     @functools.cached_property
     def d(self) -> dict[str, str]:
@@ -175,7 +188,7 @@ class _Geometry:
 
     @functools.cached_property
     def acc_dims(self) -> list[str]:
-        parallel = loop_names(self.problem, self.split)[: self.problem.rank + 3 + self.split]
+        parallel = loop_names(self.problem, self.split, self.rows)[: self.problem.rank + 3 + self.split + self.rows]
         return [name for name in parallel if name not in self.units]
 
     @property
@@ -245,7 +258,9 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     check(form.contraction != "per_image" or not problem.channels_last,
           f"{OP}: the {form.contraction} form reads channels-first layouts (NCW, NCHW, NCDHW), but the layout is "
           f"{problem.layout}")
-    shape = _Geometry(problem, chunks)
+    check(not (form.row_split and lowering.configs.get(0)),
+          f"{OP}: the row split keeps IREE's tiling; a pinned configuration fits the batch-split generic only")
+    shape = _Geometry(problem, chunks, rows=form.row_split)
     element = dtypes.mlir_element_type(problem.dtype)
     pad_x, x_value = _pad_x(shape, element, form.contraction == "generic")
     contraction, summed = _contraction(shape, element, form.contraction, x_value, lowering.configs.get(0))
@@ -276,9 +291,9 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
         x_padded_type=mlir.tensor(shape.activation(None), element), x_groups_type=mlir.tensor(x_groups_shape, element),
         grad_out_groups_type=mlir.tensor(grad_out_groups_shape, element),
         acc_type=mlir.tensor([sizes[name] for name in shape.acc_dims], dtypes.ACCUMULATOR),
-        partial_flat_type=mlir.tensor(([shape.chunks] if shape.split else []) + list(problem.weight_shape),
+        partial_flat_type=mlir.tensor(([shape.partials] if shape.partials > 1 else []) + list(problem.weight_shape),
                                       dtypes.ACCUMULATOR),
-        acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR), batch_split=shape.chunks,
+        acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR), batch_split=shape.partials,
         batch_chunk=shape.batch_chunk, reduction_length=problem.batch * math.prod(problem.output_spatial),
         pad_x=pad_x, x_groups=x_groups, grad_out_groups_reassociation=reassociation,
         grad_out_groups_shape=mlir.index_list(grad_out_groups_shape), contraction=contraction, summed=summed,
@@ -370,14 +385,15 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         check(weight_shifted.applies(problem), f"{OP}: the shifted form takes problems of one group, stride and "
                                                f"dilation 1 and several taps, but got {problem.name}")
         return weight_shifted.render(problem, element), "%acc"
-    return _generic(shape, element, config), "%acc" if shape.split else "%partial_flat"
+    return _generic(shape, element, config), "%acc" if shape.partials > 1 else "%partial_flat"
 
 
 def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     """The convolution-form generic: J partial sums (then their sum, when J > 1). With ``config``, its unit dims
     are left out of the loops (``_pinned_units``)."""
-    problem, rank, split = shape.problem, shape.problem.rank, shape.split
+    problem, rank, split = shape.problem, shape.problem.rank, shape.partials > 1
     shape = dataclasses.replace(shape, units=_pinned_units(shape) if config else frozenset())
+    leading = shape.split + shape.rows  # the chunk dims (j, o0) before (g, k): merged into one for the sum
     domain = [shape.d[name] for name in shape.names]
     x_map, grad_out_map, acc_map = shape.maps()
     x_view = _unit_view("%x_groups", "!x_groups", x_map, shape.groups_shape(shape.padded_spatial, problem.in_channels),
@@ -390,15 +406,16 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     store_domain, chunks_domain = mlir.dims("d", rank + 2), mlir.dims("d", rank + 3)  # the weight's dims, then j
     sum_chunks = mlir.render(
-        "grouped_conv_bwd_weight.chunk_sum", batch_split=shape.chunks,
+        "grouped_conv_bwd_weight.chunk_sum", batch_split=shape.partials,
         chunks_map=mlir.affine_map(chunks_domain, [chunks_domain[-1], *store_domain]),
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
     flat = "g" in shape.units  # G = 1 left out: the partial sums are partial_flat, K and G merged already
     flatten = "  // G = 1 is left out of the loops: the partial sums are partial_flat" if flat else mlir.render(
-        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=[[0], [1, 2], *([i] for i in range(3, rank + 4))]
-        if split else [[0, 1], *([i] for i in range(2, rank + 3))])
+        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=[
+            *([list(range(leading))] if split else []), list(range(0 if not split else leading, leading + 2)),
+            *([i] for i in range(leading + 2, leading + rank + 3))])  # one partial sum: its unit dims join (g, k)
     return mlir.render(
         "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, [e for e in x_map if e]),
         grad_out_map=mlir.affine_map(domain, [e for e in grad_out_map if e]), acc_map=mlir.affine_map(domain, acc_map),
