@@ -182,10 +182,11 @@ def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for the merged form's contraction (``data_merged``), by the rule ``spec``: SIMT
-    workgroups of every residue of ``rows`` x ``positions`` rows (the last two spatial axes); channels-last,
-    ``channels`` groups (``narrow_channels`` where those do not divide them), ``thread_channels`` a thread;
-    channels-first, one group, ``thread_positions`` rows of the last axis a thread, every residue of each. Empty
-    where the form does not take ``problem`` or a workgroup would exceed 1024 threads."""
+    workgroups of every residue of ``rows`` x ``positions`` rows (the last two spatial axes; ``positions`` and the
+    rest from the spec's ``channels_last`` or ``channels_first`` part); channels-last, ``channels`` groups
+    (``narrow_channels`` where those do not divide them), ``thread_channels`` a thread; channels-first, one group,
+    ``thread_positions`` rows of the last axis a thread, every residue of each. Empty where the form does not take
+    ``problem`` or a workgroup would exceed 1024 threads."""
     if not data_merged.applies(problem):
         return {}
     rank, stride = problem.rank, problem.stride

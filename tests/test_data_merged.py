@@ -76,6 +76,15 @@ def test_problems_it_cannot_take_keep_the_stride_phases(params):
         data.render(problem, data.Form(contraction="merged"))
 
 
+def test_conv_bwd_data_refuses_it():
+    from ops.operators import conv_bwd_data
+
+    problem = conv_bwd_data.problem_from_params(batch=2, in_channels=4, out_channels=4, input_spatial=(8, 8),
+                                                filter_spatial=(3, 3), stride=2, padding=1, dtype="float32")
+    with pytest.raises(ValueError, match="conv_bwd_data: the merged form takes depthwise problems"):
+        conv_bwd_data.render(problem, conv_bwd_data.Form(contraction="merged"))
+
+
 def test_an_epilogue_keeps_the_stride_phases():
     problem = data.problem_from_params(groups=4, batch=2, in_channels=1, out_channels=1, input_spatial=(8, 8),
                                        filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float16",

@@ -227,6 +227,8 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     check(form.contraction != "gemm" and problem.precision == "float32",
           f"{problem.op}: the stride phases compute float32 products (the gemm form computes bf16x3), but got the "
           f"{form.contraction} form of {problem.name}")
+    check(form.contraction != "merged", f"{problem.op}: the merged form takes depthwise problems of "
+                                        f"grouped_conv_bwd_data, but got {problem.name}")
     fusion = fusion or Fusion()
     element = dtypes.mlir_element_type(problem.dtype)
     over_groups = reads_groups(problem, form)
