@@ -563,7 +563,7 @@ def test_the_per_image_forms_with_the_gather_flag_match_the_definition(rng, monk
     for problem in problems:
         for contraction in ("per_image", "per_image_nn"):
             form = next(f for f in policy.target_forms(problem, CPU) if f.contraction == contraction)
-            assert GATHER_FLAG in policy.module_spec(problem, CPU, options=form).extra_flags or policy._pointwise(problem)
+            assert GATHER_FLAG in policy.module_spec(problem, CPU, options=form).extra_flags or tables._pointwise(problem)
             error = _form_error(problem, rng, contraction)
             assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} {contraction}: {error:.2e}"
 
