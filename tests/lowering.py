@@ -110,6 +110,16 @@ def workgroup_counts(spec: compiler.ModuleSpec, workdir: Path) -> dict[str, int]
             for d in plan.dispatches}
 
 
+# A pinned configuration: an op's ``attrs = {compilation_info = ..}``, or one entry of its attribute dict
+_GPU_CONFIG = re.compile(r"( attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}"
+                         r"|, compilation_info = #iree_codegen\.compilation_info<[^\n]*>>(?=\}))")
+
+
+def without_gpu_configs(mlir: str) -> str:
+    """``mlir`` with every pinned ``#iree_codegen.compilation_info`` cut (a GPU form, to compile for the CPU)."""
+    return _GPU_CONFIG.sub("", mlir)
+
+
 def run_on_cpu(spec: compiler.ModuleSpec, inputs: list, result: np.ndarray, workdir: Path) -> np.ndarray:
     """The result, in float64, of ``spec`` (an llvm-cpu module) compiled in ``workdir`` and run on ``inputs``, writing
     into ``result`` (zeros of the result's shape and dtype)."""

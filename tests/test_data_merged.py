@@ -8,7 +8,6 @@ stride-phase forms, and the CPU never takes it."""
 from __future__ import annotations
 
 import itertools
-import re
 
 import numpy as np
 import pytest
@@ -16,11 +15,10 @@ import pytest
 from ops import compiler, geometry, policy, targets
 from ops.operators import data_merged, grouped_conv_bwd_data as data
 
-from lowering import compile_and_dump, run_on_cpu
+from lowering import compile_and_dump, run_on_cpu, without_gpu_configs
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 PAD_FUSION = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
-GPU_ATTRS = re.compile(r" attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}")
 
 
 def _depthwise(**params):
@@ -122,7 +120,7 @@ def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
     problem = _depthwise(**params)
     spec = policy.module_spec(problem, CUDA, options=data.Form(contraction="merged"))
     assert spec.mlir.count("= linalg.generic") == (2 if problem.dtype == "float32" else 3)  # gather, sum(, narrow)
-    cpu = compiler.ModuleSpec(problem.name, GPU_ATTRS.sub("", spec.mlir), CPU, (), problem.summary)
+    cpu = compiler.ModuleSpec(problem.name, without_gpu_configs(spec.mlir), CPU, (), problem.summary)
     inputs = data.random_inputs(problem, rng)
     result = np.zeros(problem.input_shape, dtype=np.asarray(inputs[0]).dtype)
     ours = run_on_cpu(cpu, inputs, result, tmp_path)

@@ -7,7 +7,6 @@ reference on the CPU; other problems and targets keep their forms and IREE's til
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 import pytest
@@ -15,12 +14,10 @@ import pytest
 from ops import compiler, policy, targets
 from ops.operators import grouped_conv_bwd_data as data
 
-from lowering import compile_and_dump, run_on_cpu
+from lowering import compile_and_dump, run_on_cpu, without_gpu_configs
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 TILE = "thread = [1, 1, 1, 4, 0, 0], workgroup = [1, 1, 16, 16, 0, 0]"
-GPU_ATTRS = re.compile(r"( attrs = \{compilation_info = #iree_codegen\.compilation_info<[^\n]*>>\}"
-                       r"|, compilation_info = #iree_codegen\.compilation_info<[^\n]*>>(?=\}))")
 
 
 def _depthwise(**params):
@@ -81,7 +78,7 @@ def test_the_cuda_form_computes_the_reference(stride, size, rng, tmp_path):
         mlir = policy.module_spec(problem, CPU, configs=policy.configs_for(problem, CUDA, form),
                                   options=dataclasses.replace(form, interleave_read="extract")).mlir
         assert "_kept = tensor.collapse_shape" in mlir  # the tuned generics, their tiles then cut
-    mlir = GPU_ATTRS.sub("", mlir)
+    mlir = without_gpu_configs(mlir)
     assert "#iree_codegen.compilation_info" not in mlir and "depthwise_conv_2d" in mlir
     inputs = data.random_inputs(problem, rng)
     got = run_on_cpu(compiler.ModuleSpec(problem.name, mlir, CPU), inputs,

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes
 from .. import render as mlir
 from ..geometry import MergedAxis, merged_phase_axis
+from ..layouts import join_activation
 from ..problem import ConvBwdDataProblem
 from ..validation import check
 
@@ -33,8 +34,7 @@ def axes(problem: ConvBwdDataProblem) -> list[MergedAxis]:
 def view_dims(problem: ConvBwdDataProblem) -> list[int]:
     """grad_in's phase-major view: (n, (m, r) per axis, g) channels-last, (n, g, (m, r) per axis) channels-first."""
     spatial = [size for a, s in zip(axes(problem), problem.stride) for size in (a.rows, s)]
-    return ([problem.batch, *spatial, problem.groups] if problem.channels_last
-            else [problem.batch, problem.groups, *spatial])
+    return list(join_activation(problem.batch, spatial, problem.groups, problem.channels_last))
 
 
 def taps(problem: ConvBwdDataProblem) -> list[int]:
@@ -50,13 +50,12 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     element = dtypes.mlir_element_type(problem.dtype)
     merged, rank = axes(problem), problem.rank
     padded = [o + a.pad[0] + a.pad[1] for o, a in zip(problem.output_spatial, merged)]
-    padded_shape = ([problem.batch, *padded, problem.groups] if problem.channels_last
-                    else [problem.batch, problem.groups, *padded])
+    padded_shape = join_activation(problem.batch, padded, problem.groups, problem.channels_last)
     view = view_dims(problem)
     first = 1 if problem.channels_last else 2  # the view's first spatial dim
     pairs = [[first + 2 * a, first + 2 * a + 1] for a in range(rank)]  # each axis's (m, r)
     reassociation = [[0], *pairs, [2 * rank + 1]] if problem.channels_last else [[0], [1], *pairs]
-    pad = [[0, *sides, 0] if problem.channels_last else [0, 0, *sides] for sides in zip(*(a.pad for a in merged))]
+    pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
     zero_pad = mlir.render(
         "common.zero_pad", result="%padded", source="%grad_out", low=mlir.index_list(pad[0]),
         high=mlir.index_list(pad[1]), zero="%zero", element=element, source_type="!grad_out", result_type="!padded",

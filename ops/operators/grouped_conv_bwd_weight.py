@@ -178,6 +178,11 @@ class _Geometry:
         """The partial sums a second dispatch adds: the chunks, times the first axis's rows with ``rows``."""
         return self.chunks * (self.problem.output_spatial[0] if self.rows else 1)
 
+    @property
+    def summed(self) -> bool:
+        """Whether the contraction leaves several partial sums, for a second dispatch to add."""
+        return self.partials > 1
+
     @functools.cached_property
     def names(self) -> list[str]:
         return [name for name in loop_names(self.problem, self.split, self.rows) if name not in self.units]
@@ -291,7 +296,7 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
         x_padded_type=mlir.tensor(shape.activation(None), element), x_groups_type=mlir.tensor(x_groups_shape, element),
         grad_out_groups_type=mlir.tensor(grad_out_groups_shape, element),
         acc_type=mlir.tensor([sizes[name] for name in shape.acc_dims], dtypes.ACCUMULATOR),
-        partial_flat_type=mlir.tensor(([shape.partials] if shape.partials > 1 else []) + list(problem.weight_shape),
+        partial_flat_type=mlir.tensor(([shape.partials] if shape.summed else []) + list(problem.weight_shape),
                                       dtypes.ACCUMULATOR),
         acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR), batch_split=shape.partials,
         batch_chunk=shape.batch_chunk, reduction_length=problem.batch * math.prod(problem.output_spatial),
@@ -385,15 +390,15 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         check(weight_shifted.applies(problem), f"{OP}: the shifted form takes problems of one group, stride and "
                                                f"dilation 1 and several taps, but got {problem.name}")
         return weight_shifted.render(problem, element), "%acc"
-    return _generic(shape, element, config), "%acc" if shape.partials > 1 else "%partial_flat"
+    return _generic(shape, element, config), "%acc" if shape.summed else "%partial_flat"
 
 
 def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     """The convolution-form generic: J partial sums (then their sum, when J > 1). With ``config``, its unit dims
     are left out of the loops (``_pinned_units``)."""
-    problem, rank, split = shape.problem, shape.problem.rank, shape.partials > 1
+    problem, rank, split = shape.problem, shape.problem.rank, shape.summed
     shape = dataclasses.replace(shape, units=_pinned_units(shape) if config else frozenset())
-    leading = shape.split + shape.rows  # the chunk dims (j, o0) before (g, k): merged into one for the sum
+    chunk_dims = list(range(shape.split + shape.rows))  # j, o0: merged into the one dim the sum runs over
     domain = [shape.d[name] for name in shape.names]
     x_map, grad_out_map, acc_map = shape.maps()
     x_view = _unit_view("%x_groups", "!x_groups", x_map, shape.groups_shape(shape.padded_spatial, problem.in_channels),
@@ -413,9 +418,7 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
     flat = "g" in shape.units  # G = 1 left out: the partial sums are partial_flat, K and G merged already
     flatten = "  // G = 1 is left out of the loops: the partial sums are partial_flat" if flat else mlir.render(
-        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=[
-            *([list(range(leading))] if split else []), list(range(0 if not split else leading, leading + 2)),
-            *([i] for i in range(leading + 2, leading + rank + 3))])  # one partial sum: its unit dims join (g, k)
+        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=_flattened(chunk_dims, rank, split))
     return mlir.render(
         "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, [e for e in x_map if e]),
         grad_out_map=mlir.affine_map(domain, [e for e in grad_out_map if e]), acc_map=mlir.affine_map(domain, acc_map),
@@ -428,6 +431,14 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
         grad_out_operand_type=grad_out_view[2], partial="%partial_flat" if flat else "%partial",
         partial_type="!partial_flat" if flat else "!partial", flatten=flatten, sum_chunks=sum_chunks,
     )
+
+
+def _flattened(chunk_dims: list[int], rank: int, summed: bool) -> list[list[int]]:
+    """The reassociation of the partial sums (chunk dims, G, K, the weight's other rank + 1 dims) into partial_flat:
+    the chunk dims merged into one where there are several partial sums, else (unit dims) into (G, K) with G and K."""
+    gk = [len(chunk_dims), len(chunk_dims) + 1]
+    leading = [chunk_dims, gk] if summed else [chunk_dims + gk]
+    return [*leading, *([i] for i in range(gk[1] + 1, gk[1] + rank + 2))]
 
 
 def _pinned_units(shape: _Geometry) -> frozenset:
