@@ -119,16 +119,18 @@ def configs_for(problem, target: Target, form=None) -> dict[int, str]:
 
 
 def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for the one convolution of conv_bwd_data's split_conv form (rows: grad_in's images and
-    spatial positions; columns: its C channels), by the rule ``spec``: a workgroup of ``m_tile`` rows in whole
-    rows of ``inner`` (the width rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns
-    where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a
-    64-wide row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
-    ``stages`` of prefetch. Empty where the form is not split_conv (a bf16x3 problem it takes) or the tiles do not
-    divide."""
-    if problem.precision != "bf16x3" or not data_split_conv.applies(problem):
+    """{0: compilation_info} for the one convolution of a stride-1 conv_bwd_data (rows: grad_in's images and
+    spatial positions; columns: its C channels): the split_conv form's (a bf16x3 problem) or a 16-bit problem's one
+    stride phase, by the rule ``spec``: a workgroup of ``m_tile`` rows in whole rows of ``inner`` (the width
+    rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns where C is at most 64, else
+    ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a 64-wide row, else two rows of one),
+    sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step, ``stages`` of prefetch. Empty where
+    no such convolution computes the problem (``data_split_conv.applies``: one group, stride 1, several taps) or
+    the tiles do not divide."""
+    element = "bf16" if problem.precision == "bf16x3" else dtypes.mlir_element_type(problem.dtype)
+    if element not in ("bf16", "f16") or not data_split_conv.applies(problem):
         return {}
-    _, m, n, _, _ = intrinsic = targets.mma_intrinsic(target, "bf16")
+    _, m, n, _, _ = intrinsic = targets.mma_intrinsic(target, element)
     inner = min(64, max(16, 1 << (problem.input_spatial[-1] - 1).bit_length()))
     rows = max(1, min(spec["max_rows"], spec["m_tile"] // inner))
     channels = 64 if problem.in_channels <= 64 else spec["n_tile"]

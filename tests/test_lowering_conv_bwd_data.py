@@ -17,7 +17,7 @@ from ops.operator import Lowering
 from ops.operators import phase_plan
 
 from conv_cases import PROBLEMS
-from lowering import compile_and_dump, kernel_for
+from lowering import compile_and_dump, kernel_for, one_matrix_contraction
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 
@@ -150,3 +150,48 @@ def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_p
     configured = [p.read_text() for p in sorted((tmp_path / "dump").glob("configured_*.mlir"))]
     tuned = [text for text in configured if "workgroup = [1, 1, 32, 32, 0]" in text]
     assert len(tuned) == 3, [re.findall(r"workgroup = \[[\d, ]*\]", text) for text in configured]
+
+
+# (batch, C, width) -> the workgroup tile (rows, width, channels) CUDA's conv_tiles rule gives a 16-bit stride-1 3x3
+# layer's one phase: the split rule's tiles (tests/test_data_split_conv.py) over K channels instead of 3K
+# (docs/perf/h100-bf16-conv-tiles: ResNet-50's four layers 1.4-1.7x faster as modules)
+SIXTEEN_BIT_TILES = {(32, 64, 56): "1, 2, 64, 64, 0", (16, 256, 14): "1, 4, 16, 128, 0", (16, 640, 12): "1, 4, 16, 128, 0"}
+
+
+def _stride_one(dtype: str, batch: int, c: int, width: int, **params):
+    return catalog.problem("conv_bwd_data", "ck_default", batch=batch, in_channels=c, out_channels=c,
+                           input_spatial=(width, width), filter_spatial=(3, 3), stride=1, padding=1, layout="NHWC",
+                           dtype=dtype, **params)
+
+
+@pytest.mark.parametrize("dtype", SIXTEEN_BIT)
+@pytest.mark.parametrize("shape", list(SIXTEEN_BIT_TILES))
+def test_cudas_tile_rule_pins_a_16_bit_stride_one_phase(dtype, shape):
+    """The one phase's named convolution carries the rule's configuration: 8 warps, the dtype's mma.sync."""
+    problem = _stride_one(dtype, *shape)
+    config = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))[0]
+    element = {"float16": "F16", "bfloat16": "BF16"}[dtype]
+    assert f"workgroup = [{SIXTEEN_BIT_TILES[shape]}]" in config and "workgroup_size = [256, 1, 1]" in config, config
+    assert f"NV_MMA_SYNC_F32_16x8x16_{element}>" in config, config
+    conv = [line for line in policy.module_spec(problem, targets.parse_target("cuda:sm_80")).mlir.splitlines()
+            if "linalg.conv_2d_nhwc_hwcf" in line]
+    assert len(conv) == 1 and f"compilation_info = {config}" in conv[0], conv
+
+
+@pytest.mark.parametrize("params", [dict(stride=2), dict(in_channels=32, out_channels=32), dict(dtype="float32")])
+def test_cudas_tile_rule_leaves_strided_narrow_and_float32_phases_to_iree(params):
+    """Strided problems (several phases, unmeasured), fewer than 48 channels (measured slower) and float32
+    arithmetic (SIMT) keep IREE's own tiles; so does gfx942 (unmeasured)."""
+    problem = catalog.problem("conv_bwd_data", "ck_default", **{
+        **dict(batch=32, in_channels=64, out_channels=64, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
+               padding=1, layout="NHWC", dtype="bfloat16"), **params})
+    assert not policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    assert not policy.configs_for(_stride_one("bfloat16", 32, 64, 28), targets.parse_target("rocm:gfx942"))
+
+
+def test_the_16_bit_phases_tiles_reach_its_compiled_convolution(tmp_path):
+    """The pinned configuration is the one IREE compiles, and the convolution issues mma.sync."""
+    lowered = one_matrix_contraction(_stride_one("bfloat16", 8, 128, 28), "cuda:sm_80", tmp_path, "conv")
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert "workgroup = [1, 4, 32, 128, 0]" in configured and "workgroup_size = [256, 1, 1]" in configured
+    assert lowered
