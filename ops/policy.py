@@ -284,8 +284,10 @@ def default_batch_split(problem, target: Target) -> int:
 
 def takes_gemm(problem) -> bool:
     """Whether a GPU takes the backward-weight gemm form for ``problem``: a GEMM of its rows as they lie
-    (``gemm_rows``), and channels-last with its rows in whole GEMM_BLOCK blocks, or channels-first with 16-bit
-    inputs (each image's (channels, positions) matrices, the positions in whole blocks). Float32 channels-first,
+    (``gemm_rows``), and channels-last (its rows completed to whole GEMM_BLOCK blocks by zero rows,
+    ``weight_gemm.zero_rows``: r3d_18's 784-row downsample at batch 8 had only the generic, whose 1x1 convolution
+    IREE computed wrong in bfloat16 under every flag set), or channels-first with 16-bit inputs (each image's
+    (channels, positions) matrices, the positions in whole blocks). Float32 channels-first,
     the form reduces along rows without a matrix instruction: 1.1-59 ms against the generic's 0.8-4.2 on
     ResNet-50's layers (docs/perf/h200-gemm). The split float32 problems of channels-first models are such 16-bit
     problems where their positions allow: their split then writes its parts as the activations lie, where the
@@ -293,9 +295,7 @@ def takes_gemm(problem) -> bool:
     H100; docs/perf/h100-split-nchw)."""
     if not problem.gemm_rows:  # one tap and no padding (``weight_gemm.applies``), and its rows as they lie
         return False
-    if problem.channels_last:
-        return weight_gemm.rows(problem) % GEMM_BLOCK == 0
-    return problem.dtype in ("bfloat16", "float16")
+    return problem.channels_last or problem.dtype in ("bfloat16", "float16")
 
 
 def gemm_split(problem) -> int:

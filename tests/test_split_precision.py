@@ -76,7 +76,7 @@ def test_bf16x3_takes_float32_only():
 
 
 @pytest.mark.parametrize("dtype, taps, groups, channels, allowed, expected", [
-    ("float32", (3, 3), 1, 8, True, "bf16x3"), ("float32", (1, 1), 1, 8, True, "float32"),
+    ("float32", (3, 3), 1, 8, True, "bf16x3"), ("float32", (1, 1), 1, 8, True, "bf16x3"),  # its split takes the gemm form
     ("float32", (3, 3), 1, 8, False, "float32"), ("bfloat16", (3, 3), 1, 8, True, "float32"),
     ("float32", (3,), 2, 16, True, "bf16x3"), ("float32", (3, 3), 8, 1, True, "float32"),  # depthwise: not split
     ("float32", (3, 3), 2, 8, True, "float32"),  # grouped, under 16 channels a group: the bfloat16 tiles mostly padding
@@ -91,15 +91,19 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
 
 @pytest.mark.parametrize("layout, batch, expected", [
     ("NCHW", 32, "bf16x3"),   # its split problem (channels-last: 36 positions an image) has 96 x 36 rows
-    ("NCHW", 2, "float32"),   # 6 x 36 = 216 rows: no whole 32-row blocks, no gemm form
+    ("NCHW", 2, "bf16x3"),    # 6 x 36 = 216 rows: 8 zero rows complete 7 blocks (weight_gemm.zero_rows)
     ("NHWC", 32, "bf16x3"),
-    ("NHWC", 2, "float32"),
+    ("NHWC", 2, "bf16x3"),
 ])
 def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm_form(layout, batch, expected):
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
     assert policy.weight_gradient_precision(problem, True) == expected
     assert policy.weight_gradient_precision(problem, False) == "float32"
+    padded = grouped_conv_bwd_weight.problem_from_params(  # padding: no gemm form, and one tap: not split
+        batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), padding=1,
+        layout=layout, dtype="float32")
+    assert policy.weight_gradient_precision(padded, True) == "float32"
 
 
 def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():

@@ -29,7 +29,8 @@ def _problem(**params):
 
 
 # (params, J): layouts of 1-3 spatial axes, strides that skip rows and columns, groups, 16-bit inputs with a
-# float32 or 16-bit result, x's unread end (stride 2 over an even size), no split, every row its own chunk
+# float32 or 16-bit result, x's unread end (stride 2 over an even size), no split, every row its own chunk; zero
+# rows completing channels-last rows to 32-row blocks (90 -> 96, 30 -> 32, 28 -> 32, 72 -> 96, 36 -> 64)
 CASES = {
     "2d_nhwc_j3": (dict(batch=3), 3),
     "2d_nchw_j2": (dict(batch=4, layout="NCHW"), 2),
@@ -37,7 +38,7 @@ CASES = {
                                 dtype="bfloat16"), 8),
     "2d_nchw_s2x1_g2_f16_f32": (dict(groups=2, in_channels=3, out_channels=6, stride=(2, 1), layout="NCHW",
                                      dtype="float16", out_dtype="float32"), 4),
-    "1d_nwc_every_row": (dict(input_spatial=(7,), layout="NWC"), 28),
+    "1d_nwc_every_row": (dict(input_spatial=(7,), layout="NWC"), 32),
     "1d_ncw_s3": (dict(input_spatial=(10,), stride=3, layout="NCW", batch=2), 1),
     "3d_ndhwc_s2": (dict(input_spatial=(4, 5, 6), stride=2, layout="NDHWC", in_channels=3, out_channels=5), 2),
     "3d_ncdhw_depthwise": (dict(input_spatial=(3, 4, 5), layout="NCDHW", groups=6, in_channels=1, out_channels=1), 4),
@@ -62,6 +63,18 @@ def test_the_gemm_form_matches_the_definition_at_a_resnet_layers_size(rng):
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
+def test_the_gemm_form_with_zero_rows_matches_the_definition_at_r3d_18s_size(rng):
+    """r3d_18's last downsample (256 -> 512, 1x1x1, stride 2) at batch 8 in bfloat16 channels-last: 784 rows, 16
+    zero rows after them, in the chunks the GPU rule gives (IREE computed its generic form wrong on an H100 under
+    every flag set, docs/perf/h100-bf16-conv-tiles)."""
+    problem = _problem(batch=8, in_channels=256, out_channels=512, input_spatial=(4, 14, 14), stride=2,
+                       layout="NDHWC", dtype="bfloat16")
+    assert math.prod(problem.input_shape) > 1 << 18 and weight_gemm.zero_rows(problem) == 16
+    assert policy.forms_for(problem, CUDA)[0] == op.Form(batch_split=policy.gemm_split(problem), contraction="gemm")
+    error = _error(problem, policy.gemm_split(problem), rng)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
 def _error(problem, chunks: int, rng) -> float:
     inputs = op.random_inputs(problem, rng)
     (shape, dtype), = op.results(problem)
@@ -80,10 +93,10 @@ def test_the_gemm_form_refuses_taps_and_padding(params):
 
 
 def test_the_gemm_forms_split_must_divide_its_rows():
-    problem = _problem(batch=3)  # 3 x 6 x 5 = 90 rows channels-last; channels-first the 3 images
-    op.render(problem, op.Form(batch_split=45, contraction="gemm"))
-    with pytest.raises(ValueError, match="batch_split must divide its rows 90, but got 4"):
-        op.render(problem, op.Form(batch_split=4, contraction="gemm"))
+    problem = _problem(batch=3)  # 3 x 6 x 5 = 90 rows channels-last, 96 with its zero rows; channels-first 3 images
+    op.render(problem, op.Form(batch_split=48, contraction="gemm"))
+    with pytest.raises(ValueError, match="batch_split must divide its rows 96, but got 5"):
+        op.render(problem, op.Form(batch_split=5, contraction="gemm"))
     with pytest.raises(ValueError, match="batch_split must divide its rows 3, but got 45"):
         op.render(_problem(batch=3, layout="NCHW"), op.Form(batch_split=45, contraction="gemm"))
 
@@ -93,9 +106,11 @@ def test_gpus_take_the_gemm_form_first_for_one_tap_unpadded_channels_last_proble
     for target in (CUDA, ROCM):
         first, *rest = policy.forms_for(one_tap, target)
         assert first.contraction == "gemm" and rest == [op.Form(batch_split=policy.default_batch_split(one_tap, target))]
-        for other in (dict(filter_spatial=(3, 3), padding=1), dict(padding=1), dict(layout="NCHW"),
-                      dict(input_spatial=(7, 7), batch=8)):  # 392 rows: no whole 32-row blocks
+        for other in (dict(filter_spatial=(3, 3), padding=1), dict(padding=1), dict(layout="NCHW")):
             assert policy.forms_for(_problem(**{"batch": 32, **other}), target)[0].contraction == "generic", other
+        # 392 rows, no whole 32-row blocks: 24 zero rows complete them (416)
+        odd = _problem(input_spatial=(7, 7), batch=8, dtype="bfloat16")
+        assert policy.forms_for(odd, target)[0].contraction == "gemm" and weight_gemm.zero_rows(odd) == 24
         # channels-first 16-bit (a split float32 problem's inner one): the gemm form where each image's positions
         # come in whole 32-blocks; 4 chunks of 8 images, each 8 x 32 = 256 terms (GEMM_MIN_CHUNK_TERMS)
         cf = dict(batch=32, layout="NCHW", dtype="bfloat16")
@@ -163,3 +178,13 @@ def test_a_channels_first_16_bit_gemm_contracts_with_matrix_instructions(tmp_pat
                        dtype="bfloat16")
     assert policy.forms_for(problem, targets.parse_target(target))[0].contraction == "gemm"
     one_matrix_contraction(problem, target, tmp_path, "matmul_like_")
+
+
+@pytest.mark.parametrize("target", ["cuda:sm_80", "rocm:gfx942"])
+def test_zero_rows_leave_one_matrix_contraction(tmp_path, target):
+    """r3d_18's last downsample at batch 8 (784 rows, 16 zero rows, bfloat16 channels-last): still one contraction
+    with the target's matrix instructions, no scratch on gfx942."""
+    problem = _problem(batch=8, in_channels=256, out_channels=512, input_spatial=(4, 14, 14), stride=2,
+                       layout="NDHWC", dtype="bfloat16")
+    lowered = one_matrix_contraction(problem, target, tmp_path, "matmul_like")
+    assert lowered

@@ -9,7 +9,7 @@ import math
 
 from .. import dtypes
 from .. import render as mlir
-from ..problem import ConvBwdWeightProblem
+from ..problem import GEMM_BLOCK, ConvBwdWeightProblem
 from ..validation import check
 
 OP = "grouped_conv_bwd_weight"
@@ -21,8 +21,18 @@ def applies(problem: ConvBwdWeightProblem) -> bool:
 
 
 def rows(problem: ConvBwdWeightProblem) -> int:
-    """What the chunks split: the rows (n, o) channels-last, the images channels-first."""
-    return problem.batch * math.prod(problem.output_spatial) if problem.channels_last else problem.batch
+    """What the chunks split: the rows (n, o) channels-last, with zero rows after them up to whole GEMM_BLOCKs
+    (``zero_rows``); the images channels-first."""
+    if not problem.channels_last:
+        return problem.batch
+    return -(-problem.batch * math.prod(problem.output_spatial) // GEMM_BLOCK) * GEMM_BLOCK
+
+
+def zero_rows(problem: ConvBwdWeightProblem) -> int:
+    """The zero rows a channels-last problem's activations get after their N*O rows: IREE 3.13's matrix pipelines
+    read a reduction in whole blocks of its K tile, on past its end (``problem.GEMM_BLOCK``); a zero row adds
+    nothing to any sum."""
+    return rows(problem) - problem.batch * math.prod(problem.output_spatial) if problem.channels_last else 0
 
 
 def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transients: str, config: str | None) -> str:
@@ -34,6 +44,8 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     element = dtypes.mlir_element_type(problem.dtype)
     rows_shape = _rows_shape(problem)
     x_rows, x_value, x_type = _x_rows(problem, rows_shape)
+    if zero_rows(problem):
+        x_rows = f"  %zero_element = arith.constant 0.0 : {element}\n{x_rows}"
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     narrow, stored = mlir.narrow("%a", out_element, "%v")
@@ -43,7 +55,7 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels)
     return mlir.render(
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
-        reduction_length=rows(problem) * (1 if problem.channels_last else math.prod(problem.output_spatial)),
+        reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
         outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=rows(problem) // chunks,
         x_type=mlir.tensor(problem.input_shape, element), grad_out_type=mlir.tensor(problem.output_shape, element),
         grad_w_type=mlir.tensor(problem.weight_shape, out_element), x_rows_type=mlir.tensor(rows_shape, element),
@@ -99,7 +111,7 @@ def _chunks_shape(problem: ConvBwdWeightProblem, chunks: int, channels: int) -> 
 def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, shape: list[int],
                chunks_shape: list[int], name: str, element: str) -> str:
     """``source`` (shape ``shape``, the output's positions) as ``chunks_shape``: its rows (or positions) merged,
-    then split into chunks and groups."""
+    channels-last followed by its zero rows (``zero_rows``), then split into chunks and groups."""
     rank = problem.rank
     if problem.channels_last:
         merge, merged = [list(range(rank + 1)), [rank + 1]], [shape[0] * math.prod(shape[1:-1]), shape[-1]]
@@ -110,9 +122,17 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
     merged_type = mlir.tensor(merged, element)
     lines = [mlir.render("common.collapse", result=f"%{name}_merged", source=source, reassociation=merge,
                          source_type=source_type, result_type=merged_type)]
-    lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=f"%{name}_merged",
-                             reassociation=split, shape=mlir.index_list(chunks_shape),
-                             source_type=merged_type, result_type=f"!{name}_chunks"))
+    value = f"%{name}_merged"
+    if zero_rows(problem):
+        blocks_type = mlir.tensor([rows(problem), merged[-1]], element)
+        lines.append(mlir.render("common.zero_pad", result=f"%{name}_blocks", source=value, low="0, 0",
+                                 high=f"{zero_rows(problem)}, 0", index_args="%r: index, %ch: index",
+                                 zero="%zero_element", element=element, source_type=merged_type,
+                                 result_type=blocks_type))
+        value, merged_type = f"%{name}_blocks", blocks_type
+    lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=value, reassociation=split,
+                             shape=mlir.index_list(chunks_shape), source_type=merged_type,
+                             result_type=f"!{name}_chunks"))
     return mlir.indent("\n".join(lines), 2)
 
 
