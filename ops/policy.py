@@ -119,30 +119,43 @@ def configs_for(problem, target: Target, form=None) -> dict[int, str]:
 
 
 def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for the one convolution of a stride-1 conv_bwd_data (rows: grad_in's images and
-    spatial positions; columns: its C channels): the split_conv form's (a bf16x3 problem) or a 16-bit problem's one
-    stride phase, by the rule ``spec``: a workgroup of ``m_tile`` rows in whole rows of ``inner`` (the width
-    rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns where C is at most 64, else
-    ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a 64-wide row, else two rows of one),
-    sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step, ``stages`` of prefetch. Empty where
-    no such convolution computes the problem (``data_split_conv.applies``: one group, stride 1, several taps) or
-    the tiles do not divide."""
-    element = "bf16" if problem.precision == "bf16x3" else dtypes.mlir_element_type(problem.dtype)
-    if element not in ("bf16", "f16") or not data_split_conv.applies(problem):
+    """Phase index -> compilation_info for the convolutions of a one-group conv_bwd_data (rows: grad_in's images and
+    spatial positions; columns: its C channels): the split_conv form's one (a bf16x3 problem of stride 1), or each
+    stride phase with taps of a 16-bit problem, by the rule ``spec``: a workgroup of ``m_tile`` rows in whole rows
+    of ``inner`` (the phase's width rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns
+    where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a 64-wide
+    row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
+    ``stages`` of prefetch. Empty where no such convolution computes the problem or the tiles do not divide."""
+    if problem.precision == "bf16x3":
+        element, widths = "bf16", {0: (problem.input_spatial[-1], problem.rank)} if data_split_conv.applies(
+            problem) else {}
+    else:
+        element = dtypes.mlir_element_type(problem.dtype)
+        widths = {index: (phase[-1].rows, len(phase_plan.tuned_axes(phase)))
+                  for index, phase in enumerate(phase_plan.phases(problem)) if phase_plan.tuned_axes(phase)}
+    if element not in ("bf16", "f16") or problem.groups != 1:
         return {}
-    _, m, n, _, _ = intrinsic = targets.mma_intrinsic(target, element)
-    inner = min(64, max(16, 1 << (problem.input_spatial[-1] - 1).bit_length()))
+    intrinsic = targets.mma_intrinsic(target, element)
+    tiles = {index: _conv_tile(problem.rank, intrinsic, width, problem.in_channels, spec, taps)
+             for index, (width, taps) in widths.items()}
+    return {index: info for index, info in tiles.items() if info}
+
+
+def _conv_tile(rank: int, intrinsic, width: int, channels: int, spec: dict, taps: int) -> str | None:
+    """``conv_tiles``' configuration of one convolution of ``width`` columns of rows and ``taps`` tap axes."""
+    _, m, n, _, _ = intrinsic
+    inner = min(64, max(16, 1 << (width - 1).bit_length()))
     rows = max(1, min(spec["max_rows"], spec["m_tile"] // inner))
-    channels = 64 if problem.in_channels <= 64 else spec["n_tile"]
+    columns = 64 if channels <= 64 else spec["n_tile"]
     sg_inner = 2 if inner == 64 else 1
     sg_rows = min(rows, 32 // (m * sg_inner))
     m_warps = rows // sg_rows * inner // (m * sg_inner)
     n_warps = spec["warps"] // m_warps
-    if not n_warps or channels % (n * n_warps):
-        return {}
-    return {0: render.conv_compilation_info(problem.rank, intrinsic, (rows, inner, channels),
-                                            (sg_rows, sg_inner, channels // (n * n_warps)), spec["k_tiles"],
-                                            spec["stages"])}
+    if not n_warps or columns % (n * n_warps):
+        return None
+    return render.conv_compilation_info(rank, intrinsic, (rows, inner, columns),
+                                        (sg_rows, sg_inner, columns // (n * n_warps)), spec["k_tiles"],
+                                        spec["stages"], taps)
 
 
 def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:

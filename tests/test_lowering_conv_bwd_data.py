@@ -158,17 +158,17 @@ def test_a_tuned_phase_keeps_its_configuration_when_it_has_single_tap_axes(tmp_p
 SIXTEEN_BIT_TILES = {(32, 64, 56): "1, 2, 64, 64, 0", (16, 256, 14): "1, 4, 16, 128, 0", (16, 640, 12): "1, 4, 16, 128, 0"}
 
 
-def _stride_one(dtype: str, batch: int, c: int, width: int, **params):
+def _3x3(dtype: str, batch: int, c: int, width: int, stride: int = 1):
     return catalog.problem("conv_bwd_data", "ck_default", batch=batch, in_channels=c, out_channels=c,
-                           input_spatial=(width, width), filter_spatial=(3, 3), stride=1, padding=1, layout="NHWC",
-                           dtype=dtype, **params)
+                           input_spatial=(width, width), filter_spatial=(3, 3), stride=stride, padding=1,
+                           layout="NHWC", dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", SIXTEEN_BIT)
 @pytest.mark.parametrize("shape", list(SIXTEEN_BIT_TILES))
 def test_cudas_tile_rule_pins_a_16_bit_stride_one_phase(dtype, shape):
     """The one phase's named convolution carries the rule's configuration: 8 warps, the dtype's mma.sync."""
-    problem = _stride_one(dtype, *shape)
+    problem = _3x3(dtype, *shape)
     config = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))[0]
     element = {"float16": "F16", "bfloat16": "BF16"}[dtype]
     assert f"workgroup = [{SIXTEEN_BIT_TILES[shape]}]" in config and "workgroup_size = [256, 1, 1]" in config, config
@@ -178,20 +178,34 @@ def test_cudas_tile_rule_pins_a_16_bit_stride_one_phase(dtype, shape):
     assert len(conv) == 1 and f"compilation_info = {config}" in conv[0], conv
 
 
-@pytest.mark.parametrize("params", [dict(stride=2), dict(in_channels=32, out_channels=32), dict(dtype="float32")])
-def test_cudas_tile_rule_leaves_strided_narrow_and_float32_phases_to_iree(params):
-    """Strided problems (several phases, unmeasured), fewer than 48 channels (measured slower) and float32
+def test_cudas_tile_rule_pins_each_phase_with_taps_of_a_strided_16_bit_problem():
+    """A 3x3 stride-2 layer's phases of 2x2, 2x1 and 1x2 taps each get the rule's tiles by their own width (14 of
+    28: 16 wide, 4 rows), the 2x1 and 1x2 phases on the generic without their single-tap axis (one tap axis); the
+    one-tap phase keeps IREE's matmul."""
+    problem = _3x3("bfloat16", 16, 256, 28, stride=2)
+    configs = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    assert sorted(configs) == [0, 1, 2], configs
+    for index, taps in ((0, 2), (1, 1), (2, 1)):
+        assert "workgroup = [1, 4, 16, 128, 0]" in configs[index], configs[index]
+        assert f"padding_conv = [1, 4, 16, 128, {', '.join(['0'] * (taps + 1))}]" in configs[index], configs[index]
+
+
+@pytest.mark.parametrize("params", [dict(stride=2, input_spatial=(8, 28, 28), filter_spatial=(3, 3, 3),
+                                         layout="NDHWC"),
+                                    dict(in_channels=32, out_channels=32), dict(dtype="float32")])
+def test_cudas_tile_rule_leaves_3d_strided_narrow_and_float32_phases_to_iree(params):
+    """3-D strided problems (thin phases: measured slower), fewer than 48 channels (measured slower) and float32
     arithmetic (SIMT) keep IREE's own tiles; so does gfx942 (unmeasured)."""
     problem = catalog.problem("conv_bwd_data", "ck_default", **{
         **dict(batch=32, in_channels=64, out_channels=64, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
                padding=1, layout="NHWC", dtype="bfloat16"), **params})
     assert not policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
-    assert not policy.configs_for(_stride_one("bfloat16", 32, 64, 28), targets.parse_target("rocm:gfx942"))
+    assert not policy.configs_for(_3x3("bfloat16", 32, 64, 28), targets.parse_target("rocm:gfx942"))
 
 
 def test_the_16_bit_phases_tiles_reach_its_compiled_convolution(tmp_path):
     """The pinned configuration is the one IREE compiles, and the convolution issues mma.sync."""
-    lowered = one_matrix_contraction(_stride_one("bfloat16", 8, 128, 28), "cuda:sm_80", tmp_path, "conv")
+    lowered = one_matrix_contraction(_3x3("bfloat16", 8, 128, 28), "cuda:sm_80", tmp_path, "conv")
     configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
     assert "workgroup = [1, 4, 32, 128, 0]" in configured and "workgroup_size = [256, 1, 1]" in configured
     assert lowered
