@@ -12,7 +12,9 @@
 // or the problem's own channels-first layout for a one-tap GEMM of whole 32-blocks of positions an image, as its
 // name says), below as its own template renders it. Here: the split, the stacking and any move to channels-last
 // are one elementwise pass per operand, and grad_w comes back from the inner problem's weight order to the
-// problem's.
+// problem's. From channels-first into channels-last parts, x's parts are written zero-padded (the stack_padded
+// fragment: where the split's tile lets IREE write in place), and the inner problem is the same gradient of that
+// padded x with no padding.
 //
 // Problem: ${function}
 
@@ -21,7 +23,7 @@ func.func @${function}(%x: ${x_type}, %grad_out: ${grad_out_type}, %dst: ${grad_
 ${split_x}
 ${split_grad_out}
   %inner_empty = tensor.empty() : ${inner_grad_w_type}
-  %inner = func.call @${inner}(%x3, %grad_out3, %inner_empty) : (${x3_type}, ${grad_out3_type}, ${inner_grad_w_type}) -> ${inner_grad_w_type}
+  %inner = func.call @${inner}(${x3}, %grad_out3, %inner_empty) : (${x3_type}, ${grad_out3_type}, ${inner_grad_w_type}) -> ${inner_grad_w_type}
   // grad_w from the channels-last order (K, *F, C) to the problem's
   %grad_w = linalg.generic {indexing_maps = [${store_read_map}, ${store_write_map}], iterator_types = ${store_iterators}}
       ins(%inner : ${inner_grad_w_type}) outs(%dst : ${grad_w_type}) {

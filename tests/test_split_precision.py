@@ -100,10 +100,12 @@ def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
     assert policy.weight_gradient_precision(problem, True) == expected
     assert policy.weight_gradient_precision(problem, False) == "float32"
-    padded = grouped_conv_bwd_weight.problem_from_params(  # padding: no gemm form, and one tap: not split
+    # padded: channels-last no gemm form, and one tap, so not split; channels-first its split writes x's parts
+    # zero-padded and the inner problem, unpadded, is the gemm form's
+    padded = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), padding=1,
         layout=layout, dtype="float32")
-    assert policy.weight_gradient_precision(padded, True) == "float32"
+    assert policy.weight_gradient_precision(padded, True) == ("float32" if layout == "NHWC" else "bf16x3")
 
 
 def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
@@ -140,17 +142,18 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
 
 def test_strided_split_weight_gradients_fuse_their_padding_on_cuda_and_stride_one_ones_keep_the_copy():
     """The CUDA table's rule (docs/perf/h100-pad-fusion): a strided bfloat16 weight gradient's generic, here a float32
-    one's split problem, reads its padding inside the convolution; a stride-1 one keeps the pad's own dispatch, and
-    so do one of few channels and a 3-D one: ResNet-50's stem (C = 3, 7x7 stride 2) and r3d_18's strided layers
-    compiled wrong with the fusion on an H100, and the known-answer check refused them
-    (docs/perf/h100-split-conv-tiles)."""
+    channels-last one's split problem, reads its padding inside the convolution; a stride-1 one keeps the pad's own
+    dispatch, and so do one of few channels and a 3-D one: ResNet-50's stem (C = 3, 7x7 stride 2) and r3d_18's
+    strided layers compiled wrong with the fusion on an H100, and the known-answer check refused them
+    (docs/perf/h100-split-conv-tiles). (Channels-first, the split writes x's parts zero-padded, and the inner
+    problem has no padding to fuse.)"""
     cuda = targets.parse_target("cuda:sm_80")
     fuse = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
 
     def flags(stride, channels=64, filters=3, rank=2):
         problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=4, groups=1, in_channels=channels,
                                   out_channels=64, input_spatial=(16,) * rank, filter_spatial=(filters,) * rank,
-                                  stride=stride, padding=filters // 2, layout="NCHW" if rank == 2 else "NCDHW",
+                                  stride=stride, padding=filters // 2, layout="NHWC" if rank == 2 else "NDHWC",
                                   dtype="float32", precision="bf16x3")
         assert problem.computed_as.dtype == "bfloat16"
         return policy.module_spec(problem, cuda).flags

@@ -4,8 +4,8 @@ spatial dims merged around the pass (IREE merges them itself and drops a tile se
 tile reaches the compiled dispatch; the merged form computes what the plain one does (run on the CPU, the tile's GPU
 attributes left out); targets whose table has no such tile keep IREE's tiling. An in-order split (the parts as the
 activation lies) gets the table's split tile instead: its elements as one dim, all three parts of 8 a thread. A split
-whose parts are zero-padded next (the split_conv form's grad_out) writes them into the padded tensor in place, its
-spatial dims apart (render.window_transpose_attrs): no copy dispatch of IREE's."""
+whose parts are zero-padded next (the split_conv form's grad_out, a padded weight gradient's x) writes them into the
+padded tensor in place, its spatial dims apart (render.window_transpose_attrs): no copy dispatch of IREE's."""
 
 from __future__ import annotations
 
@@ -42,8 +42,13 @@ def _weight(**params):
 CASES = {"data_gemm": lambda: _data(),
          "weight_3x3": lambda: _weight(),
          "weight_3d": lambda: _weight(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW")}
-# each split whose parts are zero-padded next (the split_conv form's grad_out): (problem, the split activation)
-PADDED = {"data_split_conv": (lambda: _data(filter_spatial=(3, 3), padding=1), "grad_out"),
+# each split whose parts are zero-padded next (the split_conv form's grad_out; a padded weight gradient's x, whose
+# inner problem is then the unpadded gradient of the padded x): (problem, the split activation)
+PADDED = {"weight_3x3_x": (lambda: _weight(), "x"),
+          "weight_3d_x": (lambda: _weight(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW"), "x"),
+          "weight_5x5_one_sided_x": (lambda: _weight(input_spatial=(12, 10), filter_spatial=(5, 5),
+                                                      padding=((2, 1), (0, 3))), "x"),
+          "data_split_conv": (lambda: _data(filter_spatial=(3, 3), padding=1), "grad_out"),
           "data_split_conv_3d": (lambda: _data(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), padding=1,
                                                layout="NCDHW"), "grad_out"),
           "data_split_conv_5x5_one_sided": (lambda: _data(input_spatial=(12, 10), filter_spatial=(5, 5),
@@ -112,6 +117,17 @@ def test_cudas_padded_splits_write_their_parts_into_the_padded_tensor_in_place(n
     for target in (ROCM, CPU):  # no transpose tile: split and stacked, then padded
         other = policy.module_spec(problem, target).mlir
         assert f"%{v}3_padded = tensor.pad %{v}3" in other and f"%{v}_padded = tensor.insert_slice" not in other
+
+
+def test_a_padded_weight_gradients_inner_problem_is_unpadded_at_stride_1_only():
+    """Stride 1 reads the padded x whole: the inner problem is the unpadded gradient of it. A strided one keeps its
+    padding (r3d_18's 3x3x3 stride-2 layer, whose padded x's end is left unread, compiled wrong so on an H100; 2-D
+    strided ones fuse their padding by the CUDA rule)."""
+    inner = _weight(input_spatial=(12, 10), filter_spatial=(5, 5), padding=((2, 1), (0, 3))).computed_as
+    assert inner.input_spatial == (15, 13) and inner.padding == ((0, 0), (0, 0)) and inner.output_spatial == (11, 9)
+    strided = _weight(input_spatial=(4, 14, 14), filter_spatial=(3, 3, 3), stride=2, layout="NCDHW")
+    assert strided.computed_as.padding == strided.padding and strided.computed_as.input_spatial == (4, 14, 14)
+    assert _weight(layout="NHWC").computed_as.padding == ((1, 1), (1, 1))  # an in-order split keeps it too
 
 
 def test_the_window_tile_takes_its_rows_from_the_spatial_axes_innermost_first():

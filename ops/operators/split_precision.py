@@ -26,7 +26,9 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
         split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, HI_HI_LO, inner.channels_last, copy),
+                      problem.channels_last, HI_HI_LO, inner.channels_last, copy,
+                      problem.padding if inner.padding != problem.padding else None),
+        x3="%x3_padded" if inner.padding != problem.padding else "%x3",
         split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
                              problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI,
                              inner.channels_last, copy),
@@ -48,12 +50,13 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
 
 
 def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int,
-          parts_channels_last: bool = True, copy=None) -> str:
+          parts_channels_last: bool = True, copy=None, pad=None) -> str:
     """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into %``v``3:
     its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last or, where not
     ``parts_channels_last``, channels-first. The iteration is over the stacked parts' order, (j, n, *spatial, c) or
     (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written in order; from channels-first
-    to channels-last parts, a transposing pass (``split_as``'s ``copy`` tile)."""
+    to channels-last parts, a transposing pass (``split_as``'s ``copy`` tile). ``pad`` ((low, high) per spatial
+    axis): into %``v``3_padded, the parts zero-padded (``split_as``)."""
     rank = len(spatial)
     domain = _dims(rank + 3)
     n = domain[1]
@@ -61,7 +64,7 @@ def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool
     read = [n, *s, c] if channels_last else [n, c, *s]
     in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
     parts = (3, batch, *spatial, channels) if parts_channels_last else (3, batch, channels, *spatial)
-    return split_as(v, domain, read, in_shape, parts, 0, lo_part, copy, s)
+    return split_as(v, domain, read, in_shape, parts, 0, lo_part, copy, s, pad)
 
 
 def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
