@@ -10,9 +10,10 @@
 //     partial[j, g, k, c] = sum_{r in chunk j} grad_out[r, g, k] * x_rows[r, g, c]
 //     grad_w[g*K + k, c] = sum_j partial[j, g, k, c]
 // Channels-last, r is the row (n, o) of the [N*O, G*C] and [N*O, G*K] matrices x and grad_out already are, and
-// a chunk is ${chunk} consecutive rows; where N*O is not a whole number of ${block}-row blocks, both matrices get zero
-// rows after their last (IREE's matrix pipelines read a reduction in whole blocks; a zero row adds nothing). Channels-first, the images hold (G*C) x O and (G*K) x O matrices: the
-// chunks split the batch (${chunk} images each), and each sums over its images n and positions p.
+// a chunk is ${chunk} consecutive rows; where N*O is not a whole number of ${block}-row blocks, both matrices get
+// zero rows after their last (IREE's matrix pipelines read a reduction in whole blocks; a zero row adds nothing).
+// Channels-first, the images hold (G*C) x O and (G*K) x O matrices: the chunks split the batch (${chunk} images
+// each), and each sums over its images n and positions p.
 // No index map has a stride or an offset: IREE's matmul pipelines take the contraction as it is.
 //
 // Problem: ${problem_name}

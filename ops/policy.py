@@ -126,15 +126,15 @@ def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a 64-wide
     row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
     ``stages`` of prefetch. Empty where no such convolution computes the problem or the tiles do not divide."""
-    if problem.precision == "bf16x3":
-        element, widths = "bf16", {0: (problem.input_spatial[-1], problem.rank)} if data_split_conv.applies(
-            problem) else {}
-    else:
-        element = dtypes.mlir_element_type(problem.dtype)
-        widths = {index: (phase[-1].rows, len(phase_plan.tuned_axes(phase)))
-                  for index, phase in enumerate(phase_plan.phases(problem)) if phase_plan.tuned_axes(phase)}
+    split = problem.precision == "bf16x3"
+    element = "bf16" if split else dtypes.mlir_element_type(problem.dtype)
     if element not in ("bf16", "f16") or problem.groups != 1:
         return {}
+    if split:  # one convolution over the whole grad_in, where the split_conv form takes the problem
+        widths = {0: (problem.input_spatial[-1], problem.rank)} if data_split_conv.applies(problem) else {}
+    else:  # each phase over its own rows, its axes of several taps reduced (phase_plan.tuned_axes)
+        widths = {index: (phase[-1].rows, len(phase_plan.tuned_axes(phase)))
+                  for index, phase in enumerate(phase_plan.phases(problem)) if phase_plan.tuned_axes(phase)}
     intrinsic = targets.mma_intrinsic(target, element)
     tiles = {index: _conv_tile(problem.rank, intrinsic, width, problem.in_channels, spec, taps)
              for index, (width, taps) in widths.items()}
