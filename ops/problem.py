@@ -243,16 +243,18 @@ class ConvBwdWeightProblem(ConvProblem):
     def computed_as(self) -> "ConvBwdWeightProblem":
         """A split problem's module wraps the bfloat16 problem of three times the batch with a float32 grad_w:
         channels-last, or in the problem's own layout where that is a GEMM of its images as they lie (``gemm_rows``);
-        any other problem's is its own. Split from channels-first into channels-last parts at stride 1, x's parts are
-        written zero-padded (in place: ``split_precision``), and the bfloat16 problem is the same gradient of that
-        padded x with no padding: stride 1 reads the padded x whole (a strided one that left its end unread, r3d_18's
-        3x3x3 stride-2 layer, compiled wrong on an H100 so, and 2-D ones fuse their padding: policy's rule)."""
+        any other problem's is its own. Split from channels-first into channels-last parts, one group at stride 1,
+        x's parts are written zero-padded (in place: ``split_precision``), and the bfloat16 problem is the same
+        gradient of that padded x with no padding: stride 1 reads the padded x whole. On an H100, IREE 3.13 compiled
+        two others wrong so (the check refused them): r3d_18's 3x3x3 stride-2 layer, whose padded x's end is left
+        unread, and ResNeXt-50's grouped 7x7 layer (g32, 32 channels a group); 2-D strided ones fuse their padding
+        instead (policy's rule)."""
         if self.precision != "bf16x3":
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
         inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=3 * self.batch, precision="float32",
                         layout=layout)
-        if layout == self.layout or any(s > 1 for s in self.stride):
+        if layout == self.layout or any(s > 1 for s in self.stride) or self.groups > 1:
             return inner
         return replace(inner, input_spatial=tuple(size + lo + hi for size, (lo, hi) in zip(self.input_spatial,
                                                                                              self.padding)),

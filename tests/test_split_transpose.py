@@ -121,12 +121,14 @@ def test_cudas_padded_splits_write_their_parts_into_the_padded_tensor_in_place(n
 
 def test_a_padded_weight_gradients_inner_problem_is_unpadded_at_stride_1_only():
     """Stride 1 reads the padded x whole: the inner problem is the unpadded gradient of it. A strided one keeps its
-    padding (r3d_18's 3x3x3 stride-2 layer, whose padded x's end is left unread, compiled wrong so on an H100; 2-D
-    strided ones fuse their padding by the CUDA rule)."""
+    padding, and so does a grouped one: pre-padded, r3d_18's 3x3x3 stride-2 layer and ResNeXt-50's g32 7x7 layer
+    compiled wrong on an H100 (2-D strided ones fuse their padding by the CUDA rule)."""
     inner = _weight(input_spatial=(12, 10), filter_spatial=(5, 5), padding=((2, 1), (0, 3))).computed_as
     assert inner.input_spatial == (15, 13) and inner.padding == ((0, 0), (0, 0)) and inner.output_spatial == (11, 9)
     strided = _weight(input_spatial=(4, 14, 14), filter_spatial=(3, 3, 3), stride=2, layout="NCDHW")
     assert strided.computed_as.padding == strided.padding and strided.computed_as.input_spatial == (4, 14, 14)
+    grouped = _weight(batch=32, groups=32, in_channels=32, out_channels=32, input_spatial=(7, 7))
+    assert grouped.computed_as.padding == grouped.padding  # ResNeXt-50's 7x7 layer compiled wrong pre-padded
     assert _weight(layout="NHWC").computed_as.padding == ((1, 1), (1, 1))  # an in-order split keeps it too
 
 
