@@ -30,7 +30,7 @@ def _problem(**params):
 
 # (params, J): layouts of 1-3 spatial axes, strides that skip rows and columns, groups, 16-bit inputs with a
 # float32 or 16-bit result, x's unread end (stride 2 over an even size), no split, every row its own chunk; zero
-# rows completing channels-last rows to 32-row blocks (90 -> 96, 30 -> 32, 28 -> 32, 72 -> 96, 36 -> 64)
+# rows completing channels-last rows to 32-row blocks (90 -> 96, 28 -> 32, 72 -> 96, 100 -> 128)
 CASES = {
     "2d_nhwc_j3": (dict(batch=3), 3),
     "2d_nchw_j2": (dict(batch=4, layout="NCHW"), 2),
@@ -186,5 +186,4 @@ def test_zero_rows_leave_one_matrix_contraction(tmp_path, target):
     with the target's matrix instructions, no scratch on gfx942."""
     problem = _problem(batch=8, in_channels=256, out_channels=512, input_spatial=(4, 14, 14), stride=2,
                        layout="NDHWC", dtype="bfloat16")
-    lowered = one_matrix_contraction(problem, target, tmp_path, "matmul_like")
-    assert lowered
+    one_matrix_contraction(problem, target, tmp_path, "matmul_like")
