@@ -6,7 +6,7 @@ parameter values, and an independent NumPy definition of the epilogue.
 
 import numpy as np
 
-from ops.operators import conv_bwd_data as conv
+from ops.operators import conv_bwd_data as conv, grouped_conv_bwd_data
 
 
 def _channel(p):  # a per-channel bias, as CK's bias-ReLU example has it
@@ -56,3 +56,10 @@ def grouped_problem(name):
 
     params, epilogue, makers, _, _ = CASES[name]
     return grouped_conv_bwd_data.problem_from_params(**params, epilogue=epilogue, d_kinds=tuple("full" for _ in makers))
+
+
+def depthwise(**params):
+    """A small bfloat16 channels-last depthwise problem (32 groups, 12x12, 3x3, stride 1), ``params`` overriding."""
+    base = dict(batch=2, groups=32, in_channels=1, out_channels=1, input_spatial=(12, 12), filter_spatial=(3, 3),
+                stride=1, padding=1, layout="NHWC", dtype="bfloat16")
+    return grouped_conv_bwd_data.problem_from_params(**{**base, **params})

@@ -15,6 +15,7 @@ import pytest
 from ops import compiler, geometry, policy, targets
 from ops.operators import data_merged, grouped_conv_bwd_data as data
 
+from grouped_bwd_data_cases import depthwise
 from lowering import compile_and_dump, run_on_cpu, without_gpu_configs
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
@@ -22,9 +23,7 @@ PAD_FUSION = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-
 
 
 def _depthwise(**params):
-    base = dict(batch=2, groups=32, in_channels=1, out_channels=1, input_spatial=(12, 12), filter_spatial=(3, 3),
-                stride=2, padding=1, layout="NHWC", dtype="bfloat16")
-    return data.problem_from_params(**{**base, **params})
+    return depthwise(**{"stride": 2, **params})
 
 
 @pytest.mark.parametrize("stride", [1, 2, 3, 4])

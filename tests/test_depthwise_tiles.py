@@ -14,16 +14,11 @@ import pytest
 from ops import compiler, policy, targets
 from ops.operators import grouped_conv_bwd_data as data
 
+from grouped_bwd_data_cases import depthwise as _depthwise
 from lowering import compile_and_dump, run_on_cpu, without_gpu_configs
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 TILE = "thread = [1, 1, 1, 4, 0, 0], workgroup = [1, 1, 16, 16, 0, 0]"
-
-
-def _depthwise(**params):
-    base = dict(batch=2, groups=32, in_channels=1, out_channels=1, input_spatial=(12, 12), filter_spatial=(3, 3),
-                stride=1, padding=1, layout="NHWC", dtype="bfloat16")
-    return data.problem_from_params(**{**base, **params})
 
 
 @pytest.mark.parametrize("stride, named, generics", [(1, 1, 0), (2, 2, 2)])

@@ -396,7 +396,7 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
 def _generic(shape: _Geometry, element: str, config: str | None) -> str:
     """The convolution-form generic: J partial sums (then their sum, when J > 1). With ``config``, its unit dims
     are left out of the loops (``_pinned_units``)."""
-    problem, rank, split = shape.problem, shape.problem.rank, shape.summed
+    problem, rank, summed = shape.problem, shape.problem.rank, shape.summed
     shape = dataclasses.replace(shape, units=_pinned_units(shape) if config else frozenset())
     chunk_dims = list(range(shape.split + shape.rows))  # j, o0: merged into the one dim the sum runs over
     domain = [shape.d[name] for name in shape.names]
@@ -415,10 +415,10 @@ def _generic(shape: _Geometry, element: str, config: str | None) -> str:
         chunks_map=mlir.affine_map(chunks_domain, [chunks_domain[-1], *store_domain]),
         chunks_out_map=mlir.affine_map(chunks_domain, store_domain),
         chunks_iterators=mlir.iterators(["parallel"] * (rank + 2) + ["reduction"]),
-    ) if split else "  // one chunk: the partial sum is grad_w's float32 value"
+    ) if summed else "  // one chunk: the partial sum is grad_w's float32 value"
     flat = "g" in shape.units  # G = 1 left out: the partial sums are partial_flat, K and G merged already
     flatten = "  // G = 1 is left out of the loops: the partial sums are partial_flat" if flat else mlir.render(
-        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=_flattened(chunk_dims, rank, split))
+        "grouped_conv_bwd_weight.flatten", acc_flat_reassociation=_flattened(chunk_dims, rank, summed))
     return mlir.render(
         "grouped_conv_bwd_weight.generic", x_map=mlir.affine_map(domain, [e for e in x_map if e]),
         grad_out_map=mlir.affine_map(domain, [e for e in grad_out_map if e]), acc_map=mlir.affine_map(domain, acc_map),

@@ -18,6 +18,7 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
     layout."""
     inner = problem.computed_as
     rank = problem.rank
+    x_pad = problem.padding if inner.padding != problem.padding else None  # x's parts written zero-padded
     return mlir.render(
         "split_bf16x3", function=problem.name, inner=inner.name,
         inner_module=inner_module.replace(f"func.func @{inner.name}(", f"func.func private @{inner.name}(", 1),
@@ -26,9 +27,8 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
         split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, HI_HI_LO, inner.channels_last, copy,
-                      problem.padding if inner.padding != problem.padding else None),
-        x3="%x3_padded" if inner.padding != problem.padding else "%x3",
+                      problem.channels_last, HI_HI_LO, inner.channels_last, copy, x_pad),
+        x3="%x3_padded" if x_pad else "%x3",
         split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
                              problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI,
                              inner.channels_last, copy),
