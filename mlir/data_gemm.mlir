@@ -59,3 +59,32 @@ ${store}
   } -> ${placed_type}
   %grad_in_zero = linalg.fill ins(%zero : f32) outs(%dst : !grad_in) -> !grad_in
   %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in
+
+// fragment float32_channels_first: a float32 problem, channels-first and of stride 1, as one GEMM per image
+// (conv_bwd_data's gemm form of a float32 problem). grad_in's positions p are grad_out's, and both lie contiguous
+// along p in each channel's row, so each image's grad_in is the weight's transpose times its grad_out:
+//     grad_in[n, c, p] = sum_k w[k, c] * grad_out[n, k, p]
+// one linalg.generic with no transposes around it, in float32 (its tiles: policy.gemm_tiles).
+//
+// Problem: ${problem_name}
+
+!grad_out = ${grad_out_type}
+!weight = ${weight_type}
+!grad_in = ${grad_in_type}
+!rows = ${rows_type}
+
+func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
+  %zero = arith.constant 0.0 : f32
+  %g = tensor.collapse_shape %grad_out ${positions_merge} : !grad_out into ${g_type}
+  %w = tensor.collapse_shape %weight [[0], [${weight_rest}]] : !weight into ${w_type}
+  %rows_dst = tensor.collapse_shape %dst ${positions_merge} : !grad_in into !rows
+  %rows_zero = linalg.fill ins(%zero : f32) outs(%rows_dst : !rows) -> !rows
+  %rows = linalg.generic {indexing_maps = [affine_map<(n, c, p, k) -> (n, k, p)>, affine_map<(n, c, p, k) -> (k, c)>, affine_map<(n, c, p, k) -> (n, c, p)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]${dispatch_config}}
+      ins(%g, %w : ${g_type}, ${w_type}) outs(%rows_zero : !rows) {
+  ^bb0(%gv: f32, %wv: f32, %sum: f32):
+${multiply_add}
+    linalg.yield %new_sum : f32
+  } -> !rows
+  %grad_in = tensor.expand_shape %rows ${positions_merge} output_shape [${grad_in_shape}] : !rows into !grad_in
+  return %grad_in : !grad_in
+}

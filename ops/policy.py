@@ -221,10 +221,25 @@ def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
                                             copy_config(target)["subgroup_size"])}
 
 
+def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """{0: compilation_info} for the float32 gemm form's GEMM (``data_gemm.takes_float32``: grad_in's (n, c, p)),
+    by the rule ``spec``: SIMT workgroups of the first ``positions`` entry (workgroup positions, thread positions,
+    workgroup channels) whose workgroup positions divide the image's, ``thread_channels`` channels a thread,
+    ``reduction`` channels k a step. Empty where the form does not take ``problem`` or no entry divides."""
+    positions = math.prod(problem.input_spatial)
+    tile = next((t for t in spec["positions"] if positions % t[0] == 0), None)
+    if not (problem.precision == "float32" and data_gemm.takes_float32(problem) and tile):
+        return {}
+    (along, per_thread, channels), thread_channels = tile, spec["thread_channels"]
+    threads = channels // thread_channels * (along // per_thread)
+    return {0: render.simt_compilation_info([1, channels, along], [1, thread_channels, per_thread],
+                                            [spec["reduction"]], threads, copy_config(target)["subgroup_size"])}
+
+
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
     "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "depthwise_tiles": depthwise_tiles,
-    "merged_tiles": merged_tiles}
+    "merged_tiles": merged_tiles, "gemm_tiles": gemm_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:
@@ -330,8 +345,9 @@ def gemm_split(problem) -> int:
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
     problem's one form, the gemm form (one tap) or the split_conv form (stride 1). A GPU's channels-last depthwise
-    problems also have the named depthwise op's forms, and its depthwise problems the merged form
-    (``data_merged``), last (a table rule puts one first: ``depthwise_tiles``, ``merged_tiles``)."""
+    problems also have the named depthwise op's forms, its depthwise problems the merged form (``data_merged``),
+    and its float32 channels-first one-tap problems of stride 1 the float32 gemm form (``data_gemm``), last (a
+    table rule puts one first: ``depthwise_tiles``, ``merged_tiles``, ``gemm_tiles``)."""
     Form = stride_phases.Form
     if problem.precision == "bf16x3":
         flip = "map" if target.negative_map_coefficients else "gather"
@@ -352,7 +368,8 @@ def _phase_forms(problem, target: Target) -> list:
     named = problem.kind == "depthwise" and problem.channels_last  # the named depthwise op (a table rule's choice)
     merged = [Form(contraction="merged")] if data_merged.applies(problem) else []  # a table rule's choice too
     depthwise = [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
-    return interleaved + strided + depthwise + merged
+    gemm = [Form(contraction="gemm")] if data_gemm.takes_float32(problem) else []  # a table rule's choice too
+    return interleaved + strided + depthwise + merged + gemm
 
 
 def _weight_forms(problem, target: Target) -> list:
@@ -492,6 +509,10 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
 # --- Float32 weight gradients as bfloat16 x 3 -----------------------------------------------------------------
 
 
+# The target whose table the split decisions read (``_splits_data``): the one ``splits_float32`` splits for.
+SPLIT_TARGET = targets.parse_target("cuda:sm_80")
+
+
 def splits_float32(driver: str | None) -> bool:
     """Whether float32 weight gradients may be split into bfloat16 parts on ``driver`` where PyTorch allows reduced
     precision: on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only. Not on ROCm:
@@ -544,11 +565,14 @@ def _splits_data(problem) -> bool:
     """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
     unpadded with one group, its output channels and its rows come in whole GEMM_BLOCK blocks (the GEMM's
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
-    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels; the split_conv form
-    (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
-    pipeline) where the problem is of stride 1 with several taps."""
+    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not where the CUDA
+    table tiles its float32 GEMM (``gemm_tiles``); the split_conv form (``data_split_conv``: the forward convolution
+    over 3K channels, a 16-bit convolution IREE gives its matrix pipeline) where the problem is of stride 1 with
+    several taps."""
     if data_split_conv.applies(problem):
         return True
+    if data_gemm.takes_float32(problem) and configs_for(problem, SPLIT_TARGET, stride_phases.Form(contraction="gemm")):
+        return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats the split
     return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
             and data_gemm.rows(problem) % GEMM_BLOCK == 0
             and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))

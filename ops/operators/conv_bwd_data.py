@@ -70,10 +70,10 @@ def results(problem: ConvBwdDataProblem) -> list:
 
 def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst): the stride phases, or
-    for split problems the gemm form or the split_conv form (its convolution pinned to ``lowering.configs[0]``
-    where given)."""
+    for split problems the gemm form or the split_conv form, or a float32 GEMM of a one-tap filter (the gemm form;
+    the contraction of either pinned to ``lowering.configs[0]`` where given)."""
     if form.contraction == "gemm":
-        return data_gemm.render(problem, mlir.transients(lowering.transients), lowering.copy)
+        return data_gemm.render(problem, mlir.transients(lowering.transients), lowering.copy, lowering.configs.get(0))
     if form.contraction == "split_conv":
         return data_split_conv.render(problem, mlir.transients(lowering.transients), form.weight_flip == "map",
                                       lowering.configs.get(0), lowering.copy)

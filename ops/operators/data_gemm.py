@@ -21,14 +21,25 @@ def applies(problem: ConvBwdDataProblem) -> bool:
     return problem.groups == 1 and problem.one_tap_unpadded and problem.epilogue is None
 
 
+def takes_float32(problem: ConvBwdDataProblem) -> bool:
+    """Whether the gemm form takes ``problem`` in float32: as ``applies``, a float32 problem, channels-first and of
+    stride 1."""
+    return (applies(problem) and problem.dtype == "float32" and not problem.channels_last
+            and all(s == 1 for s in problem.stride))
+
+
 def rows(problem: ConvBwdDataProblem) -> int:
     """The GEMM's rows: grad_out's (n, o)."""
     return problem.batch * math.prod(problem.output_spatial)
 
 
-def render(problem: ConvBwdDataProblem, transients: str, copy=None) -> str:
+def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str | None = None) -> str:
     """The problem's module (a float32 problem computed as bf16x3; a transposing split tiled by ``copy``, the
-    target's copy_config)."""
+    target's copy_config; or a float32 one, ``takes_float32``, its GEMM pinned to ``config`` where given)."""
+    if problem.precision == "float32" and problem.dtype == "float32":
+        check(takes_float32(problem), f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, "
+                                      f"or in float32 channels-first at stride 1, but got {problem.name}")
+        return _render_float32(problem, transients, config)
     check(applies(problem) and problem.precision == "bf16x3",
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
@@ -52,6 +63,22 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None) -> str:
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
         rows_split=_merge(rank), rows_cl_shape=mlir.index_list(rows_cl),
         rows_cl_type=mlir.tensor(rows_cl, "f32"), store=store(problem, rows_cl),
+    )
+
+
+def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:
+    """The float32 module (``mlir/data_gemm.mlir``'s ``float32_channels_first``): (n, k, p) x (k, c) -> (n, c, p)."""
+    rank, n, c, k = problem.rank, problem.batch, problem.in_channels, problem.out_channels
+    positions = math.prod(problem.input_spatial)
+    return mlir.render(
+        "data_gemm.float32_channels_first", problem_name=problem.name, function=problem.name, transients=transients,
+        grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
+        grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([n, c, positions], "f32"),
+        g_type=mlir.tensor([n, k, positions], "f32"), w_type=mlir.tensor([k, c], "f32"),
+        positions_merge=[[0], [1], list(range(2, rank + 2))], weight_rest=", ".join(map(str, range(1, rank + 2))),
+        dispatch_config=f", compilation_info = {config}" if config else "",
+        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%gv", b="%wv"),
+        grad_in_shape=mlir.index_list(problem.input_shape),
     )
 
 
