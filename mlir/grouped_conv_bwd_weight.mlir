@@ -290,3 +290,26 @@ ${taps}
   %tap_${tap} = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, r) -> (b, m, r)>, affine_map<(b, m, n, r) -> (b, n, r)>, affine_map<(b, m, n, r) -> (b, m, n)>]
       ins(%grad_out_flat, %x_tap_${tap} : ${grad_out_flat_type}, ${x_tap_type}) outs(%tap_zero_${tap} : ${tap_type}) -> ${tap_type}
   %taps_${next} = tensor.insert_slice %tap_${tap} into %taps_${after}[${tap}, 0, 0, 0] [1, ${batch}, ${out_channels}, ${channels}] [1, 1, 1, 1] : ${tap_type} into ${taps_type}
+
+// fragment columns: on the GPU targets, depthwise problems channels-first (C = K = 1): partial sums by columns
+  // grad_w[g, f] = sum_{n, o} x_padded[n, g, s*o + d*f] * grad_out[n, g, o] in two generics. The first keeps
+  // (n, g, f.., o_last) and reduces the other output axes, so that a workgroup's neighbouring threads (along
+  // o_last) read neighbouring positions of x's and grad_out's contiguous rows; the second sums (n, o_last).
+  %columns_empty = tensor.empty() : ${columns_type}
+  %columns_zero = linalg.fill ins(%zero : f32) outs(%columns_empty : ${columns_type}) -> ${columns_type}
+  %columns = linalg.generic {indexing_maps = [${grad_out_map}, ${x_map}, ${columns_map}], iterator_types = ${columns_iterators}${dispatch_config}}
+      ins(%grad_out, ${x_value} : !grad_out, !x_padded) outs(%columns_zero : ${columns_type}) {
+  ^bb0(%gv: ${element}, %xv: ${element}, %sum: f32):
+${to_accumulator}
+${multiply_add}
+    linalg.yield %new_sum : f32
+  } -> ${columns_type}
+  %taps_empty = tensor.empty() : ${taps_type}
+  %taps_zero = linalg.fill ins(%zero : f32) outs(%taps_empty : ${taps_type}) -> ${taps_type}
+  %taps = linalg.generic {indexing_maps = [${sum_map}, ${sum_out_map}], iterator_types = ${sum_iterators}}
+      ins(%columns : ${columns_type}) outs(%taps_zero : ${taps_type}) {
+  ^bb0(%p: f32, %s: f32):
+    %new_s = arith.addf %s, %p : f32
+    linalg.yield %new_s : f32
+  } -> ${taps_type}
+  %acc = tensor.expand_shape %taps ${acc_reassociation} output_shape [${acc_shape}] : ${taps_type} into !acc_flat

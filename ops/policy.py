@@ -29,7 +29,7 @@ from typing import Any, Callable
 from . import compiler, dtypes, registry, render, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight, phase_plan,
-                        pool_windows, stride_phases, weight_gemm, weight_shifted)
+                        pool_windows, stride_phases, weight_columns, weight_gemm, weight_shifted)
 from .problem import GEMM_BLOCK
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
@@ -236,10 +236,22 @@ def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
                                             [spec["reduction"]], threads, copy_config(target)["subgroup_size"])}
 
 
+def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """{0: compilation_info} for the columns form's partial sums (``weight_columns.tile``): a thread a partial sum,
+    ``groups`` groups a workgroup, ``reduction`` rows a step. Empty where the form does not take ``problem`` or
+    ``weight_columns.tile`` finds no tile."""
+    tile = weight_columns.applies(problem) and weight_columns.tile(problem, spec["groups"], spec["reduction"])
+    if not tile:
+        return {}
+    workgroup, reduction, threads = tile
+    return {0: render.simt_compilation_info(workgroup, [1] * len(workgroup), reduction, threads,
+                                            copy_config(target)["subgroup_size"])}
+
+
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
     "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "depthwise_tiles": depthwise_tiles,
-    "merged_tiles": merged_tiles, "gemm_tiles": gemm_tiles}
+    "merged_tiles": merged_tiles, "gemm_tiles": gemm_tiles, "column_tiles": column_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:
@@ -374,7 +386,7 @@ def _phase_forms(problem, target: Target) -> list:
 
 def _weight_forms(problem, target: Target) -> list:
     """The backward-weight forms for ``target``: the batch-split generic (on a GPU for depthwise problems also with
-    its rows split, ``Form.row_split``, last: a table rule puts it first), on a GPU after the gemm form where that
+    its rows split, ``Form.row_split``, and channels-first the columns form, last: a table rule puts one first), on a GPU after the gemm form where that
     takes it (``takes_gemm``: IREE's matrix pipelines take its plain contraction, where the generic's 1x1
     convolution went to its implicit-GEMM path, wrong in bfloat16 (docs/perf/h100-audit) and slow); on llvm-cpu
     also im2col and per_image_nn (and per_image in channels-first layouts) or, for depthwise problems of 1 or 2
@@ -385,7 +397,8 @@ def _weight_forms(problem, target: Target) -> list:
     if not target.cpu:
         gemm = [Form(batch_split=gemm_split(problem), contraction="gemm")] if takes_gemm(problem) else []
         rows = [dataclasses.replace(generic, row_split=True)] if problem.kind == "depthwise" else []
-        return [*gemm, generic, *rows]
+        columns = [Form(contraction="columns")] if weight_columns.applies(problem) else []
+        return [*gemm, generic, *rows, *columns]
     taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]

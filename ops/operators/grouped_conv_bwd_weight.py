@@ -31,8 +31,8 @@ from ..layouts import activation_from_params, in_layout, join_activation
 from ..problem import PRECISIONS, ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
-from . import (split_precision, weight_depthwise, weight_gemm, weight_im2col, weight_per_image, weight_shifted,
-               weight_taps)
+from . import (split_precision, weight_columns, weight_depthwise, weight_gemm, weight_im2col, weight_per_image,
+               weight_shifted, weight_taps)
 
 OP = "grouped_conv_bwd_weight"
 Problem = ConvBwdWeightProblem
@@ -125,8 +125,9 @@ class Form:
     ``"per_image_nn"``), for problems of few channels a group one sum per tap, image, group and (k, c) in one
     generic, then summed over the images (``"taps"``), for depthwise problems of 1 or 2 spatial axes the named
     depthwise convolution (``"depthwise"``), or, for stride-1 problems of one group, one batch matmul per tap over
-    contiguous slices of x and grad_out flattened channels-first (``"shifted"``, ``weight_shifted``); all but the
-    generic and gemm reduce the whole batch at once. ``row_split`` (the generic): the first spatial axis's output
+    contiguous slices of x and grad_out flattened channels-first (``"shifted"``, ``weight_shifted``), or, for
+    depthwise problems channels-first on a GPU, partial sums along the last output axis (``"columns"``,
+    ``weight_columns``); all but the generic and gemm reduce the whole batch at once. ``row_split`` (the generic): the first spatial axis's output
     rows are partial sums too (summed with the chunks), so that a reduction of few weights over many positions
     (a depthwise layer's) runs in parallel over them."""
 
@@ -136,7 +137,7 @@ class Form:
 
     def __post_init__(self):
         one_of(OP, "contraction", self.contraction,
-               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps", "shifted"))
+               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps", "shifted", "columns"))
         check(not self.row_split or self.contraction == "generic",
               f"{OP}: row_split takes the generic form, but the contraction is {self.contraction!r}")
 
@@ -386,6 +387,8 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         return weight_per_image.render_nn(problem, element, config), "%acc"
     if contraction == "taps":
         return weight_taps.render(problem, element), "%acc"
+    if contraction == "columns":
+        return weight_columns.render(problem, element, x_value, config), "%acc"
     if contraction == "shifted":
         check(weight_shifted.applies(problem), f"{OP}: the shifted form takes problems of one group, stride and "
                                                f"dilation 1 and several taps, but got {problem.name}")

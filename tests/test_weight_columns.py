@@ -1,0 +1,69 @@
+"""grouped_conv_bwd_weight's columns form (ops/operators/weight_columns.py): a depthwise weight gradient, channels-first,
+as partial sums kept along the last output axis, then summed. The CUDA table gives it to float32 NCHW depthwise
+problems with its tile (a thread a partial sum, the last output axis's positions side by side); its module, the
+tile cut, computes the float64 reference on the CPU at MobileNetV2's sizes and in 1-D and 3-D; the CPU never takes
+it, and problems it cannot take are refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ops import compiler, policy, targets
+from ops.operators import grouped_conv_bwd_weight as weight
+from ops.operators import weight_columns
+
+from lowering import run_on_cpu, without_gpu_configs
+
+CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
+
+
+def _depthwise(**params):
+    base = dict(batch=2, groups=8, in_channels=1, out_channels=1, input_spatial=(12, 10), filter_spatial=(3, 3),
+                stride=1, padding=1, layout="NCHW", dtype="float32")
+    return weight.problem_from_params(**{**base, **params})
+
+
+@pytest.mark.parametrize("params, tile", [
+    (dict(batch=64, groups=96, input_spatial=(112, 112), stride=2), "workgroup = [1, 3, 3, 1, 56, 0]"),
+    (dict(batch=64, groups=960, input_spatial=(7, 7)), "workgroup = [1, 3, 3, 1, 7, 0]"),
+    (dict(batch=8, groups=32, input_spatial=(128, 128)), "workgroup = [1, 1, 3, 1, 128, 0]"),  # 3 x 3 x 128 > 1024
+    (dict(batch=1, groups=32, input_spatial=(16, 16)), None),  # one image: a unit dim would drop the tile
+])
+def test_cudas_rule_takes_float32_nchw_depthwise_problems_with_the_column_tile(params, tile):
+    problem = _depthwise(**params)
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "columns"
+    assert (tile or "None") in policy.configs_for(problem, CUDA, form).get(0, "None")
+
+
+@pytest.mark.parametrize("params", [dict(layout="NHWC"), dict(groups=4, in_channels=2, out_channels=2),
+                                    dict(dtype="bfloat16")], ids=["channels_last", "grouped", "bfloat16"])
+def test_others_keep_their_forms_and_the_cpu_never_takes_it(params):
+    problem = _depthwise(**params)
+    assert policy.forms_for(problem, CUDA)[0].contraction != "columns"
+    assert all(f.contraction != "columns" for f in policy.forms_for(_depthwise(), CPU))
+    assert policy.forms_for(_depthwise(), ROCM)[-1].contraction == "columns"  # unmeasured there: last
+    if not weight_columns.applies(problem):
+        with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the columns form takes depthwise problems"):
+            weight.render(problem, weight.Form(contraction="columns"))
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch=2, groups=96, input_spatial=(112, 112), stride=2),   # MobileNetV2's, 2.4 M elements of x
+    dict(batch=3, groups=16, input_spatial=(14, 15), filter_spatial=(5, 3), padding=(2, 1), dilation=(1, 2)),
+    dict(batch=2, groups=8, input_spatial=(6, 7, 9), filter_spatial=(3, 3, 3), stride=(1, 2, 2), layout="NCDHW"),
+    dict(batch=2, groups=8, input_spatial=(17,), filter_spatial=(3,), stride=2, layout="NCW"),
+    dict(batch=2, groups=8, input_spatial=(12, 10), dtype="bfloat16"),
+], ids=["mobilenet_s2", "5x3_dilated", "3d", "1d", "bf16"])
+def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
+    problem = _depthwise(**params)
+    spec = policy.module_spec(problem, CUDA, options=weight.Form(contraction="columns"))
+    assert spec.mlir.count("%columns = linalg.generic") == 1
+    cpu = compiler.ModuleSpec(problem.name, without_gpu_configs(spec.mlir), CPU, (), problem.summary)
+    inputs = weight.random_inputs(problem, rng)
+    result = np.zeros(problem.weight_shape, dtype=np.asarray(inputs[0]).dtype)
+    ours = run_on_cpu(cpu, inputs, result, tmp_path)
+    reference = weight.reference(problem, inputs)
+    tolerance = 1e-5 if problem.dtype == "float32" else 1e-2
+    assert np.abs(ours - reference).max() <= tolerance * np.abs(reference).max()
