@@ -386,12 +386,12 @@ def _phase_forms(problem, target: Target) -> list:
 
 def _weight_forms(problem, target: Target) -> list:
     """The backward-weight forms for ``target``: the batch-split generic (on a GPU for depthwise problems also with
-    its rows split, ``Form.row_split``, and channels-first the columns form, last: a table rule puts one first), on a GPU after the gemm form where that
-    takes it (``takes_gemm``: IREE's matrix pipelines take its plain contraction, where the generic's 1x1
-    convolution went to its implicit-GEMM path, wrong in bfloat16 (docs/perf/h100-audit) and slow); on llvm-cpu
-    also im2col and per_image_nn (and per_image in channels-first layouts) or, for depthwise problems of 1 or 2
-    spatial axes (the named depthwise ops go to 3-D, the batch axis taking one), depthwise; taps where
-    ``_has_weight_taps_form``; and shifted where ``weight_shifted.applies``."""
+    its rows split, ``Form.row_split``, and channels-first the columns form, last: a table rule puts one first), on
+    a GPU after the gemm form where that takes it (``takes_gemm``: IREE's matrix pipelines take its plain
+    contraction, where the generic's 1x1 convolution went to its implicit-GEMM path, wrong in bfloat16
+    (docs/perf/h100-audit) and slow); on llvm-cpu also im2col and per_image_nn (and per_image in channels-first
+    layouts) or, for depthwise problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D, the batch axis
+    taking one), depthwise; taps where ``_has_weight_taps_form``; and shifted where ``weight_shifted.applies``."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:

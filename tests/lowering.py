@@ -120,6 +120,18 @@ def without_gpu_configs(mlir: str) -> str:
     return _GPU_CONFIG.sub("", mlir)
 
 
+def gpu_module_on_cpu(problem, spec: compiler.ModuleSpec, operator, rng, workdir: Path,
+                      result_shape) -> tuple[float, float]:
+    """(max |ours - reference|, max |reference|): ``spec``, a GPU module of ``problem``, its pinned configurations
+    cut, compiled for and run on the CPU with ``operator``'s random inputs, against its float64 reference."""
+    cpu = compiler.ModuleSpec(problem.name, without_gpu_configs(spec.mlir), targets.parse_target("llvm-cpu"), (),
+                              problem.summary)
+    inputs = operator.random_inputs(problem, rng)
+    ours = run_on_cpu(cpu, inputs, np.zeros(result_shape, dtype=np.asarray(inputs[0]).dtype), workdir)
+    reference = operator.reference(problem, inputs)
+    return float(np.abs(ours - reference).max()), float(np.abs(reference).max())
+
+
 def run_on_cpu(spec: compiler.ModuleSpec, inputs: list, result: np.ndarray, workdir: Path) -> np.ndarray:
     """The result, in float64, of ``spec`` (an llvm-cpu module) compiled in ``workdir`` and run on ``inputs``, writing
     into ``result`` (zeros of the result's shape and dtype)."""

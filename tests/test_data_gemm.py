@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from ops import api, compiler, known_answer, policy, targets
+from ops import api, known_answer, policy, targets
 from ops.operators import conv_bwd_data, stride_phases
 
-from lowering import one_matrix_contraction
+from lowering import gpu_module_on_cpu, one_matrix_contraction
 
 
 def _problem(**params):
@@ -167,13 +167,8 @@ def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, t
 def test_the_float32_gemm_computes_the_reference(params, rng, tmp_path):
     """The CUDA module of the float32 gemm form, its tile cut, on the CPU: MobileNetV2's 144 -> 24 layer at batch 2
     (903 K elements of grad_in), and a 3-D problem; one generic, no transposes."""
-    from lowering import run_on_cpu, without_gpu_configs
-
     problem = _problem(**params)
     spec = policy.module_spec(problem, CUDA, options=stride_phases.Form(contraction="gemm"))
     assert spec.mlir.count("= linalg.generic") == 1 and "linalg.transpose" not in spec.mlir
-    cpu = compiler.ModuleSpec(problem.name, without_gpu_configs(spec.mlir), targets.parse_target("llvm-cpu"))
-    inputs = conv_bwd_data.random_inputs(problem, rng)
-    ours = run_on_cpu(cpu, inputs, np.zeros(problem.input_shape, np.float32), tmp_path)
-    reference = conv_bwd_data.reference(problem, inputs)
-    assert np.abs(ours - reference).max() <= 1e-5 * np.abs(reference).max()
+    error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
+    assert error <= 1e-5 * scale

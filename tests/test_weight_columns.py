@@ -1,19 +1,18 @@
-"""grouped_conv_bwd_weight's columns form (ops/operators/weight_columns.py): a depthwise weight gradient, channels-first,
-as partial sums kept along the last output axis, then summed. The CUDA table gives it to float32 NCHW depthwise
-problems with its tile (a thread a partial sum, the last output axis's positions side by side); its module, the
-tile cut, computes the float64 reference on the CPU at MobileNetV2's sizes and in 1-D and 3-D; the CPU never takes
-it, and problems it cannot take are refused by name."""
+"""grouped_conv_bwd_weight's columns form (ops/operators/weight_columns.py): a depthwise weight gradient,
+channels-first, as partial sums kept along the last output axis, then summed. The CUDA table gives it to float32
+NCHW depthwise problems with its tile (a thread a partial sum, the last output axis's positions side by side); its
+module, the tile cut, computes the float64 reference on the CPU at MobileNetV2's sizes and in 1-D and 3-D; the CPU
+never takes it, and problems it cannot take are refused by name."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from ops import compiler, policy, targets
+from ops import policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight
 from ops.operators import weight_columns
 
-from lowering import run_on_cpu, without_gpu_configs
+from lowering import gpu_module_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -60,10 +59,5 @@ def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
     problem = _depthwise(**params)
     spec = policy.module_spec(problem, CUDA, options=weight.Form(contraction="columns"))
     assert spec.mlir.count("%columns = linalg.generic") == 1
-    cpu = compiler.ModuleSpec(problem.name, without_gpu_configs(spec.mlir), CPU, (), problem.summary)
-    inputs = weight.random_inputs(problem, rng)
-    result = np.zeros(problem.weight_shape, dtype=np.asarray(inputs[0]).dtype)
-    ours = run_on_cpu(cpu, inputs, result, tmp_path)
-    reference = weight.reference(problem, inputs)
-    tolerance = 1e-5 if problem.dtype == "float32" else 1e-2
-    assert np.abs(ours - reference).max() <= tolerance * np.abs(reference).max()
+    error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
+    assert error <= (1e-5 if problem.dtype == "float32" else 1e-2) * scale

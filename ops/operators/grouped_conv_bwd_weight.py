@@ -127,9 +127,9 @@ class Form:
     depthwise convolution (``"depthwise"``), or, for stride-1 problems of one group, one batch matmul per tap over
     contiguous slices of x and grad_out flattened channels-first (``"shifted"``, ``weight_shifted``), or, for
     depthwise problems channels-first on a GPU, partial sums along the last output axis (``"columns"``,
-    ``weight_columns``); all but the generic and gemm reduce the whole batch at once. ``row_split`` (the generic): the first spatial axis's output
-    rows are partial sums too (summed with the chunks), so that a reduction of few weights over many positions
-    (a depthwise layer's) runs in parallel over them."""
+    ``weight_columns``); all but the generic and gemm reduce the whole batch at once. ``row_split`` (the generic):
+    the first spatial axis's output rows are partial sums too (summed with the chunks), so that a reduction of few
+    weights over many positions (a depthwise layer's) runs in parallel over them."""
 
     batch_split: int = 1
     contraction: str = "generic"
@@ -137,7 +137,8 @@ class Form:
 
     def __post_init__(self):
         one_of(OP, "contraction", self.contraction,
-               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps", "shifted", "columns"))
+               ("generic", "gemm", "im2col", "per_image", "per_image_nn", "depthwise", "taps", "shifted",
+                "columns"))
         check(not self.row_split or self.contraction == "generic",
               f"{OP}: row_split takes the generic form, but the contraction is {self.contraction!r}")
 

@@ -52,8 +52,9 @@ def render(problem: ConvBwdWeightProblem, element: str, x_value: str, config: st
 def tile(problem: ConvBwdWeightProblem, groups: int, reduction: int) -> tuple[list[int], list[int], int] | None:
     """(workgroup, reduction, threads) of the columns generic, one thread a partial sum: ``groups`` groups (1 where
     that would pass 1024 threads) by the first filter axis whole by the last output axis whole, ``reduction`` rows
-    of the first output axis a step (the other reduced axes one). None where a row alone passes 1024 threads, or
-    a unit dim (one image) would be folded away with the configuration."""
+    of the first output axis a step (the other reduced axes one). None where a row alone passes 1024 threads, where
+    one spatial axis leaves nothing to reduce, or where a unit dim (one image) would be folded away with the
+    configuration (IREE rebuilds such an op without it)."""
     taps, last = problem.filter_spatial[0], problem.output_spatial[-1]
     rank = problem.rank
     groups = next((g for g in (groups, 1) if g * taps * last <= 1024), 0)
