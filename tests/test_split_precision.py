@@ -119,13 +119,14 @@ def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
     gradients split, and the one-tap layer's backward-data, where PyTorch allows TF32 (its default), and not
-    otherwise, nor for ROCm or the CPU."""
+    otherwise, nor for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
+    (policy.gemm_tiles) stays float32."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
     import ops.torch as otorch
 
     model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 32, 1)))
-    x = torch.randn(2, 3, 8, 8)  # the 1x1 layer split too: its split problem has 6 x 64 rows, whole 32-row blocks
+    x = torch.randn(4, 3, 4, 6)  # the 1x1 layer split too: 4 x 24 rows, whole 32-row blocks; 24 positions, no tile
     for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["float32"] * 2),
                                       ("hip", True, ["float32"] * 2), (None, True, ["float32"] * 2)):
         torch.backends.cudnn.allow_tf32 = allowed
@@ -138,6 +139,9 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
         assert sorted(p.precision for p in weights) == sorted(expected)
         (data,) = [p for p in problems if p.op == "conv_bwd_data"]  # the 1x1 layer's: K = 32, channels-first
         assert data.precision == expected[1]
+    with kernels.recording("cuda") as problems:
+        model(torch.randn(2, 3, 8, 8)).sum().backward()  # 64 positions: the tiled float32 GEMM
+    assert [p.precision for p in problems if p.op == "conv_bwd_data"] == ["float32"]
 
 
 def test_strided_split_weight_gradients_fuse_their_padding_on_cuda_and_stride_one_ones_keep_the_copy():
