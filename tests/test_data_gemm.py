@@ -1,8 +1,9 @@
 """conv_bwd_data's gemm form (ops/operators/data_gemm.py): a float32 one-tap, unpadded backward-data as bfloat16 x 3,
 as the GEMM it is. Each product within about 2^-16 of its magnitude on the CPU in every layout and stride (at a
 ResNet layer's size too); the known-answer check allows it that and refuses a lost lo part; what takes it (split
-problems only, by ops.torch where PyTorch allows TF32 on a GPU); and the compiled GPU code contracts with matrix
-instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
+problems, by ops.torch where PyTorch allows TF32 on a GPU); and the compiled GPU code contracts with matrix
+instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch. Channels-first stride-1 problems also take it
+in float32 on a GPU (one GEMM per image, CUDA's rule tiling it, and then not split), never on the CPU."""
 
 from __future__ import annotations
 
