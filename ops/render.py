@@ -84,6 +84,11 @@ def term(dim: str, coefficient: int = 1, offset: int = 0) -> str:
     return text if offset == 0 else f"{text} + {offset}"
 
 
+def window(output: str, tap: str, stride: int, dilation: int) -> str:
+    """``stride*output + dilation*tap``: the input position a window's tap reads, as a map's result."""
+    return f"{term(output, stride)} + {term(tap, dilation)}"
+
+
 def index_list(values) -> str:
     return ", ".join(str(v) for v in values)
 

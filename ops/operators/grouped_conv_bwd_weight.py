@@ -230,7 +230,7 @@ class _Geometry:
     def maps(self) -> tuple[list[str], list[str], list[str]]:
         """(x's, grad_out's, the accumulator's) index lists over the loop dims: x at s*o + d*f per axis."""
         p, d = self.problem, self.d
-        windows = [f"{mlir.term(d[f'o{a}'], p.stride[a])} + {mlir.term(d[f'f{a}'], p.dilation[a])}" for a in range(p.rank)]
+        windows = [mlir.window(d[f"o{a}"], d[f"f{a}"], p.stride[a], p.dilation[a]) for a in range(p.rank)]
         outputs = [d[f"o{a}"] for a in range(p.rank)]
         chunk = [d["j"]] if self.split else []
         n, g = d.get("n"), d.get("g")  # None: a unit dim left out of the loops (its operand dim too)

@@ -25,8 +25,7 @@ def render(problem: ConvBwdWeightProblem, element: str, x_value: str, config: st
     rank, n, groups = problem.rank, problem.batch, problem.groups
     o, f = mlir.dims("o", rank), mlir.dims("f", rank)
     domain = ["n", "g", *f, o[-1], *o[:-1]]
-    x = ["n", "g", *(f"{mlir.term(oa, s)} + {mlir.term(fa, d)}"
-                     for oa, fa, s, d in zip(o, f, problem.stride, problem.dilation))]
+    x = ["n", "g", *map(mlir.window, o, f, problem.stride, problem.dilation)]
     columns = ["n", "g", *f, o[-1]]
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     widen_g, g32 = mlir.widen("%gv", element, "%g32")

@@ -9,6 +9,7 @@ import math
 
 from .. import dtypes
 from .. import render as mlir
+from ..geometry import ceil_div
 from ..problem import GEMM_BLOCK, ConvBwdWeightProblem
 from ..validation import check
 
@@ -25,7 +26,7 @@ def rows(problem: ConvBwdWeightProblem) -> int:
     (``zero_rows``); the images channels-first."""
     if not problem.channels_last:
         return problem.batch
-    return -(-problem.batch * math.prod(problem.output_spatial) // GEMM_BLOCK) * GEMM_BLOCK
+    return ceil_div(problem.batch * math.prod(problem.output_spatial), GEMM_BLOCK) * GEMM_BLOCK
 
 
 def zero_rows(problem: ConvBwdWeightProblem) -> int:
@@ -45,7 +46,7 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     rows_shape = _rows_shape(problem)
     x_rows, x_value, x_type = _x_rows(problem, rows_shape)
     if zero_rows(problem):
-        x_rows = f"  %zero_element = arith.constant 0.0 : {element}\n{x_rows}"
+        x_rows = f"{mlir.render('grouped_conv_bwd_weight.zero_element', element=element)}\n{x_rows}"
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     narrow, stored = mlir.narrow("%a", out_element, "%v")

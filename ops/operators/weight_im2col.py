@@ -63,7 +63,7 @@ def _x_gather(problem: ConvBwdWeightProblem, element: str, x_groups_shape: list[
             offsets.append(dl * fixed[a]); sizes.append(problem.output_spatial[a]); strides.append(s); windows.append(o[a])
         else:
             offsets.append(0); sizes.append(x_groups_shape[1 + a] if problem.channels_last else x_groups_shape[3 + a])
-            strides.append(1); windows.append(f"{mlir.term(o[a], s)} + {mlir.term(f[a], dl)}")
+            strides.append(1); windows.append(mlir.window(o[a], f[a], s, dl))
     if problem.channels_last:
         x_offsets, x_sizes, x_strides = [0, *offsets, 0, 0], [n, *sizes, groups, c], [1, *strides, 1, 1]
         x_read = ["n", *windows, "g", "c"]

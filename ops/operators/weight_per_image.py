@@ -17,7 +17,7 @@ def _common(problem: ConvBwdWeightProblem) -> dict:
     the images in grad_w's order ((g, k, c, f..); channels-last (g, k, f.., c))."""
     rank = problem.rank
     o, f = mlir.dims("o", rank), mlir.dims("f", rank)
-    windows = [f"{mlir.term(o[a], problem.stride[a])} + {mlir.term(f[a], problem.dilation[a])}" for a in range(rank)]
+    windows = [mlir.window(o[a], f[a], problem.stride[a], problem.dilation[a]) for a in range(rank)]
     images_domain = ["n", "g", "k", "c", *f]
     weight_dims = ["g", "k", *f, "c"] if problem.channels_last else images_domain[1:]
     sizes = dict(g=problem.groups, k=problem.out_channels, c=problem.in_channels, **dict(zip(f, problem.filter_spatial)))
