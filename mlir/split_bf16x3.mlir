@@ -1,5 +1,6 @@
 // A float32 weight gradient computed as bfloat16 x 3 (split precision; offered only where PyTorch allows its
-// float32 convolutions reduced precision, torch.backends.cudnn.allow_tf32, by the rule in ops/policy.py).
+// float32 convolutions reduced precision, torch.backends.cudnn.allow_tf32, by the rule in ops/policy.py), or as
+// bfloat16 x 6 (float32 products: the split_parts fragment below, and ops/problem.py's SPLIT_PRODUCTS).
 //
 // Each float32 value v splits into two bfloat16 parts, hi = bf16(v) and lo = bf16(v - hi), so that v = hi + lo to
 // within about 2^-17 |v|. A product x*g is then
@@ -60,6 +61,51 @@ ${split_grad_out}
     linalg.yield %part : bf16
   } -> ${parts_type}
 ${stack}
+
+// fragment split_parts: ${v} split into three bfloat16 parts, hi = bf16(v), mid = bf16(v - hi) and lo =
+// bf16(v - hi - mid) (v = hi + mid + lo within about 2^-26 |v|), stacked along an axis j in channels-last order: part
+// j is the part (0 hi, 1 mid, 2 lo) that bits 2j and 2j + 1 of ${codes} name
+  %${v}_parts_empty = tensor.empty() : ${parts_type}
+  %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
+      ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type})${attrs} {
+  ^bb0(%value: f32, %unused: bf16):
+${round_hi}
+    %rest = arith.subf %value, %hi32 : f32
+${round_mid}
+    %tail = arith.subf %rest, %mid32 : f32
+    %hi = arith.truncf %hi32 : f32 to bf16
+    %mid = arith.truncf %mid32 : f32 to bf16
+    %lo = arith.truncf %tail : f32 to bf16
+    %j = linalg.index ${part_dim} : index
+    %j_bits = arith.index_cast %j : index to i32
+    %two = arith.constant 2 : i32
+    %three = arith.constant 3 : i32
+    %codes = arith.constant ${codes} : i32
+    %offset = arith.muli %j_bits, %two : i32
+    %codes_at = arith.shrui %codes, %offset : i32
+    %code = arith.andi %codes_at, %three : i32
+    %zero = arith.constant 0 : i32
+    %one = arith.constant 1 : i32
+    %is_hi = arith.cmpi eq, %code, %zero : i32
+    %is_mid = arith.cmpi eq, %code, %one : i32
+    %below = arith.select %is_mid, %mid, %lo : bf16
+    %part = arith.select %is_hi, %hi, %below : bf16
+    linalg.yield %part : bf16
+  } -> ${parts_type}
+${stack}
+
+// fragment round: %${p}32, %${value} rounded to bfloat16's nearest (ties to even) in the integer bits, as float32
+    %${p}_bits = arith.bitcast %${value} : f32 to i32
+    %${p}_sixteen = arith.constant 16 : i32
+    %${p}_one = arith.constant 1 : i32
+    %${p}_half = arith.constant 32767 : i32
+    %${p}_upper = arith.constant -65536 : i32
+    %${p}_shifted = arith.shrui %${p}_bits, %${p}_sixteen : i32
+    %${p}_odd = arith.andi %${p}_shifted, %${p}_one : i32
+    %${p}_bias = arith.addi %${p}_half, %${p}_odd : i32
+    %${p}_rounded = arith.addi %${p}_bits, %${p}_bias : i32
+    %${p}_kept = arith.andi %${p}_rounded, %${p}_upper : i32
+    %${p}32 = arith.bitcast %${p}_kept : i32 to f32
 
 // fragment stack: the parts as one tensor, j merged with the axis after it
   %${v}3 = tensor.collapse_shape %${v}_parts [${collapse}] : ${parts_type} into ${stacked_type}

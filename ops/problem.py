@@ -172,11 +172,11 @@ class ConvProblem(WindowProblem):
 
     @property
     def term_roundoff(self) -> float:
-        """A split product's error: 2^-16 of its magnitude at most (the dropped lo*lo and lo's rounding), doubled."""
-        return 2.0 ** -15 if self.precision == "bf16x3" else 0.0
+        """A split product's error beyond float32's (``SPLIT_ROUNDOFF``): none unsplit."""
+        return SPLIT_ROUNDOFF.get(self.precision, 0.0)
 
     def _name_suffix(self) -> str:
-        return "_split_bf16x3" if self.precision == "bf16x3" else ""
+        return f"_split_{self.precision}" if self.precision in SPLIT_PRODUCTS else ""
 
     @property
     def summary(self) -> str:
@@ -221,8 +221,18 @@ class ConvBwdDataProblem(ConvProblem):
         return f"{super().summary} epilogue {text if len(text) <= 24 else text[:21] + '...'}"
 
 
-# the precisions of a float32 problem's products: float32, or bfloat16 x 3 (mlir/split_bf16x3.mlir, data_gemm.mlir)
-PRECISIONS = ("float32", "bf16x3")
+# A split precision's bfloat16 products (mlir/split_bf16x3.mlir, data_gemm.mlir): each the (first operand's, second
+# operand's) parts multiplied, part 0 a float32 value's hi = bf16(v), 1 its mid = bf16(v - hi), 2 its lo =
+# bf16(v - hi - mid). bf16x3 (hi and mid, within about 2^-17 |v|) drops mid*mid: each product within about 2^-16 of
+# its magnitude, under TF32's 2^-11. bf16x6 (three parts, within about 2^-26 |v|) drops only mid*lo, lo*mid and
+# lo*lo: within about 2^-25, under float32's own rounding (2^-24), so it computes float32 products
+# (``policy.weight_gradient_precision``).
+SPLIT_PRODUCTS = {"bf16x3": ((0, 0), (0, 1), (1, 0)),
+                  "bf16x6": ((0, 0), (0, 1), (1, 0), (1, 1), (0, 2), (2, 0))}
+# each split product's error, doubled: the known-answer check's allowance beyond float32's (known_answer.tolerance)
+SPLIT_ROUNDOFF = {"bf16x3": 2.0 ** -15, "bf16x6": 2.0 ** -24}
+# the precisions of a float32 problem's products: float32, or a split one
+PRECISIONS = ("float32", *SPLIT_PRODUCTS)
 
 
 @dataclass(frozen=True)
@@ -241,7 +251,7 @@ class ConvBwdWeightProblem(ConvProblem):
 
     @property
     def computed_as(self) -> "ConvBwdWeightProblem":
-        """A split problem's module wraps the bfloat16 problem of three times the batch with a float32 grad_w:
+        """A split problem's module wraps the bfloat16 problem of its products times the batch with a float32 grad_w:
         channels-last, or in the problem's own layout where that is a GEMM of its images as they lie (``gemm_rows``);
         any other problem's is its own. Split from channels-first into channels-last parts, one group at stride 1,
         x's parts are written zero-padded (in place: ``split_precision``), and the bfloat16 problem is the same
@@ -249,11 +259,12 @@ class ConvBwdWeightProblem(ConvProblem):
         two others wrong so (the check refused them): r3d_18's 3x3x3 stride-2 layer, whose padded x's end is left
         unread, and ResNeXt-50's grouped 7x7 layer (g32, 32 channels a group); 2-D strided ones fuse their padding
         instead (policy's rule)."""
-        if self.precision != "bf16x3":
+        if self.precision not in SPLIT_PRODUCTS:
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
-        inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=3 * self.batch, precision="float32",
-                        layout=layout)
+        products = len(SPLIT_PRODUCTS[self.precision])
+        inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=products * self.batch,
+                        precision="float32", layout=layout)
         if layout == self.layout or any(s > 1 for s in self.stride) or self.groups > 1:
             return inner
         return replace(inner, input_spatial=tuple(size + lo + hi for size, (lo, hi) in zip(self.input_spatial,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import render as mlir
-from ..problem import ConvBwdDataProblem
+from ..problem import SPLIT_PRODUCTS, ConvBwdDataProblem
 from ..validation import check
 from . import split_precision
 
@@ -40,9 +40,10 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
         check(takes_float32(problem), f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, "
                                       f"or in float32 channels-first at stride 1, but got {problem.name}")
         return _render_float32(problem, transients, config)
-    check(applies(problem) and problem.precision == "bf16x3",
+    check(applies(problem) and problem.precision in SPLIT_PRODUCTS,
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
+    stacked = len(SPLIT_PRODUCTS[problem.precision])
     spatial = list(problem.output_spatial)
     rows_cl = [problem.batch, *spatial, c]
     unit = (1,) * rank
@@ -52,18 +53,23 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([rows(problem), c], "f32"),
         transients=transients,
         split_grad_out=split_precision.split("grad_out", problem.batch, problem.output_spatial, k,
-                                             problem.channels_last, split_precision.HI_HI_LO, copy=copy),  # hi hi lo
+                                             problem.channels_last, parts(problem, 0), copy=copy),  # (hi, hi, mid..)
         split_weight=split_precision.split("weight", k, unit, c, problem.channels_last,
-                                           split_precision.HI_LO_HI),  # (hi, lo, hi)
-        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([3 * problem.batch, *spatial, k], "bf16"),
-        g3_merged_type=mlir.tensor([3 * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
-        g3_type=mlir.tensor([3, rows(problem), k], "bf16"),
-        weight3_merge=_merge(rank), weight3_type=mlir.tensor([3 * k, *unit, c], "bf16"),
-        w3_merged_type=mlir.tensor([3 * k, c], "bf16"), w3_type=mlir.tensor([3, k, c], "bf16"),
+                                           parts(problem, 1)),  # (hi, mid, hi..)
+        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([stacked * problem.batch, *spatial, k], "bf16"),
+        g3_merged_type=mlir.tensor([stacked * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
+        g3_type=mlir.tensor([stacked, rows(problem), k], "bf16"),
+        weight3_merge=_merge(rank), weight3_type=mlir.tensor([stacked * k, *unit, c], "bf16"),
+        w3_merged_type=mlir.tensor([stacked * k, c], "bf16"), w3_type=mlir.tensor([stacked, k, c], "bf16"),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
         rows_split=_merge(rank), rows_cl_shape=mlir.index_list(rows_cl),
         rows_cl_type=mlir.tensor(rows_cl, "f32"), store=store(problem, rows_cl),
     )
+
+
+def parts(problem: ConvBwdDataProblem, operand: int) -> tuple[int, ...]:
+    """The split parts of grad_out (``operand`` 0) or the weight (1), stacked (``split_precision.operand_parts``)."""
+    return split_precision.operand_parts(problem.precision, operand)
 
 
 def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:

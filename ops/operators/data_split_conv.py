@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import render as mlir
-from ..problem import ConvBwdDataProblem
+from ..problem import SPLIT_PRODUCTS, ConvBwdDataProblem
 from ..validation import check
 from . import data_gemm, split_precision
 
@@ -32,13 +32,14 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
     through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu);
     ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``policy.conv_tiles``); ``copy``:
     the target's copy_config (a channels-first grad_out's transposing split)."""
-    check(applies(problem) and problem.precision == "bf16x3",
+    check(applies(problem) and problem.precision in SPLIT_PRODUCTS,
           f"{OP}: the split_conv form computes float32 stride-1 problems of several taps as bf16x3, but got "
           f"{problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
     reach = [d * (f - 1) for d, f in zip(problem.dilation, problem.filter_spatial)]
     padded = [o + 2 * r - lo - hi for o, r, (lo, hi) in zip(problem.output_spatial, reach, problem.padding)]
     acc = [problem.batch, *problem.input_spatial, c]
+    stacked = len(SPLIT_PRODUCTS[problem.precision]) * k
     return mlir.render(
         "data_split_conv", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
@@ -47,8 +48,8 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
                                        copy),
         flip="" if flip_by_map else _flip(problem) + "\n",
         split_weight=_split_weight(problem, flip_by_map), weight3="%weight3" if flip_by_map else "%weight_flipped3",
-        padded_type=mlir.tensor([problem.batch, *padded, 3 * k], "bf16"), conv_op=CONV_OPS[rank],
-        weight3_type=mlir.tensor([*problem.filter_spatial, 3 * k, c], "bf16"), acc_type=mlir.tensor(acc, "f32"),
+        padded_type=mlir.tensor([problem.batch, *padded, stacked], "bf16"), conv_op=CONV_OPS[rank],
+        weight3_type=mlir.tensor([*problem.filter_spatial, stacked, c], "bf16"), acc_type=mlir.tensor(acc, "f32"),
         dilations=mlir.i64_array(problem.dilation), unit_strides=mlir.i64_array([1] * rank),
         dispatch_config=f", compilation_info = {config}" if config else "",
         store=data_gemm.store(problem, acc),
@@ -62,9 +63,10 @@ def _split_grad_out(problem: ConvBwdDataProblem, pad, copy=None) -> str:
     domain = mlir.dims("d", rank + 3)
     n, o, k = domain[0], domain[1:rank + 1], domain[-1]
     read = [n, *o, k] if problem.channels_last else [n, k, *o]
-    parts = (problem.batch, *problem.output_spatial, 3, problem.out_channels)
-    return split_precision.split_as("grad_out", domain, read, problem.output_shape, parts, rank + 1,
-                                    split_precision.HI_HI_LO, copy, o, pad)
+    which = data_gemm.parts(problem, 0)
+    parts = (problem.batch, *problem.output_spatial, len(which), problem.out_channels)
+    return split_precision.split_as("grad_out", domain, read, problem.output_shape, parts, rank + 1, which, copy, o,
+                                    pad)
 
 
 def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:
@@ -76,9 +78,10 @@ def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:
     u, k, c = domain[:rank], domain[rank + 1], domain[-1]
     taps = [mlir.term(a, -1, f - 1) for f, a in zip(problem.filter_spatial, u)] if flip_by_map else u
     read = [k, *taps, c] if problem.channels_last else [k, c, *taps]
-    parts = (*problem.filter_spatial, 3, problem.out_channels, problem.in_channels)
+    which = data_gemm.parts(problem, 1)
+    parts = (*problem.filter_spatial, len(which), problem.out_channels, problem.in_channels)
     return split_precision.split_as("weight" if flip_by_map else "weight_flipped", domain, read, problem.weight_shape,
-                                    parts, rank, split_precision.HI_LO_HI)
+                                    parts, rank, which)
 
 
 def _flip(problem: ConvBwdDataProblem) -> str:

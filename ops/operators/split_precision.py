@@ -1,14 +1,19 @@
-"""A float32 weight gradient as bfloat16 x 3 (``mlir/split_bf16x3.mlir``): the split and stacking around the
-bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``), which grouped_conv_bwd_weight renders."""
+"""A float32 weight gradient as bfloat16 products (``mlir/split_bf16x3.mlir``; ``problem.SPLIT_PRODUCTS``: bf16x3 or
+bf16x6): the split and stacking around the bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``),
+which grouped_conv_bwd_weight renders."""
 
 from __future__ import annotations
 
 import math
 
 from .. import render as mlir
-from ..problem import ConvBwdWeightProblem
+from ..problem import SPLIT_PRODUCTS, ConvBwdWeightProblem
 
-HI_HI_LO, HI_LO_HI = 2, 1  # which stacked part is lo: x's third (hi, hi, lo), grad_out's second (hi, lo, hi)
+
+def operand_parts(precision: str, operand: int) -> tuple[int, ...]:
+    """Which part (0 hi, 1 mid, 2 lo) of the ``operand``-th (0 or 1) operand each of ``precision``'s products takes:
+    its stacked parts in order (bf16x3: the first's (hi, hi, mid), the second's (hi, mid, hi))."""
+    return tuple(product[operand] for product in SPLIT_PRODUCTS[precision])
 
 
 def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, copy=None) -> str:
@@ -27,11 +32,11 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
         split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, HI_HI_LO, inner.channels_last, copy, x_pad),
+                      problem.channels_last, operand_parts(problem.precision, 0), inner.channels_last, copy, x_pad),
         x3="%x3_padded" if x_pad else "%x3",
         split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
-                             problem.groups * problem.out_channels, problem.channels_last, HI_LO_HI,
-                             inner.channels_last, copy),
+                             problem.groups * problem.out_channels, problem.channels_last,
+                             operand_parts(problem.precision, 1), inner.channels_last, copy),
         store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
         store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)
                                         if inner.channels_last else _dims(rank + 2)),
@@ -49,29 +54,30 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
     return [k, *taps, c] if channels_last else [k, c, *taps]
 
 
-def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, lo_part: int,
+def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, which: tuple[int, ...],
           parts_channels_last: bool = True, copy=None, pad=None) -> str:
-    """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into %``v``3:
-    its bfloat16 parts stacked along the batch (part ``lo_part`` lo, the others hi), channels-last or, where not
-    ``parts_channels_last``, channels-first. The iteration is over the stacked parts' order, (j, n, *spatial, c) or
-    (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written in order; from channels-first
-    to channels-last parts, a transposing pass (``split_as``'s ``copy`` tile). ``pad`` ((low, high) per spatial
-    axis): into %``v``3_padded, the parts zero-padded (``split_as``)."""
+    """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into
+    %``v``3: its bfloat16 parts stacked along the batch (stacked part j the part ``which[j]``: ``operand_parts``),
+    channels-last or, where not ``parts_channels_last``, channels-first. The iteration is over the stacked parts'
+    order, (j, n, *spatial, c) or (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written
+    in order; from channels-first to channels-last parts, a transposing pass (``split_as``'s ``copy`` tile). ``pad``
+    ((low, high) per spatial axis): into %``v``3_padded, the parts zero-padded (``split_as``)."""
     rank = len(spatial)
     domain = _dims(rank + 3)
     n = domain[1]
     s, c = (domain[2:-1], domain[-1]) if parts_channels_last else (domain[3:], domain[2])
     read = [n, *s, c] if channels_last else [n, c, *s]
     in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
-    parts = (3, batch, *spatial, channels) if parts_channels_last else (3, batch, channels, *spatial)
-    return split_as(v, domain, read, in_shape, parts, 0, lo_part, copy, s, pad)
+    stacked = len(which)
+    parts = (stacked, batch, *spatial, channels) if parts_channels_last else (stacked, batch, channels, *spatial)
+    return split_as(v, domain, read, in_shape, parts, 0, which, copy, s, pad)
 
 
 def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-             lo_part: int, copy=None, spatial: list[str] = (), pad=None) -> str:
+             which: tuple[int, ...], copy=None, spatial: list[str] = (), pad=None) -> str:
     """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
-    (the iteration ``domain``'s order, the part axis j at ``part_dim``, part ``lo_part`` lo), read through ``read``
-    (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
+    (the iteration ``domain``'s order, the part axis j at ``part_dim``, part j the part ``which[j]``), read through
+    ``read`` (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
 
     An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
     (``_in_order``). A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of
@@ -82,28 +88,28 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     ``pad`` ((low, high) zeros per ``spatial`` dim) gives %``v``3_padded instead, the stacked parts zero-padded
     (``_padded``)."""
     if pad:
-        return _padded(v, domain, read, in_shape, parts, part_dim, lo_part, copy, spatial, pad)
+        return _padded(v, domain, read, in_shape, parts, part_dim, which, copy, spatial, pad)
     if read == domain[1:] and part_dim == 0:
-        return _in_order(v, in_shape, parts, lo_part, copy)
+        return _in_order(v, in_shape, parts, which, copy)
     if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
-        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, which, "")
     if len(spatial) < 2:
         attrs = mlir.transpose_attrs(parts, domain.index(read[-1]), copy)
-        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, attrs)
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, which, attrs)
     merged_domain, merged_parts, _ = _merged(domain, parts, spatial)
     merged_read, merged_in, in_groups = _merged(read, in_shape, spatial)
     attrs = mlir.transpose_attrs(merged_parts, merged_domain.index(merged_read[-1]), copy)
     if not attrs:
-        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, "")
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, which, "")
     stacked = _stacked(parts, part_dim)
     stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
     _, _, stacked_groups = _merged(stacked_dims, stacked, spatial)
     merged_part_dim = part_dim - (len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
     return _reshaped_pass(v, f"{v}_rows", in_shape, in_groups, stacked, stacked_groups, _split_pass(
-        f"{v}_rows", merged_domain, merged_read, merged_in, merged_parts, merged_part_dim, lo_part, attrs))
+        f"{v}_rows", merged_domain, merged_read, merged_in, merged_parts, merged_part_dim, which, attrs))
 
 
-def _in_order(v: str, in_shape: tuple, parts: tuple, lo_part: int, copy) -> str:
+def _in_order(v: str, in_shape: tuple, parts: tuple, which: tuple[int, ...], copy) -> str:
     """The in-order split of %``v``: with the ``split_tile`` of ``copy`` (``render.split_attrs``), over %``v``'s
     elements as one dim, each thread writing all three parts of a run of them (read once: IREE's own tiling gives a
     thread one part, so each element is read three times), reshaped (free) around the pass; else as it lies."""
@@ -111,11 +117,11 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, lo_part: int, copy) -> str:
     elements = math.prod(in_shape)
     attrs = mlir.split_attrs(parts[0], elements, copy)
     if not attrs:
-        return _split_pass(v, dims, dims[1:], in_shape, parts, 0, lo_part, "")
+        return _split_pass(v, dims, dims[1:], in_shape, parts, 0, which, "")
     stacked = _stacked(parts, 0)
     return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
                           [list(range(len(stacked)))], _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,),
-                                                                   (parts[0], elements), 0, lo_part, attrs))
+                                                                   (parts[0], elements), 0, which, attrs))
 
 
 def _reshaped_pass(v: str, view: str, in_shape: tuple, in_groups: list, stacked: tuple, stacked_groups: list,
@@ -137,7 +143,7 @@ def _collapsed(shape: tuple, groups: list) -> tuple:
 
 
 def _padded(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-            lo_part: int, copy, spatial: list[str], pad) -> str:
+            which: tuple[int, ...], copy, spatial: list[str], pad) -> str:
     """The split of %``v`` into %``v``3_padded, its stacked parts zero-padded by ``pad`` ((low, high) per ``spatial``
     dim). A transposing split from channels-first with a tile (``render.window_transpose_attrs``) writes its parts
     into the zero-filled padded tensor, over its dims as they lie (the store into the padded tensor keeps IREE from
@@ -150,9 +156,9 @@ def _padded(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: 
     transposing = read[-1] != domain[-1] and read[-1] == spatial[-1]
     attrs = mlir.window_transpose_attrs(parts, axes, copy) if transposing else ""
     if attrs:
-        return _split_pass(v, domain, read, in_shape, parts, part_dim, lo_part, attrs, (low, padded))
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, which, attrs, (low, padded))
     stacked_low, stacked_high = (_unstacked(pads, part_dim) for pads in (low, high))
-    return "\n".join([split_as(v, domain, read, in_shape, parts, part_dim, lo_part, copy, spatial), mlir.render(
+    return "\n".join([split_as(v, domain, read, in_shape, parts, part_dim, which, copy, spatial), mlir.render(
         "split_bf16x3.pad_stacked", v=v, low=mlir.index_list(stacked_low), high=mlir.index_list(stacked_high),
         index_args=", ".join(f"%{v}_i{a}: index" for a in range(len(stacked_low))),
         source_type=mlir.tensor(_stacked(parts, part_dim), "bf16"),
@@ -165,7 +171,7 @@ def _unstacked(values: list, part_dim: int) -> list:
 
 
 def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-                lo_part: int, attrs: str, padding=None) -> str:
+                which: tuple[int, ...], attrs: str, padding=None) -> str:
     """The split fragment, its parts stacked into %``v``3, or written at ``padding`` ((low per dim, padded shape))
     into a zero-filled tensor and stacked into %``v``3_padded."""
     merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
@@ -181,12 +187,14 @@ def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, par
                             padded_type=mlir.tensor(padded, "bf16"), offsets=mlir.index_list(low),
                             sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts)),
                             stacked_type=mlir.tensor(_stacked(padded, part_dim), "bf16"))
-    return mlir.render(
-        "split_bf16x3.split", v=v, lo_part=lo_part, part_dim=part_dim, parts_type=parts_type,
-        in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
-        write_map=mlir.affine_map(domain, domain), iterators=mlir.iterators(["parallel"] * len(domain)),
-        attrs=attrs, stack=stack,
-    )
+    maps = dict(v=v, part_dim=part_dim, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
+                read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
+                iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack)
+    if max(which) < 2 and which.count(1) == 1:  # bf16x3's (hi, hi, mid) or (hi, mid, hi): one part mid
+        return mlir.render("split_bf16x3.split", **maps, lo_part=which.index(1))
+    return mlir.render("split_bf16x3.split_parts", **maps, codes=sum(part << 2 * j for j, part in enumerate(which)),
+                       round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"),
+                       round_mid=mlir.render("split_bf16x3.round", p="mid", value="rest"))
 
 
 def _stacked(parts: tuple, part_dim: int) -> tuple:
