@@ -158,7 +158,7 @@ class Layer:
         if not names.keys() <= {"conv_backward_input", "conv_backward_weight"}:
             steps = [_pytorch_pooling(op, args) for op, args in self.calls]
             return lambda: [step() for step in steps]
-        # the kernel ops' leading arguments; the last, the reduced precision ours may take in float32, is ours alone
+        # the kernel ops' leading arguments; the last, the split precision ours may take in float32, is ours alone
         # (PyTorch's kernel computes as PyTorch's own settings say)
         weight_args, input_args = names.get("conv_backward_weight"), names.get("conv_backward_input")
         if input_args:

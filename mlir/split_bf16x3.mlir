@@ -1,6 +1,5 @@
 // A float32 weight gradient computed as bfloat16 x 3 (split precision; offered only where PyTorch allows its
-// float32 convolutions reduced precision, torch.backends.cudnn.allow_tf32, by the rule in ops/policy.py), or as
-// bfloat16 x 6 (float32 products: the split_parts fragment below, and ops/problem.py's SPLIT_PRODUCTS).
+// float32 convolutions reduced precision, torch.backends.cudnn.allow_tf32, by the rule in ops/policy.py).
 //
 // Each float32 value v splits into two bfloat16 parts, hi = bf16(v) and lo = bf16(v - hi), so that v = hi + lo to
 // within about 2^-17 |v|. A product x*g is then
@@ -64,7 +63,8 @@ ${stack}
 
 // fragment split_parts: ${v} split into three bfloat16 parts, hi = bf16(v), mid = bf16(v - hi) and lo =
 // bf16(v - hi - mid) (v = hi + mid + lo within about 2^-26 |v|), stacked along an axis j in channels-last order: part
-// j is the part (0 hi, 1 mid, 2 lo) that bits 2j and 2j + 1 of ${codes} name
+// j is the part (0 hi, 1 mid, 2 lo) that bits 2j and 2j + 1 of ${codes} name. Where PyTorch allows no reduced
+// precision, float32 computed as bfloat16 x 6 takes these parts (ops/problem.py's SPLIT_PRODUCTS: float32 products)
   %${v}_parts_empty = tensor.empty() : ${parts_type}
   %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
       ins(%${v} : ${in_type}) outs(%${v}_parts_empty : ${parts_type})${attrs} {

@@ -526,11 +526,15 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
 SPLIT_TARGET = targets.parse_target("cuda:sm_80")
 
 
-def splits_float32(driver: str | None) -> bool:
-    """Whether float32 weight gradients may be split into bfloat16 parts on ``driver`` where PyTorch allows reduced
-    precision: on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only. Not on ROCm:
-    gfx942 has float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
-    return driver == "cuda"
+def allowed_split(driver: str | None, reduced: bool) -> str:
+    """The split a float32 convolution's gradients may take on ``driver`` (a key of ``problem.SPLIT_PRODUCTS``, or
+    ``"float32"``: none): on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only, bf16x3
+    where PyTorch allows reduced precision (``reduced``: ``torch.backends.cudnn.allow_tf32``), else bf16x6 (float32
+    products: within float32's rounding of the float64 result, docs/perf/h100-bf16x6). Not on ROCm: gfx942 has
+    float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
+    if driver != "cuda":
+        return "float32"
+    return "bf16x3" if reduced else "bf16x6"
 
 
 # A grouped weight gradient of fewer input channels a group than this stays float32: the bfloat16 matrix tiles (16
@@ -541,10 +545,10 @@ def splits_float32(driver: str | None) -> bool:
 SPLIT_MIN_GROUP_CHANNELS = 16
 
 
-def weight_gradient_precision(problem, reduced_precision: bool) -> str:
-    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as bfloat16 x 3
-    where PyTorch allows the float32 convolution reduced precision on a GPU (``reduced_precision``:
-    ``kernels.reduced_precision``), the convolution is not depthwise nor grouped with fewer than
+def weight_gradient_precision(problem, split: str) -> str:
+    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split``
+    its driver allows (``allowed_split``: bf16x3 or bf16x6) where the convolution is not depthwise nor grouped with
+    fewer than
     SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split problem takes the
     gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split, docs/perf/h200-models,
     docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100; its 1x1 ones, split
@@ -553,11 +557,11 @@ def weight_gradient_precision(problem, reduced_precision: bool) -> str:
     r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
     depthwise left in float32: 103 -> 92 ms)."""
     few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
-    if not (reduced_precision and problem.dtype == "float32") or problem.kind == "depthwise" or few_channels:
+    if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
         return problem.precision
     taps = math.prod(problem.filter_spatial) > 1
-    split_gemm = takes_gemm(dataclasses.replace(problem, precision="bf16x3").computed_as)
-    return "bf16x3" if taps or split_gemm else problem.precision
+    split_gemm = takes_gemm(dataclasses.replace(problem, precision=split).computed_as)
+    return split if taps or split_gemm else problem.precision
 
 
 # Where a channels-last float32 backward-data's GEMM has fewer columns (input channels C) than this, its stride
@@ -566,12 +570,12 @@ def weight_gradient_precision(problem, reduced_precision: bool) -> str:
 DATA_SPLIT_MIN_CHANNELS = 128
 
 
-def data_gradient_precision(problem, reduced_precision: bool) -> str:
-    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as bfloat16 x 3 where
-    PyTorch allows reduced precision on a GPU (as ``weight_gradient_precision``) and a split form takes the problem
-    (``_splits_data``); else in float32."""
+def data_gradient_precision(problem, split: str) -> str:
+    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as the ``split`` its
+    driver allows (as ``weight_gradient_precision``) where a split form takes the problem (``_splits_data``); else
+    in float32."""
     wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem)
-    return "bf16x3" if reduced_precision and wanted else problem.precision
+    return split if split != "float32" and wanted else problem.precision
 
 
 def _splits_data(problem) -> bool:

@@ -83,7 +83,7 @@ def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails():
 def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params, message):
     with pytest.raises(ValueError, match=f"conv_bwd_data: {message}"):
         _problem(**params, precision="bf16x3")
-    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, but got 'tf32'"):
+    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, but got 'tf32'"):
         _problem(precision="tf32")
 
 
@@ -120,8 +120,11 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_only_channels_first_
 ])
 def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
-    precision = policy.data_gradient_precision(problem, reduced)
+    precision = policy.data_gradient_precision(problem, "bf16x3" if reduced else "float32")
     assert precision == (problem.precision if expected == "bfloat16" else expected)
+    # without reduced precision, a CUDA driver allows bf16x6 (float32 products) where it would split
+    six = policy.data_gradient_precision(problem, "bf16x6")
+    assert six == ("bf16x6" if expected == "bf16x3" else problem.precision if expected == "bfloat16" else "float32")
 
 
 @pytest.mark.parametrize("target", ["cuda:sm_80", "rocm:gfx942"])
@@ -159,7 +162,7 @@ def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, t
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm"
     assert tile in policy.configs_for(problem, CUDA, form).get(0, str(None))
-    assert policy.data_gradient_precision(problem, True) == ("bf16x3" if tile == "None" else "float32")
+    assert policy.data_gradient_precision(problem, "bf16x3") == ("bf16x3" if tile == "None" else "float32")
 
 
 @pytest.mark.parametrize("params", [dict(batch=2, in_channels=144, out_channels=24, input_spatial=(56, 56)),

@@ -71,7 +71,7 @@ def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails(mo
 def test_bf16x3_takes_float32_only():
     with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision bf16x3 splits float32"):
         grouped_conv_bwd_weight.problem_from_params(**dict(_PARAMS, dtype="bfloat16"), precision="bf16x3")
-    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision must be one of float32, bf16x3"):
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision must be one of float32, bf16x3, bf16x6"):
         grouped_conv_bwd_weight.problem_from_params(**_PARAMS, precision="tf32")
 
 
@@ -86,7 +86,10 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=2, groups=groups, in_channels=channels, out_channels=channels, input_spatial=(6,) * len(taps),
         filter_spatial=taps, layout="NCHW" if len(taps) == 2 else "NCW", dtype=dtype)
-    assert policy.weight_gradient_precision(problem, allowed) == expected
+    split = "bf16x3" if allowed else "float32"
+    assert policy.weight_gradient_precision(problem, split) == expected
+    if allowed:  # where PyTorch allows no reduced precision, a CUDA driver allows bf16x6 on the same problems
+        assert policy.weight_gradient_precision(problem, "bf16x6") == ("bf16x6" if expected == "bf16x3" else expected)
 
 
 @pytest.mark.parametrize("layout, batch, expected", [
@@ -98,28 +101,30 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
 def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm_form(layout, batch, expected):
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
-    assert policy.weight_gradient_precision(problem, True) == expected
-    assert policy.weight_gradient_precision(problem, False) == "float32"
+    assert policy.weight_gradient_precision(problem, "bf16x3") == expected
+    assert policy.weight_gradient_precision(problem, "float32") == "float32"
     # padded: channels-last no gemm form, and one tap, so not split; channels-first its split writes x's parts
     # zero-padded and the inner problem, unpadded, is the gemm form's
     padded = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), padding=1,
         layout=layout, dtype="float32")
-    assert policy.weight_gradient_precision(padded, True) == ("float32" if layout == "NHWC" else "bf16x3")
+    assert policy.weight_gradient_precision(padded, "bf16x3") == ("float32" if layout == "NHWC" else "bf16x3")
 
 
-def test_ops_torch_allows_reduced_precision_only_for_float32_on_a_gpu():
+def test_ops_torch_splits_only_float32_on_a_gpu():
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
 
-    assert not kernels.reduced_precision(torch.randn(2, 3, 4, 4))  # the CPU: PyTorch's oneDNN has no TF32 either
+    assert kernels.split_precision(torch.randn(2, 3, 4, 4)) == "float32"  # the CPU: PyTorch's oneDNN has no TF32
     assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which a CUDA float32 tensor would then follow
+    assert policy.allowed_split("cuda", True) == "bf16x3" and policy.allowed_split("cuda", False) == "bf16x6"
+    assert policy.allowed_split("hip", True) == policy.allowed_split(None, True) == "float32"
 
 
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
-    gradients split, and the one-tap layer's backward-data, where PyTorch allows TF32 (its default), and not
-    otherwise, nor for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
+    gradients split, and the one-tap layer's backward-data, as bf16x3 where PyTorch allows TF32 (its default), as
+    bf16x6 (float32 products) where not, and neither for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
     (policy.gemm_tiles) stays float32."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
@@ -127,7 +132,7 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
 
     model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 32, 1)))
     x = torch.randn(4, 3, 4, 6)  # the 1x1 layer split too: 4 x 24 rows, whole 32-row blocks; 24 positions, no tile
-    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["float32"] * 2),
+    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["bf16x6", "bf16x6"]),
                                       ("hip", True, ["float32"] * 2), (None, True, ["float32"] * 2)):
         torch.backends.cudnn.allow_tf32 = allowed
         try:

@@ -50,11 +50,11 @@ def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layou
 
 
 def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem:
-    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32, one group: a one-tap filter
-    with no padding, ``data_gemm``, or stride 1, ``data_split_conv``)."""
+    """``problem`` computed in ``precision``: float32 products, or a split one, bf16x3 or bf16x6 (float32, one group:
+    a one-tap filter with no padding, ``data_gemm``, or stride 1, ``data_split_conv``)."""
     check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
     check(precision == "float32" or (problem.dtype == "float32" and splits(problem)),
-          f"{OP}: precision bf16x3 takes float32 problems of one group with a one-tap filter and no padding, or of "
+          f"{OP}: precision {precision} takes float32 problems of one group with a one-tap filter and no padding, or of "
           f"stride 1 with padding within the filter's reach, but got {problem.name}")
     return dataclasses.replace(problem, precision=precision)
 

@@ -88,10 +88,11 @@ def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation,
 
 
 def _with_precision(problem: ConvBwdWeightProblem, precision) -> ConvBwdWeightProblem:
-    """``problem`` computed in ``precision``: float32 products, or bfloat16 x 3 (float32 in and out only)."""
+    """``problem`` computed in ``precision``: float32 products, or a split one, bf16x3 or bf16x6 (float32 in and out
+    only)."""
     check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
     check(precision == "float32" or problem.dtype == problem.out_dtype == "float32",
-          f"{OP}: precision bf16x3 splits float32 x and grad_out into a float32 grad_w, but the dtype is "
+          f"{OP}: precision {precision} splits float32 x and grad_out into a float32 grad_w, but the dtype is "
           f"{problem.dtype} and out_dtype {problem.out_dtype}")
     return dataclasses.replace(problem, precision=precision)
 

@@ -40,7 +40,7 @@ _recording_lock = threading.Lock()
 def recording(driver: str | None = None):
     """While open, kernel ops run nothing: each call notes its problem in the list this yields and returns its
     (uninitialized) destinations; ``driver``: the IREE driver whose problems are recorded, whatever device the
-    tensors are on (the precision it computes, ``reduced_precision``; by default the tensors' device's). One
+    tensors are on (the split it may compute, ``split_precision``; by default the tensors' device's). One
     recording at a time in a process; other threads' calls are recorded too."""
     global _recording, _recording_driver
     with _recording_lock:
@@ -191,13 +191,13 @@ def _linear_gradient(forward: Callable, like: Tensor, size: List[int], grad_outp
 
 
 def _torch_conv_backward_input(grad_output, weight, relu_output, input_size, stride, padding, dilation, groups,
-                               reduced_precision):
+                               split_precision):
     gradient = _linear_gradient(lambda x: torch_conv(x, weight.detach(), None, stride, padding, dilation, groups),
                                 grad_output, input_size, grad_output)
     return _relu_backward(relu_output, gradient)
 
 
-def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups, reduced_precision):
+def _torch_conv_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups, split_precision):
     return _linear_gradient(lambda w: torch_conv(input.detach(), w, None, stride, padding, dilation, groups),
                             input, weight_size, grad_output)
 
@@ -355,10 +355,10 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
     path, as one paired call (``paired_gradients``: one launch, or two queued behind each other)."""
     stride, padding, dilation, groups = ctx.params
     grad_input = grad_weight = None
-    reduced = reduced_precision(conv_input)
+    split = split_precision(conv_input)
     input_args = (grad_output, weight, conv_input if ctx.fused_relu else None, list(conv_input.shape), stride, padding,
-                  dilation, groups, reduced)
-    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups, reduced)
+                  dilation, groups, split)
+    weight_args = (conv_input, grad_output, list(weight.shape), stride, padding, dilation, groups, split)
     if ctx.direct and _recording is None and ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
         return paired_gradients(input_args, weight_args)
     if ctx.needs_input_grad[0]:
@@ -368,17 +368,19 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
     return grad_input, grad_weight
 
 
-def reduced_precision(conv_input: Tensor) -> bool:
-    """Whether this float32 convolution's gradients may be computed in reduced precision: PyTorch allows it
-    (``torch.backends.cudnn.allow_tf32``, its default for convolutions) on a driver the policy splits float32 for
-    (``policy.splits_float32``); then ``policy.weight_gradient_precision`` and ``data_gradient_precision`` may
-    split them into bfloat16 parts, within 2^-16 of each product where TF32 is within 2^-11."""
+def split_precision(conv_input: Tensor) -> str:
+    """The split this convolution's float32 gradients may take (``policy.allowed_split``; ``"float32"``: none):
+    on a driver the policy splits float32 for, bf16x3 (each product within 2^-16, where TF32 is within 2^-11) where
+    PyTorch allows reduced precision (``torch.backends.cudnn.allow_tf32``, its default for convolutions), else
+    bf16x6 (float32 products); ``policy.weight_gradient_precision`` and ``data_gradient_precision`` choose per
+    problem."""
     if _recording is not None and _recording_driver:
         driver = _recording_driver  # precompile's step for a driver, whatever the tensors' device
     else:
         driver = calls.driver_for(conv_input.device) if conv_input.is_cuda else None
-    return (policy.splits_float32(driver) and conv_input.dtype == torch.float32
-            and torch.backends.cudnn.allow_tf32)
+    if conv_input.dtype != torch.float32:
+        return "float32"
+    return policy.allowed_split(driver, torch.backends.cudnn.allow_tf32)
 
 
 # a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired

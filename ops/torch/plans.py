@@ -126,26 +126,26 @@ class Kind:
         return sum(1 for a in arguments if a.startswith("Tensor"))
 
 
-def _conv_backward_input(module, arrays, shapes, input_size, stride, padding, dilation, groups, reduced_precision, *,
+def _conv_backward_input(module, arrays, shapes, input_size, stride, padding, dilation, groups, split_precision, *,
                          layout):
     grad_out, weight, relu_output = arrays
     common = dict(input_shape=shapes[0], stride=stride, padding=pairs(padding), dilation=dilation, layout=layout)
     if relu_output is None and groups == 1:  # one group, no ReLU: the plain operator (registry: reached from here)
         plain = registry.module("conv_bwd_data")
         problem = plain.normalize(grad_out, weight, **common)
-        precision = policy.data_gradient_precision(problem, reduced_precision)
+        precision = policy.data_gradient_precision(problem, split_precision)
         return problem if precision == problem.precision else plain.with_precision(problem, precision)
     problem, _ = module.normalize(grad_out, weight, (relu_output,) if relu_output is not None else (), groups=groups,
                                   epilogue=RELU_BACKWARD if relu_output is not None else None, params={}, **common)
     return problem
 
 
-def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, dilation, groups, reduced_precision,
+def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, dilation, groups, split_precision,
                           *, layout):
     common = dict(groups=groups, filter_spatial=weight_size[2:], stride=stride, padding=pairs(padding),
                   dilation=dilation, layout=layout)
     problem = module.normalize(*arrays, **common)
-    precision = policy.weight_gradient_precision(problem, reduced_precision)
+    precision = policy.weight_gradient_precision(problem, split_precision)
     return problem if precision == problem.precision else module.normalize(*arrays, **common, precision=precision)
 
 
@@ -197,11 +197,11 @@ def _avg_pooled_sizes(input: Tensor, kernel_size, stride, padding, ceil_mode: bo
 KINDS = {
     "conv_backward_input": Kind(
         "(Tensor grad_output, Tensor weight, Tensor? relu_output, SymInt[] input_size, SymInt[] stride, "
-        "SymInt[] padding, SymInt[] dilation, SymInt groups, bool reduced_precision) -> Tensor",
+        "SymInt[] padding, SymInt[] dilation, SymInt groups, str split_precision) -> Tensor",
         lambda grad_output, weight, relu_output, input_size, *_: [(input_size, None)], _conv_backward_input),
     "conv_backward_weight": Kind(
         "(Tensor input, Tensor grad_output, SymInt[] weight_size, SymInt[] stride, SymInt[] padding, "
-        "SymInt[] dilation, SymInt groups, bool reduced_precision) -> Tensor",
+        "SymInt[] dilation, SymInt groups, str split_precision) -> Tensor",
         lambda input, grad_output, weight_size, *_: [(weight_size, None)], _conv_backward_weight, layout_from=1),
     "max_pool2d": Kind(
         "(Tensor input, SymInt[] kernel_size, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
