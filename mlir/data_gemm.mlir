@@ -24,9 +24,9 @@ func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {i
 ${split_grad_out}
 ${split_weight}
   %g3_merged = tensor.collapse_shape %grad_out3 ${grad_out3_merge} : ${grad_out3_type} into ${g3_merged_type}
-  %g3 = tensor.expand_shape %g3_merged [[0, 1], [2]] output_shape [3, ${rows}, ${k}] : ${g3_merged_type} into ${g3_type}
+  %g3 = tensor.expand_shape %g3_merged [[0, 1], [2]] output_shape [${parts}, ${rows}, ${k}] : ${g3_merged_type} into ${g3_type}
   %w3_merged = tensor.collapse_shape %weight3 ${weight3_merge} : ${weight3_type} into ${w3_merged_type}
-  %w3 = tensor.expand_shape %w3_merged [[0, 1], [2]] output_shape [3, ${k}, ${c}] : ${w3_merged_type} into ${w3_type}
+  %w3 = tensor.expand_shape %w3_merged [[0, 1], [2]] output_shape [${parts}, ${k}, ${c}] : ${w3_merged_type} into ${w3_type}
   %rows_empty = tensor.empty() : !rows
   %rows_zero = linalg.fill ins(%zero : f32) outs(%rows_empty : !rows) -> !rows
   // rows[r, c] += G3[t, r, k] * W3[t, k, c] over the parts t and the channels k

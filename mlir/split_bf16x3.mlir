@@ -78,16 +78,16 @@ ${round_mid}
     %lo = arith.truncf %tail : f32 to bf16
     %j = linalg.index ${part_dim} : index
     %j_bits = arith.index_cast %j : index to i32
-    %two = arith.constant 2 : i32
-    %three = arith.constant 3 : i32
+    %code_two = arith.constant 2 : i32
+    %code_three = arith.constant 3 : i32
     %codes = arith.constant ${codes} : i32
-    %offset = arith.muli %j_bits, %two : i32
+    %offset = arith.muli %j_bits, %code_two : i32
     %codes_at = arith.shrui %codes, %offset : i32
-    %code = arith.andi %codes_at, %three : i32
-    %zero = arith.constant 0 : i32
-    %one = arith.constant 1 : i32
-    %is_hi = arith.cmpi eq, %code, %zero : i32
-    %is_mid = arith.cmpi eq, %code, %one : i32
+    %code = arith.andi %codes_at, %code_three : i32
+    %code_zero = arith.constant 0 : i32
+    %code_one = arith.constant 1 : i32
+    %is_hi = arith.cmpi eq, %code, %code_zero : i32
+    %is_mid = arith.cmpi eq, %code, %code_one : i32
     %below = arith.select %is_mid, %mid, %lo : bf16
     %part = arith.select %is_hi, %hi, %below : bf16
     linalg.yield %part : bf16

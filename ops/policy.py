@@ -120,13 +120,13 @@ def configs_for(problem, target: Target, form=None) -> dict[int, str]:
 
 def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """Phase index -> compilation_info for the convolutions of a one-group conv_bwd_data (rows: grad_in's images and
-    spatial positions; columns: its C channels): the split_conv form's one (a bf16x3 problem of stride 1), or each
+    spatial positions; columns: its C channels): the split_conv form's one (a split problem of stride 1), or each
     stride phase with taps of a 16-bit problem, by the rule ``spec``: a workgroup of ``m_tile`` rows in whole rows
     of ``inner`` (the phase's width rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns
     where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a 64-wide
     row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
     ``stages`` of prefetch. Empty where no such convolution computes the problem or the tiles do not divide."""
-    split = problem.precision == "bf16x3"
+    split = problem.is_split
     element = "bf16" if split else dtypes.mlir_element_type(problem.dtype)
     if element not in ("bf16", "f16") or problem.groups != 1:
         return {}
@@ -361,7 +361,7 @@ def _phase_forms(problem, target: Target) -> list:
     and its float32 channels-first one-tap problems of stride 1 the float32 gemm form (``data_gemm``), last (a
     table rule puts one first: ``depthwise_tiles``, ``merged_tiles``, ``gemm_tiles``)."""
     Form = stride_phases.Form
-    if problem.precision == "bf16x3":
+    if problem.is_split:
         flip = "map" if target.negative_map_coefficients else "gather"
         split = Form(contraction="split_conv", weight_flip=flip)
         return [Form(contraction="gemm") if data_gemm.applies(problem) else split]
@@ -526,15 +526,17 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
 SPLIT_TARGET = targets.parse_target("cuda:sm_80")
 
 
-def allowed_split(driver: str | None, reduced: bool) -> str:
+def allowed_split(driver: str | None, reduced: bool, emulated: bool = False) -> str:
     """The split a float32 convolution's gradients may take on ``driver`` (a key of ``problem.SPLIT_PRODUCTS``, or
     ``"float32"``: none): on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only, bf16x3
-    where PyTorch allows reduced precision (``reduced``: ``torch.backends.cudnn.allow_tf32``), else bf16x6 (float32
-    products: within float32's rounding of the float64 result, docs/perf/h100-bf16x6). Not on ROCm: gfx942 has
-    float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
+    where PyTorch allows reduced precision (``reduced``: ``torch.backends.cudnn.allow_tf32``); where it does not,
+    none, or bf16x6 where the user opts in (``emulated``: ``OPS_FLOAT32=bf16x6``). bf16x6's products are float32's,
+    but the matrix units' float32 sums are not (truncated): on an H100, ResNet-50's first-step gradients came 1.0e-4
+    from PyTorch's FP32 ones, ours in float32 5.2e-6, its step 3.8x faster (docs/perf/h100-bf16x6-small-first). Not
+    on ROCm: gfx942 has float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
     if driver != "cuda":
         return "float32"
-    return "bf16x3" if reduced else "bf16x6"
+    return "bf16x3" if reduced else "bf16x6" if emulated else "float32"
 
 
 # A grouped weight gradient of fewer input channels a group than this stays float32: the bfloat16 matrix tiles (16

@@ -171,12 +171,17 @@ class ConvProblem(WindowProblem):
                 "filter_spatial": self.filter_spatial, "groups": self.groups, **split}
 
     @property
+    def is_split(self) -> bool:
+        """Whether the problem's float32 products are computed as bfloat16 ones (``SPLIT_PRODUCTS``)."""
+        return self.precision in SPLIT_PRODUCTS
+
+    @property
     def term_roundoff(self) -> float:
         """A split product's error beyond float32's (``SPLIT_ROUNDOFF``): none unsplit."""
         return SPLIT_ROUNDOFF.get(self.precision, 0.0)
 
     def _name_suffix(self) -> str:
-        return f"_split_{self.precision}" if self.precision in SPLIT_PRODUCTS else ""
+        return f"_split_{self.precision}" if self.is_split else ""
 
     @property
     def summary(self) -> str:
@@ -259,7 +264,7 @@ class ConvBwdWeightProblem(ConvProblem):
         two others wrong so (the check refused them): r3d_18's 3x3x3 stride-2 layer, whose padded x's end is left
         unread, and ResNeXt-50's grouped 7x7 layer (g32, 32 channels a group); 2-D strided ones fuse their padding
         instead (policy's rule)."""
-        if self.precision not in SPLIT_PRODUCTS:
+        if not self.is_split:
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
         products = len(SPLIT_PRODUCTS[self.precision])

@@ -117,14 +117,15 @@ def test_ops_torch_splits_only_float32_on_a_gpu():
 
     assert kernels.split_precision(torch.randn(2, 3, 4, 4)) == "float32"  # the CPU: PyTorch's oneDNN has no TF32
     assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which a CUDA float32 tensor would then follow
-    assert policy.allowed_split("cuda", True) == "bf16x3" and policy.allowed_split("cuda", False) == "bf16x6"
-    assert policy.allowed_split("hip", True) == policy.allowed_split(None, True) == "float32"
+    assert policy.allowed_split("cuda", True) == "bf16x3" and policy.allowed_split("cuda", False) == "float32"
+    assert policy.allowed_split("cuda", False, emulated=True) == "bf16x6"
+    assert policy.allowed_split("hip", True) == policy.allowed_split(None, False, emulated=True) == "float32"
 
 
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
-    gradients split, and the one-tap layer's backward-data, as bf16x3 where PyTorch allows TF32 (its default), as
-    bf16x6 (float32 products) where not, and neither for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
+    gradients split, and the one-tap layer's backward-data, where PyTorch allows TF32 (its default), and not
+    otherwise (unless OPS_FLOAT32=bf16x6 opts in: test_opting_in_to_bf16x6), nor for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
     (policy.gemm_tiles) stays float32."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
@@ -132,7 +133,7 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
 
     model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 32, 1)))
     x = torch.randn(4, 3, 4, 6)  # the 1x1 layer split too: 4 x 24 rows, whole 32-row blocks; 24 positions, no tile
-    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["bf16x6", "bf16x6"]),
+    for driver, allowed, expected in (("cuda", True, ["bf16x3", "bf16x3"]), ("cuda", False, ["float32"] * 2),
                                       ("hip", True, ["float32"] * 2), (None, True, ["float32"] * 2)):
         torch.backends.cudnn.allow_tf32 = allowed
         try:

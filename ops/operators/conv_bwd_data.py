@@ -34,8 +34,9 @@ def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layou
               precision="float32") -> ConvBwdDataProblem:
     """Check every argument and build the problem, before anything is compiled (``op``: the operator named in
     messages; grouped_conv_bwd_data checks its convolution here). ``precision``: of a float32 problem's products,
-    float32 or ``"bf16x3"`` (each product a sum of three bfloat16 products: ``data_gemm`` for a one-tap, unpadded
-    problem, ``data_split_conv`` for one of stride 1; ``splits``)."""
+    float32, ``"bf16x3"`` (each product a sum of three bfloat16 products) or ``"bf16x6"`` (six: float32 products;
+    ``problem.SPLIT_PRODUCTS``): ``data_gemm`` for a one-tap, unpadded problem, ``data_split_conv`` for one of
+    stride 1; ``splits``."""
     out_shape, out_dtype = array_shape_dtype(op, "grad_out", grad_out)
     weight_shape, weight_dtype = array_shape_dtype(op, "weight", weight)
     problem = conv_problem(
@@ -54,8 +55,8 @@ def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem
     a one-tap filter with no padding, ``data_gemm``, or stride 1, ``data_split_conv``)."""
     check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
     check(precision == "float32" or (problem.dtype == "float32" and splits(problem)),
-          f"{OP}: precision {precision} takes float32 problems of one group with a one-tap filter and no padding, or of "
-          f"stride 1 with padding within the filter's reach, but got {problem.name}")
+          f"{OP}: precision {precision} takes float32 problems of one group with a one-tap filter and no padding, "
+          f"or of stride 1 with padding within the filter's reach, but got {problem.name}")
     return dataclasses.replace(problem, precision=precision)
 
 

@@ -1,7 +1,7 @@
 """A float32 backward-data of a one-tap filter with no padding, as bfloat16 x 3, as the GEMM it is
-(``mlir/data_gemm.mlir``): conv_bwd_data's ``gemm`` form, the one its split problems (``precision="bf16x3"``)
-take. grad_out and the weight are split into bfloat16 parts (``split_precision.split``), one contraction over
-the parts and the channels sums grad_out's rows times the weight, and the store puts the rows at the strided
+(``mlir/data_gemm.mlir``): conv_bwd_data's ``gemm`` form, the one its split problems (``precision="bf16x3"``,
+``"bf16x6"``) take. grad_out and the weight are split into bfloat16 parts (``split_precision.split``), one contraction
+over the parts and the channels sums grad_out's rows times the weight, and the store puts the rows at the strided
 positions of grad_in."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
                                            parts(problem, 1)),  # (hi, mid, hi..)
         grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([stacked * problem.batch, *spatial, k], "bf16"),
         g3_merged_type=mlir.tensor([stacked * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
-        g3_type=mlir.tensor([stacked, rows(problem), k], "bf16"),
+        g3_type=mlir.tensor([stacked, rows(problem), k], "bf16"), parts=stacked,
         weight3_merge=_merge(rank), weight3_type=mlir.tensor([stacked * k, *unit, c], "bf16"),
         w3_merged_type=mlir.tensor([stacked * k, c], "bf16"), w3_type=mlir.tensor([stacked, k, c], "bf16"),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),

@@ -1,8 +1,8 @@
 """A float32 backward-data of stride 1, as bfloat16 x 3, as the forward convolution it is
 (``mlir/data_split_conv.mlir``): conv_bwd_data's ``split_conv`` form, the one its split problems of several taps
-(``precision="bf16x3"``) take. grad_out's parts are stacked along its channels, the weight's along k and flipped
-(``split_precision.split_as``); one named convolution over the 3K channels accumulates grad_in in float32, and the
-store puts it in the problem's layout (``data_gemm.store``)."""
+(``precision="bf16x3"`` or ``"bf16x6"``) take. grad_out's parts are stacked along its channels, the weight's along k
+and flipped (``split_precision.split_as``); one named convolution over the 3K channels accumulates grad_in in float32,
+and the store puts it in the problem's layout (``data_gemm.store``)."""
 
 from __future__ import annotations
 

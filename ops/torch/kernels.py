@@ -17,6 +17,7 @@ arguments (a ``Conv`` per ready call).
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import Callable, List, Optional, Tuple
 
@@ -372,15 +373,27 @@ def split_precision(conv_input: Tensor) -> str:
     """The split this convolution's float32 gradients may take (``policy.allowed_split``; ``"float32"``: none):
     on a driver the policy splits float32 for, bf16x3 (each product within 2^-16, where TF32 is within 2^-11) where
     PyTorch allows reduced precision (``torch.backends.cudnn.allow_tf32``, its default for convolutions), else
-    bf16x6 (float32 products); ``policy.weight_gradient_precision`` and ``data_gradient_precision`` choose per
-    problem."""
+    bf16x6 where ``OPS_FLOAT32=bf16x6`` opts in (``float32_mode``); ``policy.weight_gradient_precision`` and
+    ``data_gradient_precision`` choose per problem."""
     if _recording is not None and _recording_driver:
         driver = _recording_driver  # precompile's step for a driver, whatever the tensors' device
     else:
         driver = calls.driver_for(conv_input.device) if conv_input.is_cuda else None
     if conv_input.dtype != torch.float32:
         return "float32"
-    return policy.allowed_split(driver, torch.backends.cudnn.allow_tf32)
+    return policy.allowed_split(driver, torch.backends.cudnn.allow_tf32, float32_mode() == "bf16x6")
+
+
+FLOAT32_MODES = ("ieee", "bf16x6")
+
+
+def float32_mode() -> str:
+    """``OPS_FLOAT32``: how float32 convolutions' gradients compute on CUDA where PyTorch allows no TF32: ``ieee``
+    (the default: float32 arithmetic) or ``bf16x6`` (``policy.allowed_split``: six bfloat16 products on the matrix
+    units, float32 sums there truncated)."""
+    value = os.environ.get("OPS_FLOAT32", "ieee")
+    check(value in FLOAT32_MODES, f"OPS_FLOAT32 must be one of {', '.join(FLOAT32_MODES)}, but got {value!r}")
+    return value
 
 
 # a layer's signature (its input gradient's arguments, the saved input's and the precision allowed) -> its paired
