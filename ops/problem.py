@@ -231,7 +231,7 @@ class ConvBwdDataProblem(ConvProblem):
 # bf16(v - hi - mid). bf16x3 (hi and mid, within about 2^-17 |v|) drops mid*mid: each product within about 2^-16 of
 # its magnitude, under TF32's 2^-11. bf16x6 (three parts, within about 2^-26 |v|) drops only mid*lo, lo*mid and
 # lo*lo: within about 2^-25, under float32's own rounding (2^-24), so it computes float32 products
-# (``policy.weight_gradient_precision``).
+# (``precision.weight_gradient_precision``).
 SPLIT_PRODUCTS = {"bf16x3": ((0, 0), (0, 1), (1, 0)),
                   "bf16x6": ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))}
 # each split product's error, doubled: the known-answer check's allowance beyond float32's (known_answer.tolerance)

@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from ops import api, known_answer, policy
+from ops import api, known_answer
+from ops.precision import allowed_split
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
 
@@ -95,4 +96,4 @@ def test_opting_in_to_bf16x6(monkeypatch):
     monkeypatch.setenv("OPS_FLOAT32", "tf32")
     with pytest.raises(ValueError, match="OPS_FLOAT32 must be one of ieee, bf16x6, but got 'tf32'"):
         kernels.float32_mode()
-    assert policy.allowed_split("cuda", True, emulated=True) == "bf16x3"  # TF32 allowed: bf16x3 whatever the mode
+    assert allowed_split("cuda", True, emulated=True) == "bf16x3"  # TF32 allowed: bf16x3 whatever the mode

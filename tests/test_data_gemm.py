@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ops import api, known_answer, policy, targets
+from ops.precision import data_gradient_precision
 from ops.operators import conv_bwd_data, stride_phases
 
 from lowering import gpu_module_on_cpu, one_matrix_contraction
@@ -120,10 +121,10 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_only_channels_first_
 ])
 def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
-    precision = policy.data_gradient_precision(problem, "bf16x3" if reduced else "float32")
+    precision = data_gradient_precision(problem, "bf16x3" if reduced else "float32")
     assert precision == (problem.precision if expected == "bfloat16" else expected)
     # without reduced precision, a CUDA driver allows bf16x6 (float32 products) where it would split
-    six = policy.data_gradient_precision(problem, "bf16x6")
+    six = data_gradient_precision(problem, "bf16x6")
     assert six == ("bf16x6" if expected == "bf16x3" else problem.precision if expected == "bfloat16" else "float32")
 
 
@@ -162,7 +163,7 @@ def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, t
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm"
     assert tile in policy.configs_for(problem, CUDA, form).get(0, str(None))
-    assert policy.data_gradient_precision(problem, "bf16x3") == ("bf16x3" if tile == "None" else "float32")
+    assert data_gradient_precision(problem, "bf16x3") == ("bf16x3" if tile == "None" else "float32")
 
 
 @pytest.mark.parametrize("params", [dict(batch=2, in_channels=144, out_channels=24, input_spatial=(56, 56)),

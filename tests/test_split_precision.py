@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ops import api, catalog, known_answer, policy, targets
+from ops.precision import allowed_split, weight_gradient_precision
 from ops.operators import grouped_conv_bwd_weight
 
 _PARAMS = dict(batch=4, groups=2, in_channels=6, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 2),
@@ -87,9 +88,9 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
         batch=2, groups=groups, in_channels=channels, out_channels=channels, input_spatial=(6,) * len(taps),
         filter_spatial=taps, layout="NCHW" if len(taps) == 2 else "NCW", dtype=dtype)
     split = "bf16x3" if allowed else "float32"
-    assert policy.weight_gradient_precision(problem, split) == expected
+    assert weight_gradient_precision(problem, split) == expected
     if allowed:  # where PyTorch allows no reduced precision, a CUDA driver allows bf16x6 on the same problems
-        assert policy.weight_gradient_precision(problem, "bf16x6") == ("bf16x6" if expected == "bf16x3" else expected)
+        assert weight_gradient_precision(problem, "bf16x6") == ("bf16x6" if expected == "bf16x3" else expected)
 
 
 @pytest.mark.parametrize("layout, batch, expected", [
@@ -101,14 +102,14 @@ def test_the_policy_splits_where_reduced_precision_is_allowed_and_the_filter_has
 def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm_form(layout, batch, expected):
     problem = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), layout=layout, dtype="float32")
-    assert policy.weight_gradient_precision(problem, "bf16x3") == expected
-    assert policy.weight_gradient_precision(problem, "float32") == "float32"
+    assert weight_gradient_precision(problem, "bf16x3") == expected
+    assert weight_gradient_precision(problem, "float32") == "float32"
     # padded: channels-last no gemm form, and one tap, so not split; channels-first its split writes x's parts
     # zero-padded and the inner problem, unpadded, is the gemm form's
     padded = grouped_conv_bwd_weight.problem_from_params(
         batch=batch, in_channels=8, out_channels=8, input_spatial=(6, 6), filter_spatial=(1, 1), padding=1,
         layout=layout, dtype="float32")
-    assert policy.weight_gradient_precision(padded, "bf16x3") == ("float32" if layout == "NHWC" else "bf16x3")
+    assert weight_gradient_precision(padded, "bf16x3") == ("float32" if layout == "NHWC" else "bf16x3")
 
 
 def test_ops_torch_splits_only_float32_on_a_gpu():
@@ -117,9 +118,9 @@ def test_ops_torch_splits_only_float32_on_a_gpu():
 
     assert kernels.split_precision(torch.randn(2, 3, 4, 4)) == "float32"  # the CPU: PyTorch's oneDNN has no TF32
     assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which a CUDA float32 tensor would then follow
-    assert policy.allowed_split("cuda", True) == "bf16x3" and policy.allowed_split("cuda", False) == "float32"
-    assert policy.allowed_split("cuda", False, emulated=True) == "bf16x6"
-    assert policy.allowed_split("hip", True) == policy.allowed_split(None, False, emulated=True) == "float32"
+    assert allowed_split("cuda", True) == "bf16x3" and allowed_split("cuda", False) == "float32"
+    assert allowed_split("cuda", False, emulated=True) == "bf16x6"
+    assert allowed_split("hip", True) == allowed_split(None, False, emulated=True) == "float32"
 
 
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():

@@ -574,9 +574,9 @@ OPCHECK_CASES = {
     "relu_conv": lambda: (torch.randn(2, 4, 9, 9, requires_grad=True), torch.randn(8, 2, 3, 3, requires_grad=True), None,
                           [2, 2], [1, 0, 1, 1], [1, 1], 2),
     "conv_backward_input": lambda: (torch.randn(2, 8, 5, 5), torch.randn(8, 2, 3, 3), torch.randn(2, 4, 9, 9).relu(),
-                                    [2, 4, 9, 9], [2, 2], [1, 1, 1, 1], [1, 1], 2, False),
+                                    [2, 4, 9, 9], [2, 2], [1, 1, 1, 1], [1, 1], 2, "float32"),
     "conv_backward_weight": lambda: (torch.randn(2, 4, 9, 9), torch.randn(2, 8, 9, 9), [8, 2, 3, 3], [1, 1], [1, 1, 1, 1],
-                                     [1, 1], 2, False),
+                                     [1, 1], 2, "float32"),
     "max_pool2d": lambda: (torch.randn(2, 3, 9, 9, requires_grad=True), [3, 3], [2, 2], [1, 1], [1, 1], False, True),
     "max_pool2d_backward": lambda: (torch.randn(2, 3, 4, 4), *F.max_pool2d(torch.randn(2, 3, 8, 8).relu(), 2,
                                                                            return_indices=True)[::-1],
@@ -816,7 +816,7 @@ def test_a_weight_gradient_takes_its_layout_from_grad_output():
 
     x = torch.randn(2, 8, 5, 5).to(memory_format=torch.channels_last)
     grad_output = torch.randn(2, 4, 5, 5)
-    arguments = (x, grad_output, [4, 8, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1, False)
+    arguments = (x, grad_output, [4, 8, 1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1, "float32")
     planned = plans.plan("conv_backward_weight", *arguments)
     assert not planned.channels_last and planned.problem().layout == "NCHW"
     planned = plans.plan("conv_backward_weight", x, grad_output.to(memory_format=torch.channels_last), *arguments[2:])

@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import known_answer, policy, registry, runtime
+from .. import known_answer, registry, runtime
+from ..precision import allowed_split
 from ..validation import check, say_once
 from . import calls, plans
 from .plans import conform, empty, is_channels_last
@@ -370,10 +371,10 @@ def _conv_gradients(ctx, grad_output: Tensor, conv_input: Tensor, weight: Tensor
 
 
 def split_precision(conv_input: Tensor) -> str:
-    """The split this convolution's float32 gradients may take (``policy.allowed_split``; ``"float32"``: none):
+    """The split this convolution's float32 gradients may take (``precision.allowed_split``; ``"float32"``: none):
     on a driver the policy splits float32 for, bf16x3 (each product within 2^-16, where TF32 is within 2^-11) where
     PyTorch allows reduced precision (``torch.backends.cudnn.allow_tf32``, its default for convolutions), else
-    bf16x6 where ``OPS_FLOAT32=bf16x6`` opts in (``float32_mode``); ``policy.weight_gradient_precision`` and
+    bf16x6 where ``OPS_FLOAT32=bf16x6`` opts in (``float32_mode``); ``precision.weight_gradient_precision`` and
     ``data_gradient_precision`` choose per problem."""
     if _recording is not None and _recording_driver:
         driver = _recording_driver  # precompile's step for a driver, whatever the tensors' device
@@ -381,7 +382,7 @@ def split_precision(conv_input: Tensor) -> str:
         driver = calls.driver_for(conv_input.device) if conv_input.is_cuda else None
     if conv_input.dtype != torch.float32:
         return "float32"
-    return policy.allowed_split(driver, torch.backends.cudnn.allow_tf32, float32_mode() == "bf16x6")
+    return allowed_split(driver, torch.backends.cudnn.allow_tf32, float32_mode() == "bf16x6")
 
 
 FLOAT32_MODES = ("ieee", "bf16x6")
@@ -389,7 +390,7 @@ FLOAT32_MODES = ("ieee", "bf16x6")
 
 def float32_mode() -> str:
     """``OPS_FLOAT32``: how float32 convolutions' gradients compute on CUDA where PyTorch allows no TF32: ``ieee``
-    (the default: float32 arithmetic) or ``bf16x6`` (``policy.allowed_split``: six bfloat16 products on the matrix
+    (the default: float32 arithmetic) or ``bf16x6`` (``precision.allowed_split``: six bfloat16 products on the matrix
     units, float32 sums there truncated)."""
     value = os.environ.get("OPS_FLOAT32", "ieee")
     check(value in FLOAT32_MODES, f"OPS_FLOAT32 must be one of {', '.join(FLOAT32_MODES)}, but got {value!r}")

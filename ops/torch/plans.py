@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .. import dtypes, geometry, policy, registry
+from .. import dtypes, geometry, registry
+from ..precision import data_gradient_precision, weight_gradient_precision
 
 TORCH_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                 torch.int64: "int64", torch.int32: "int32"}
@@ -133,7 +134,7 @@ def _conv_backward_input(module, arrays, shapes, input_size, stride, padding, di
     if relu_output is None and groups == 1:  # one group, no ReLU: the plain operator (registry: reached from here)
         plain = registry.module("conv_bwd_data")
         problem = plain.normalize(grad_out, weight, **common)
-        precision = policy.data_gradient_precision(problem, split_precision)
+        precision = data_gradient_precision(problem, split_precision)
         return problem if precision == problem.precision else plain.with_precision(problem, precision)
     problem, _ = module.normalize(grad_out, weight, (relu_output,) if relu_output is not None else (), groups=groups,
                                   epilogue=RELU_BACKWARD if relu_output is not None else None, params={}, **common)
@@ -145,7 +146,7 @@ def _conv_backward_weight(module, arrays, shapes, weight_size, stride, padding, 
     common = dict(groups=groups, filter_spatial=weight_size[2:], stride=stride, padding=pairs(padding),
                   dilation=dilation, layout=layout)
     problem = module.normalize(*arrays, **common)
-    precision = policy.weight_gradient_precision(problem, split_precision)
+    precision = weight_gradient_precision(problem, split_precision)
     return problem if precision == problem.precision else module.normalize(*arrays, **common, precision=precision)
 
 

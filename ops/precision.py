@@ -1,0 +1,88 @@
+"""How a float32 convolution's gradients compute on each driver (the policy's split-precision decisions, which
+``ops.torch`` applies): float32 arithmetic, or the bfloat16 products of ``problem.SPLIT_PRODUCTS`` (bf16x3 where PyTorch
+allows reduced precision, bf16x6 where the user opts in), problem by problem."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from . import policy, targets
+from .problem import GEMM_BLOCK
+from .operators import data_gemm, data_split_conv, stride_phases
+
+
+# The target whose table the split decisions read (``_splits_data``): the one ``allowed_split`` splits for.
+SPLIT_TARGET = targets.parse_target("cuda:sm_80")
+
+
+def allowed_split(driver: str | None, reduced: bool, emulated: bool = False) -> str:
+    """The split a float32 convolution's gradients may take on ``driver`` (a key of ``problem.SPLIT_PRODUCTS``, or
+    ``"float32"``: none): on NVIDIA's GPUs, whose IREE target has matrix instructions for 16-bit inputs only, bf16x3
+    where PyTorch allows reduced precision (``reduced``: ``torch.backends.cudnn.allow_tf32``); where it does not,
+    none, or bf16x6 where the user opts in (``emulated``: ``OPS_FLOAT32=bf16x6``). bf16x6's products are float32's,
+    but the matrix units' float32 sums are not (truncated): on an H100, ResNet-50's first-step gradients came 1.0e-4
+    from PyTorch's FP32 ones, ours in float32 5.2e-6, its step 3.8x faster (docs/perf/h100-bf16x6-small-first). Not
+    on ROCm: gfx942 has float32 ones (MFMA_F32_16x16x4_F32), and the split is unmeasured there; nor on the CPU."""
+    if driver != "cuda":
+        return "float32"
+    return "bf16x3" if reduced else "bf16x6" if emulated else "float32"
+
+
+# A grouped weight gradient of fewer input channels a group than this stays float32: the bfloat16 matrix tiles (16
+# wide) are mostly padding there. ResNeXt-50's g32 3x3 layers at batch 32 on an H100 (docs/perf/h200-grouped-split/
+# grouped_split_modules_h100.log): float32 / bf16x3 modules 0.689 / 1.84 ms at 4 channels (56x56), 0.478 / 1.26 at 8
+# (28x28), 0.950 / 1.91 at 8 strided; from 16 the split wins at stride 1 (1.07 / 0.497 at 16, 0.909 / 0.298 at 32),
+# and the strided 16-channel layer is the one measured miss (0.684 / 0.955).
+SPLIT_MIN_GROUP_CHANNELS = 16
+
+
+def weight_gradient_precision(problem, split: str) -> str:
+    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split``
+    its driver allows (``allowed_split``: bf16x3 or bf16x6) where the convolution is not depthwise nor grouped with
+    fewer than
+    SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split problem takes the
+    gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split, docs/perf/h200-models,
+    docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100; its 1x1 ones, split
+    into the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16 ms against 0.82-4.2 on an
+    H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against 6.1 ms for seven layers);
+    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
+    depthwise left in float32: 103 -> 92 ms)."""
+    few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
+    if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
+        return problem.precision
+    taps = math.prod(problem.filter_spatial) > 1
+    split_gemm = policy.takes_gemm(dataclasses.replace(problem, precision=split).computed_as)
+    return split if taps or split_gemm else problem.precision
+
+
+# Where a channels-last float32 backward-data's GEMM has fewer columns (input channels C) than this, its stride
+# phases in float32 beat the split (docs/perf/h200-data-gemm: at C = 64, 0.050 against 0.086 ms and 0.166 against
+# 0.287; from C = 256, 4-8x slower than it). Channels-first, they are slower at any C (0.34-7.2 ms).
+DATA_SPLIT_MIN_CHANNELS = 128
+
+
+def data_gradient_precision(problem, split: str) -> str:
+    """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as the ``split`` its
+    driver allows (as ``weight_gradient_precision``) where a split form takes the problem (``_splits_data``); else
+    in float32."""
+    wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem)
+    return split if split != "float32" and wanted else problem.precision
+
+
+def _splits_data(problem) -> bool:
+    """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
+    unpadded with one group, its output channels and its rows come in whole GEMM_BLOCK blocks (the GEMM's
+    reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
+    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not where the CUDA
+    table tiles its float32 GEMM (``gemm_tiles``); the split_conv form (``data_split_conv``: the forward convolution
+    over 3K channels, a 16-bit convolution IREE gives its matrix pipeline) where the problem is of stride 1 with
+    several taps."""
+    if data_split_conv.applies(problem):
+        return True
+    gemm = stride_phases.Form(contraction="gemm")
+    if data_gemm.takes_float32(problem) and policy.configs_for(problem, SPLIT_TARGET, gemm):
+        return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats the split
+    return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
+            and data_gemm.rows(problem) % GEMM_BLOCK == 0
+            and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
