@@ -36,7 +36,7 @@ ${grad_out_chunks}
   %partial_empty = tensor.empty() : !partial
   %partial_zero = linalg.fill ins(%zero : f32) outs(%partial_empty : !partial) -> !partial
   // partial[j, g, k, c] += grad_out[j, .., g, k] * x_rows[j, .., g, c] over the chunk's rows
-  %partial = linalg.generic {indexing_maps = [${grad_out_map}, ${x_map}, ${partial_map}], iterator_types = ${iterators}}
+  ${partial} = linalg.generic {indexing_maps = [${grad_out_map}, ${x_map}, ${partial_map}], iterator_types = ${iterators}}
       ins(%grad_out_chunks, %x_chunks : !grad_out_chunks, !x_chunks) outs(%partial_zero : !partial)${dispatch_config} {
   ^bb0(%gv: ${element}, %xv: ${element}, %sum: f32):
 ${to_accumulator}
@@ -44,7 +44,7 @@ ${multiply_add}
     linalg.yield %new_sum : f32
   } -> !partial
   // the sum of the J partial sums (j, the last dim), still float32, over (G*K, C)
-  %partial_flat = tensor.collapse_shape %partial [[0], [1, 2], [3]] : !partial into !partial_flat
+${flatten}
   %acc_empty = tensor.empty() : !acc
   %acc_zero = linalg.fill ins(%zero : f32) outs(%acc_empty : !acc) -> !acc
   %acc = linalg.generic {indexing_maps = [${chunks_map}, ${chunks_out_map}], iterator_types = ["parallel", "parallel", "reduction"]}
@@ -62,3 +62,6 @@ ${narrow}
   } -> !grad_w
   return %grad_w : !grad_w
 }
+
+// fragment flatten: the partial sums' (G, K) merged
+  %partial_flat = tensor.collapse_shape %partial [[0], [1, 2], [3]] : !partial into !partial_flat

@@ -182,22 +182,41 @@ def weight_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for a float32 weight gradient's generic convolution on IREE's SIMT pipeline (its unit
     dims left out: ``grouped_conv_bwd_weight._pinned_units``), by the rule ``spec``: workgroups of ``workgroup``
     (k, c) at one tap, ``thread`` (k, c) a thread, ``reduction`` positions of the last output axis a step (one
-    where that does not divide the axis). Empty where the problem is not a dense float32 one of several taps
-    computed in float32 (a one-tap filter's unit tap dims would drop the configuration), or its channels do not come
-    in whole workgroups."""
-    (wg_k, wg_c), (th_k, th_c) = spec["workgroup"], spec["thread"]
-    one_tap = math.prod(problem.filter_spatial) == 1
-    if (problem.kind != "dense" or problem.dtype != "float32" or problem.is_split or one_tap
-            or problem.out_channels % wg_k or problem.in_channels % wg_c):
+    where that does not divide it). Empty where the problem is not a dense float32 one of several taps computed in
+    float32 (one tap: ``weight_gemm_tiles``), or its channels do not come in whole workgroups."""
+    if not _simt_tiled(problem, spec) or math.prod(problem.filter_spatial) == 1:
         return {}
+    (wg_k, wg_c), (th_k, th_c) = spec["workgroup"], spec["thread"]
+    threads = wg_k // th_k * (wg_c // th_c)
     chunks, taps = default_batch_split(problem, target), [1] * problem.rank
     lead = [1] if chunks > 1 else []
     order = (lambda k, c: [*lead, k, *taps, c]) if problem.channels_last else (lambda k, c: [*lead, k, c, *taps])
     step = spec["reduction"] if problem.output_spatial[-1] % spec["reduction"] == 0 else 1
     reduction = [1] * (problem.batch // chunks > 1) + [1] * (problem.rank - 1) + [step]
-    threads = wg_k // th_k * (wg_c // th_c)
     return {0: render.simt_compilation_info(order(wg_k, wg_c), order(th_k, th_c), reduction, threads,
                                             copy_config(target)["subgroup_size"])}
+
+
+def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """``weight_simt_tiles``' tiles on the gemm form of a float32 channels-first one-tap problem (``_simt_gemm``):
+    its contraction over (j, k, c) and the reduced (n, positions), G = 1 and an image a chunk left out
+    (``weight_gemm``); positions a step as ``reduction`` where they divide the image's."""
+    if not (_simt_tiled(problem, spec) and _simt_gemm(problem)):
+        return {}
+    (wg_k, wg_c), (th_k, th_c) = spec["workgroup"], spec["thread"]
+    chunks, positions = gemm_split(problem), math.prod(problem.output_spatial)
+    step = spec["reduction"] if positions % spec["reduction"] == 0 else 1
+    return {0: render.simt_compilation_info([1, wg_k, wg_c], [1, th_k, th_c],
+                                            [1] * (problem.batch // chunks > 1) + [step],
+                                            wg_k // th_k * (wg_c // th_c), copy_config(target)["subgroup_size"])}
+
+
+def _simt_tiled(problem, spec: dict) -> bool:
+    """Whether the SIMT weight tiles of ``spec`` can take ``problem``: dense, float32 computed in float32, its
+    channels in whole workgroups."""
+    wg_k, wg_c = spec["workgroup"]
+    return (problem.kind == "dense" and problem.dtype == "float32" and not problem.is_split
+            and problem.out_channels % wg_k == 0 and problem.in_channels % wg_c == 0)
 
 
 def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
@@ -273,6 +292,7 @@ def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
     "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "weight_simt_tiles": weight_simt_tiles,
+    "weight_gemm_tiles": weight_gemm_tiles,
     "depthwise_tiles": depthwise_tiles,
     "merged_tiles": merged_tiles, "gemm_tiles": gemm_tiles, "column_tiles": column_tiles}
 
@@ -414,14 +434,18 @@ def _weight_forms(problem, target: Target) -> list:
     contraction, where the generic's 1x1 convolution went to its implicit-GEMM path, wrong in bfloat16
     (docs/perf/h100-audit) and slow); on llvm-cpu also im2col and per_image_nn (and per_image in channels-first
     layouts) or, for depthwise problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D, the batch axis
-    taking one), depthwise; taps where ``_has_weight_taps_form``; and shifted where ``weight_shifted.applies``."""
+    taking one), depthwise; taps where ``_has_weight_taps_form``; and shifted where ``weight_shifted.applies``. A
+    GPU's float32 channels-first one-tap problems have the gemm form last where the table tiles it (``_simt_gemm``:
+    untiled, IREE's SIMT default ran it slower than the generic)."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
-        gemm = [Form(batch_split=gemm_split(problem), contraction="gemm")] if takes_gemm(problem) else []
+        gemm = [Form(batch_split=gemm_split(problem), contraction="gemm")] if weight_gemm.applies(problem) else []
+        tiled = [form for form in gemm if _simt_gemm(problem) and configs_for(problem, target, form)]
+        first, last = (gemm, []) if takes_gemm(problem) else ([], tiled)
         rows = [dataclasses.replace(generic, row_split=True)] if problem.kind == "depthwise" else []
         columns = [Form(contraction="columns")] if weight_columns.applies(problem) else []
-        return [*gemm, generic, *rows, *columns]
+        return [*first, generic, *rows, *columns, *last]
     taps = [Form(contraction="taps")] if _has_weight_taps_form(problem) else []
     if problem.kind == "depthwise":
         return [generic, Form(contraction="depthwise"), *taps] if problem.rank <= 2 else [generic, *taps]
@@ -429,6 +453,13 @@ def _weight_forms(problem, target: Target) -> list:
                                                else ("per_image", "per_image_nn"))]
     shifted = [Form(contraction="shifted")] if weight_shifted.applies(problem) else []
     return [generic, Form(contraction="im2col"), *per_image, *taps, *shifted]
+
+
+def _simt_gemm(problem) -> bool:
+    """Whether ``problem`` is a float32 channels-first one-tap unpadded problem, whose gemm form ``takes_gemm`` leaves
+    out: a GPU's forms have it last where a table rule tiles it (``weight_gemm_tiles``; the rule puts it first)."""
+    return (not takes_gemm(problem) and weight_gemm.applies(problem) and problem.dtype == "float32"
+            and not problem.channels_last)
 
 
 def _has_weight_taps_form(problem) -> bool:

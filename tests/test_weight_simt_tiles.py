@@ -1,6 +1,8 @@
-"""The CUDA rule that tiles a float32 channels-first weight gradient's generic for IREE's SIMT pipeline
-(``policy.weight_simt_tiles``, docs/perf/h100-f32-weight-tiles): which problems it takes, the configuration it
-pins, and that the module it pins it on (the generic written without its unit dims) computes the reference."""
+"""The CUDA rules that tile a float32 channels-first weight gradient for IREE's SIMT pipeline
+(docs/perf/h100-f32-weight-tiles): the generic of several taps (``policy.weight_simt_tiles``) and the gemm form of
+one tap (``policy.weight_gemm_tiles``, the form put first where the tiles take it). Which problems they take, the
+configuration they pin, and that the modules they pin it on (written without their unit dims) compute the
+reference."""
 
 from __future__ import annotations
 
@@ -22,9 +24,9 @@ def _problem(**params):
     return weight.problem_from_params(**{**base, **params})
 
 
-def _tiles(problem, target=CUDA) -> dict:
+def _tiles(problem, target=CUDA, form=None) -> dict:
     """The pinned configuration's tile lists, by name (empty: none pinned)."""
-    info = policy.configs_for(problem, target).get(0, "")
+    info = policy.configs_for(problem, target, form).get(0, "")
     return {name: [int(v) for v in values.split(", ")]
             for name, values in re.findall(r"(reduction|thread|workgroup) = \[([\d, ]+)\]", info)}
 
@@ -48,7 +50,7 @@ def test_the_rule_tiles_dense_float32_channels_first_problems_of_several_taps(pa
 
 
 @pytest.mark.parametrize("params", [
-    dict(filter_spatial=(1, 1), padding=0),               # one tap: IREE drops a config pinned on its unit tap dims
+    dict(filter_spatial=(1, 1), padding=0),               # one tap: the gemm form's rule (weight_gemm_tiles)
     dict(groups=2, in_channels=32, out_channels=32),      # grouped
     dict(layout="NHWC"),                                  # channels-last: unmeasured
     dict(dtype="bfloat16"),                               # 16-bit: the matrix pipelines' rules
@@ -70,5 +72,41 @@ def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(**params)
     spec = policy.module_spec(problem, CUDA)
     assert "thread = [1, 4, 4" in spec.mlir
+    error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
+    assert error <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("params, reduction", [
+    (dict(input_spatial=(56, 56), in_channels=256), [0, 0, 0, 2]),          # 32 chunks of an image: n left out
+    (dict(input_spatial=(14, 14), in_channels=1024, out_channels=256), [0, 0, 0, 1, 2]),
+    (dict(input_spatial=(7, 7), in_channels=2048, out_channels=512), [0, 0, 0, 1, 1]),  # 49 positions: one a step
+])
+def test_one_tap_problems_take_the_gemm_form_under_the_same_tiles(params, reduction):
+    problem = _problem(filter_spatial=(1, 1), padding=0, out_channels=params.pop("out_channels", 64), **params)
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm" and policy.forms_for(problem, CUDA)[1].contraction == "generic"
+    tiles = _tiles(problem, form=form)
+    assert tiles["workgroup"][:3] == [1, 32, 32] and tiles["thread"][:3] == [1, 4, 4]
+    assert tiles["reduction"] == reduction
+    # without the rule (ROCm, unmeasured) no gemm form: untiled, IREE's SIMT default ran it slower than the generic
+    assert all(f.contraction != "gemm" for f in policy.forms_for(problem, ROCM))
+
+
+def test_a_one_tap_problem_whose_channels_the_tiles_do_not_divide_keeps_the_generic():
+    """MobileNetV2's 144 -> 24 pointwise layer: no 32-channel workgroup divides it, so no tiled gemm form."""
+    problem = _problem(filter_spatial=(1, 1), padding=0, in_channels=144, out_channels=24, input_spatial=(56, 56))
+    assert [f.contraction for f in policy.forms_for(problem, CUDA)] == ["generic"]
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch=4, input_spatial=(6, 6)),                                      # 4 chunks of one image
+    dict(batch=8, input_spatial=(3, 5), in_channels=64, out_channels=32),     # chunks of several images
+    dict(batch=2, input_spatial=(9, 7), stride=2, groups=1),                  # strided: x's rows sliced
+    dict(batch=2, input_spatial=(4, 4, 3), layout="NCDHW"),
+], ids=["unit_chunks", "chunks", "strided", "3d"])
+def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
+    problem = _problem(filter_spatial=(1,) * len(params["input_spatial"]), padding=0, **params)
+    spec = policy.module_spec(problem, CUDA)
+    assert "thread = [1, 4, 4" in spec.mlir and "%partial_flat = linalg.generic" in spec.mlir
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= 1e-5 * scale

@@ -38,7 +38,7 @@ def zero_rows(problem: ConvBwdWeightProblem) -> int:
 
 def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transients: str, config: str | None) -> str:
     """The problem's module in ``chunks`` chunks of its ``rows``, grad_w stored as ``out_element``; ``config``
-    pins the contraction."""
+    pins the contraction, which then leaves its unit dims out (``_units``)."""
     check(applies(problem), f"{OP}: the gemm form needs a one-tap filter and no padding, but got {problem.name}")
     check(isinstance(chunks, int) and chunks >= 1 and rows(problem) % chunks == 0,
           f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)}, but got {chunks!r}")
@@ -50,10 +50,12 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     narrow, stored = mlir.narrow("%a", out_element, "%v")
-    grad_out_map, x_map, partial_map, iterators = _maps(problem)
+    units = _units(problem, chunks) if config else frozenset()
+    grad_out_map, x_map, partial_map, iterators = _maps(problem, units)
     weight_dims = mlir.dims("d", problem.rank + 2)
-    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels)
-    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels)
+    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, units)
+    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, units)
+    flat = "g" in units  # G = 1 left out: the partial sums are partial_flat
     return mlir.render(
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
@@ -62,13 +64,16 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
         grad_w_type=mlir.tensor(problem.weight_shape, out_element), x_rows_type=mlir.tensor(rows_shape, element),
         x_chunks_type=mlir.tensor(x_chunks_shape, element),
         grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
-        partial_type=mlir.tensor([chunks, problem.groups, problem.out_channels, problem.in_channels], "f32"),
+        partial_type=mlir.tensor([chunks, *[problem.groups] * (not flat), problem.out_channels, problem.in_channels],
+                                 "f32"), partial="%partial_flat" if flat else "%partial",
+        flatten="  // G = 1 is left out of the loops: the partial sums are partial_flat" if flat else mlir.render(
+            "weight_gemm.flatten"),
         partial_flat_type=mlir.tensor([chunks, problem.groups * problem.out_channels, problem.in_channels], "f32"),
         acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
         transients=transients, x_rows=x_rows,
-        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element),
+        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, units),
         grad_out_chunks=_to_chunks(problem, "%grad_out", "!grad_out", list(problem.output_shape),
-                                   grad_out_chunks_shape, "grad_out", element),
+                                   grad_out_chunks_shape, "grad_out", element, units),
         grad_out_map=grad_out_map, x_map=x_map, partial_map=partial_map, iterators=iterators,
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=mlir.indent(f"{widen_g}\n{widen_x}", 4) if widen_x else "    // f32 inputs: no extension",
@@ -101,28 +106,47 @@ def _x_rows(problem: ConvBwdWeightProblem, rows_shape: list[int]) -> tuple[str, 
     ), 2), "%x_rows", "!x_rows"
 
 
-def _chunks_shape(problem: ConvBwdWeightProblem, chunks: int, channels: int) -> list[int]:
+def _units(problem: ConvBwdWeightProblem, chunks: int) -> frozenset:
+    """The contraction's unit dims that a pinned configuration needs gone (IREE 3.13 rebuilds an op with unit dims
+    without its ``compilation_info``, as ``grouped_conv_bwd_weight._pinned_units``): G = 1, and channels-first an
+    image a chunk (n)."""
+    units = {"g"} if problem.groups == 1 else set()
+    if not problem.channels_last and problem.batch == chunks:
+        units.add("n")
+    return frozenset(units)
+
+
+def _chunks_shape(problem: ConvBwdWeightProblem, chunks: int, channels: int, units: frozenset = frozenset()
+                  ) -> list[int]:
     """An activation as chunks: (J, rows per chunk, G, channels) channels-last; (J, images per chunk, G,
-    channels, positions) channels-first."""
+    channels, positions) channels-first; the dims named in ``units`` left out."""
     if problem.channels_last:
-        return [chunks, rows(problem) // chunks, problem.groups, channels]
-    return [chunks, problem.batch // chunks, problem.groups, channels, math.prod(problem.output_spatial)]
+        return _kept([chunks, rows(problem) // chunks, problem.groups, channels], ["j", "r", "g", "c"], units)
+    return _kept([chunks, problem.batch // chunks, problem.groups, channels, math.prod(problem.output_spatial)],
+                 ["j", "n", "g", "c", "p"], units)
+
+
+def _kept(values: list, names: list[str], units: frozenset) -> list:
+    return [value for value, name in zip(values, names) if name not in units]
 
 
 def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, shape: list[int],
-               chunks_shape: list[int], name: str, element: str) -> str:
+               chunks_shape: list[int], name: str, element: str, units: frozenset = frozenset()) -> str:
     """``source`` (shape ``shape``, the output's positions) as ``chunks_shape``: its rows (or positions) merged,
-    channels-last followed by its zero rows (``zero_rows``), then split into chunks and groups."""
+    channels-last followed by its zero rows (``zero_rows``), then split into chunks and groups (the ``units``
+    left out)."""
     rank = problem.rank
     if problem.channels_last:
         merge, merged = [list(range(rank + 1)), [rank + 1]], [shape[0] * math.prod(shape[1:-1]), shape[-1]]
-        split = [[0, 1], [2, 3]]
+        split = _split([["j", "r"], ["g", "c"]], units)
     else:
         merge, merged = [[0], [1], list(range(2, rank + 2))], [shape[0], shape[1], math.prod(shape[2:])]
-        split = [[0, 1], [2, 3], [4]]
+        split = _split([["j", "n"], ["g", "c"], ["p"]], units)
     merged_type = mlir.tensor(merged, element)
-    lines = [mlir.render("common.collapse", result=f"%{name}_merged", source=source, reassociation=merge,
-                         source_type=source_type, result_type=merged_type)]
+    direct = len(chunks_shape) == len(merged)  # every unit left out (channels-first): the merged tensor is the chunks
+    lines = [mlir.render("common.collapse", result=f"%{name}_chunks" if direct else f"%{name}_merged", source=source,
+                         reassociation=merge, source_type=source_type,
+                         result_type=f"!{name}_chunks" if direct else merged_type)]
     value = f"%{name}_merged"
     if zero_rows(problem):
         blocks_type = mlir.tensor([rows(problem), merged[-1]], element)
@@ -131,26 +155,36 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
                                  zero="%zero_element", element=element, source_type=merged_type,
                                  result_type=blocks_type))
         value, merged_type = f"%{name}_blocks", blocks_type
-    lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=value, reassociation=split,
-                             shape=mlir.index_list(chunks_shape), source_type=merged_type,
-                             result_type=f"!{name}_chunks"))
+    if not direct:
+        lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=value, reassociation=split,
+                                 shape=mlir.index_list(chunks_shape), source_type=merged_type,
+                                 result_type=f"!{name}_chunks"))
     return mlir.indent("\n".join(lines), 2)
 
 
-def _maps(problem: ConvBwdWeightProblem) -> tuple[str, str, str, str]:
+def _split(groups: list[list[str]], units: frozenset) -> list[list[int]]:
+    """The reassociation from the merged activation into its chunks: ``groups`` of dim names per merged dim, the
+    ``units`` left out, numbered in order."""
+    kept = [[name for name in group if name not in units] for group in groups]
+    numbers = iter(range(sum(map(len, kept))))
+    return [[next(numbers) for _ in group] for group in kept]
+
+
+def _maps(problem: ConvBwdWeightProblem, units: frozenset = frozenset()) -> tuple[str, str, str, str]:
     """(grad_out's, x's, the partial sums' maps, the iterators) over (j, g, k, c, r) channels-last or
-    (j, g, k, c, n, p) channels-first."""
+    (j, g, k, c, n, p) channels-first, the dims named in ``units`` left out."""
     if problem.channels_last:
         domain = ["j", "g", "k", "c", "r"]
         grad_out, x = ["j", "r", "g", "k"], ["j", "r", "g", "c"]
     else:
         domain = ["j", "g", "k", "c", "n", "p"]
         grad_out, x = ["j", "n", "g", "k", "p"], ["j", "n", "g", "c", "p"]
-    names = {name: f"d{i}" for i, name in enumerate(domain)}
+    names = {name: f"d{i}" for i, name in enumerate(d for d in domain if d not in units)}
 
     def of(dims):
-        return mlir.affine_map(list(names.values()), [names[d] for d in dims])
-    kinds = ["parallel"] * 4 + ["reduction"] * (len(domain) - 4)
+        return mlir.affine_map(list(names.values()), [names[d] for d in dims if d not in units])
+    parallel = len([d for d in ("j", "g", "k", "c") if d not in units])
+    kinds = ["parallel"] * parallel + ["reduction"] * (len(names) - parallel)
     return of(grad_out), of(x), of(["j", "g", "k", "c"]), mlir.iterators(kinds)
 
 
