@@ -292,9 +292,8 @@ def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
     "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "weight_simt_tiles": weight_simt_tiles,
-    "weight_gemm_tiles": weight_gemm_tiles,
-    "depthwise_tiles": depthwise_tiles,
-    "merged_tiles": merged_tiles, "gemm_tiles": gemm_tiles, "column_tiles": column_tiles}
+    "weight_gemm_tiles": weight_gemm_tiles, "depthwise_tiles": depthwise_tiles, "merged_tiles": merged_tiles,
+    "gemm_tiles": gemm_tiles, "column_tiles": column_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:

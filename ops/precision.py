@@ -1,6 +1,6 @@
 """How a float32 convolution's gradients compute on each driver (the policy's split-precision decisions, which
-``ops.torch`` applies): float32 arithmetic, or the bfloat16 products of ``problem.SPLIT_PRODUCTS`` (bf16x3 where PyTorch
-allows reduced precision, bf16x6 where the user opts in), problem by problem."""
+``ops.torch`` applies): float32 arithmetic, or the bfloat16 products of ``problem.SPLIT_PRODUCTS`` (bf16x3 where
+PyTorch allows reduced precision, bf16x6 where the user opts in), problem by problem."""
 
 from __future__ import annotations
 
@@ -38,16 +38,15 @@ SPLIT_MIN_GROUP_CHANNELS = 16
 
 
 def weight_gradient_precision(problem, split: str) -> str:
-    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split``
-    its driver allows (``allowed_split``: bf16x3 or bf16x6) where the convolution is not depthwise nor grouped with
-    fewer than
-    SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split problem takes the
-    gemm form (``takes_gemm``); else in float32. Measured (docs/perf/h100-split, docs/perf/h200-models,
-    docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100; its 1x1 ones, split
-    into the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16 ms against 0.82-4.2 on an
-    H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against 6.1 ms for seven layers);
-    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
-    depthwise left in float32: 103 -> 92 ms)."""
+    """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split`` its
+    driver allows (``allowed_split``: bf16x3 or bf16x6) where the convolution is not depthwise nor grouped with
+    fewer than SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split
+    problem takes the gemm form (``policy.takes_gemm``); else in float32. Measured (docs/perf/h100-split,
+    docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100
+    than the untiled float32 generic; its 1x1 ones, split into the gemm form, 2.9-10x faster than the float32
+    generic channels-first (0.18-1.16 ms against 0.82-4.2 on an H200) and 2.7x faster in sum than the float32 gemm
+    form channels-last (2.2 against 6.1 ms for seven layers); r3d_18's step 907 -> 175 ms on an H200;
+    MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with depthwise left in float32: 103 -> 92 ms)."""
     few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
     if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
         return problem.precision
