@@ -2,7 +2,8 @@
 stride-1 bf16x3 weight gradient's generic gets a pinned implicit-GEMM tile, written without its unit dims
 (grouped_conv_bwd_weight._pinned_units: IREE rebuilds a generic that has them and drops the tile); the tile reaches
 the compiled dispatch; the unit-free generic computes what the plain one does (run on the CPU, the GPU attributes
-left out); 2-D, strided and small-channel problems, and the other targets, keep IREE's defaults."""
+left out); 2-D, strided and small-channel problems, and the other targets, keep IREE's defaults (float32 ones
+take the SIMT rule's)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,18 @@ def test_3d_stride_1_split_weight_gradients_take_the_tile():
     _split(input_spatial=(8, 8), filter_spatial=(3, 3), layout="NCHW"),  # 2-D: measured mixed, no rule
     _split(stride=2),
     _split(in_channels=32, out_channels=32),
-    _split(precision="float32"),
     _split(groups=2, in_channels=64, out_channels=64),
-], ids=["2d", "strided", "32_channels", "float32", "grouped"])
+], ids=["2d", "strided", "32_channels", "grouped"])
 def test_other_weight_gradients_keep_irees_tiles(problem):
     assert _tile(problem) is None
     assert GEMM_TILE not in policy.module_spec(problem, CUDA).mlir
+
+
+def test_a_float32_one_takes_the_simt_tiles_instead():
+    """Unsplit (TF32 off), no matrix tile: the float32 SIMT rule's (tests/test_weight_simt_tiles.py)."""
+    problem = _split(precision="float32")
+    assert GEMM_TILE not in policy.module_spec(problem, CUDA).mlir
+    assert "thread = [1, 4, 4, 1, 1, 1" in _tile(problem)
 
 
 def test_no_tile_on_rocm_or_the_cpu():
