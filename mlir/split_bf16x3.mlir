@@ -41,17 +41,7 @@ ${split_grad_out}
     %j = linalg.index ${part_dim} : index
     %lo_part = arith.constant ${lo_part} : index
     // hi rounded to nearest even in the integer bits (IREE folds extf(truncf(v)) back to v, which would make lo 0)
-    %bits = arith.bitcast %value : f32 to i32
-    %sixteen = arith.constant 16 : i32
-    %one = arith.constant 1 : i32
-    %half = arith.constant 32767 : i32
-    %upper = arith.constant -65536 : i32
-    %shifted = arith.shrui %bits, %sixteen : i32
-    %odd = arith.andi %shifted, %one : i32
-    %bias = arith.addi %half, %odd : i32
-    %rounded = arith.addi %bits, %bias : i32
-    %hi_bits = arith.andi %rounded, %upper : i32
-    %hi32 = arith.bitcast %hi_bits : i32 to f32
+${round_hi}
     %hi = arith.truncf %hi32 : f32 to bf16
     %rest = arith.subf %value, %hi32 : f32
     %lo = arith.truncf %rest : f32 to bf16

@@ -176,6 +176,11 @@ class ConvProblem(WindowProblem):
         return self.precision in SPLIT_PRODUCTS
 
     @property
+    def split_products(self) -> int:
+        """How many bfloat16 products make each float32 one (``SPLIT_PRODUCTS``; 1 unsplit): the parts stacked."""
+        return len(SPLIT_PRODUCTS[self.precision]) if self.is_split else 1
+
+    @property
     def term_roundoff(self) -> float:
         """A split product's error beyond float32's (``SPLIT_ROUNDOFF``): none unsplit."""
         return SPLIT_ROUNDOFF.get(self.precision, 0.0)
@@ -267,8 +272,7 @@ class ConvBwdWeightProblem(ConvProblem):
         if not self.is_split:
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
-        products = len(SPLIT_PRODUCTS[self.precision])
-        inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=products * self.batch,
+        inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=self.split_products * self.batch,
                         precision="float32", layout=layout)
         if layout == self.layout or any(s > 1 for s in self.stride) or self.groups > 1:
             return inner

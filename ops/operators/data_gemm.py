@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import render as mlir
-from ..problem import SPLIT_PRODUCTS, ConvBwdDataProblem
+from ..problem import ConvBwdDataProblem
 from ..validation import check
 from . import split_precision
 
@@ -40,10 +40,10 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
         check(takes_float32(problem), f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, "
                                       f"or in float32 channels-first at stride 1, but got {problem.name}")
         return _render_float32(problem, transients, config)
-    check(applies(problem) and problem.precision in SPLIT_PRODUCTS,
+    check(applies(problem) and problem.is_split,
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
-    stacked = len(SPLIT_PRODUCTS[problem.precision])
+    stacked = problem.split_products
     spatial = list(problem.output_spatial)
     rows_cl = [problem.batch, *spatial, c]
     unit = (1,) * rank

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import render as mlir
-from ..problem import SPLIT_PRODUCTS, ConvBwdDataProblem
+from ..problem import ConvBwdDataProblem
 from ..validation import check
 from . import data_gemm, split_precision
 
@@ -32,14 +32,14 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
     through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu);
     ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``policy.conv_tiles``); ``copy``:
     the target's copy_config (a channels-first grad_out's transposing split)."""
-    check(applies(problem) and problem.precision in SPLIT_PRODUCTS,
+    check(applies(problem) and problem.is_split,
           f"{OP}: the split_conv form computes float32 stride-1 problems of several taps as bf16x3, but got "
           f"{problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
     reach = [d * (f - 1) for d, f in zip(problem.dilation, problem.filter_spatial)]
     padded = [o + 2 * r - lo - hi for o, r, (lo, hi) in zip(problem.output_spatial, reach, problem.padding)]
     acc = [problem.batch, *problem.input_spatial, c]
-    stacked = len(SPLIT_PRODUCTS[problem.precision]) * k
+    stacked = problem.split_products * k
     return mlir.render(
         "data_split_conv", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),

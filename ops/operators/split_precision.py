@@ -189,11 +189,11 @@ def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, par
                             stacked_type=mlir.tensor(_stacked(padded, part_dim), "bf16"))
     maps = dict(v=v, part_dim=part_dim, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
                 read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
-                iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack)
+                iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack,
+                round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"))
     if max(which) < 2 and which.count(1) == 1:  # bf16x3's (hi, hi, mid) or (hi, mid, hi): one part mid
         return mlir.render("split_bf16x3.split", **maps, lo_part=which.index(1))
     return mlir.render("split_bf16x3.split_parts", **maps, codes=sum(part << 2 * j for j, part in enumerate(which)),
-                       round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"),
                        round_mid=mlir.render("split_bf16x3.round", p="mid", value="rest"))
 
 
