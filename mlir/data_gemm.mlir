@@ -60,11 +60,12 @@ ${store}
   %grad_in_zero = linalg.fill ins(%zero : f32) outs(%dst : !grad_in) -> !grad_in
   %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in
 
-// fragment float32_channels_first: a float32 problem, channels-first and of stride 1, as one GEMM per image
-// (conv_bwd_data's gemm form of a float32 problem). grad_in's positions p are grad_out's, and both lie contiguous
-// along p in each channel's row, so each image's grad_in is the weight's transpose times its grad_out:
-//     grad_in[n, c, p] = sum_k w[k, c] * grad_out[n, k, p]
-// one linalg.generic with no transposes around it, in float32 (its tiles: policy.gemm_tiles).
+// fragment float32_channels_first: a float32 problem, channels-first, as one GEMM per image (conv_bwd_data's gemm
+// form of a float32 problem). grad_out's positions o lie contiguous along o in each channel's row, so each image's
+// rows are the weight's transpose times its grad_out:
+//     rows[n, c, o] = sum_k w[k, c] * grad_out[n, k, o]
+// one linalg.generic with no transposes around it, in float32 (its tiles: policy.gemm_tiles). At stride 1 the rows
+// are grad_in (written in place); at stride s they are grad_in at the positions i = s*o, zero elsewhere.
 //
 // Problem: ${problem_name}
 
@@ -77,7 +78,7 @@ func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {i
   %zero = arith.constant 0.0 : f32
   %g = tensor.collapse_shape %grad_out ${positions_merge} : !grad_out into ${g_type}
   %w = tensor.collapse_shape %weight [[0], [${weight_rest}]] : !weight into ${w_type}
-  %rows_dst = tensor.collapse_shape %dst ${positions_merge} : !grad_in into !rows
+  %rows_dst = ${rows_dst}
   %rows_zero = linalg.fill ins(%zero : f32) outs(%rows_dst : !rows) -> !rows
   %rows = linalg.generic {indexing_maps = [affine_map<(n, c, p, k) -> (n, k, p)>, affine_map<(n, c, p, k) -> (k, c)>, affine_map<(n, c, p, k) -> (n, c, p)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]${dispatch_config}}
       ins(%g, %w : ${g_type}, ${w_type}) outs(%rows_zero : !rows) {
@@ -85,6 +86,27 @@ func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {i
 ${multiply_add}
     linalg.yield %new_sum : f32
   } -> !rows
-  %grad_in = tensor.expand_shape %rows ${positions_merge} output_shape [${grad_in_shape}] : !rows into !grad_in
+${store}
   return %grad_in : !grad_in
 }
+
+// fragment float32_direct: stride 1: the rows are grad_in
+  %grad_in = tensor.expand_shape %rows ${positions_merge} output_shape [${grad_in_shape}] : !rows into !grad_in
+
+// fragment float32_residues: stride s: the rows at grad_in's positions s*o, zero elsewhere
+  // grad_in seen as (n, c, o_1, r_1, o_2, r_2, ...), i = s*o + r (each axis a whole s times grad_out's), written
+  // once by one elementwise pass: rows[n, c, o] where every residue r is 0, else zero (a strided insert into a zero
+  // grad_in is a copy dispatch at a tenth of copy bandwidth in IREE 3.13)
+  %rows_spatial = tensor.expand_shape %rows ${positions_merge} output_shape [${rows_spatial_shape}] : !rows into ${rows_spatial_type}
+  %dst_residues = tensor.expand_shape %dst ${residue_merge} output_shape [${residues_shape}] : !grad_in into ${residues_type}
+  %residues = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
+      ins(%rows_spatial : ${rows_spatial_type}) outs(%dst_residues : ${residues_type}) {
+  ^bb0(%value: f32, %unused: f32):
+    %c0 = arith.constant 0 : index
+${residue_indices}
+    %residue_sum = affine.apply ${residue_sum}
+    %reached = arith.cmpi eq, %residue_sum, %c0 : index
+    %placed = arith.select %reached, %value, %zero : f32
+    linalg.yield %placed : f32
+  } -> ${residues_type}
+  %grad_in = tensor.collapse_shape %residues ${residue_merge} : ${residues_type} into !grad_in

@@ -26,10 +26,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import compiler, dtypes, registry, render, targets
+from . import compiler, data_tiles, dtypes, registry, render, targets
 from .operator import Lowering
-from .operators import (contractions, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight, phase_plan,
-                        pool_windows, stride_phases, weight_columns, weight_gemm, weight_shifted)
+from .operators import (contractions, data_gemm, data_merged, grouped_conv_bwd_weight, phase_plan, pool_windows,
+                        stride_phases, weight_columns, weight_gemm, weight_shifted)
 from .problem import GEMM_BLOCK
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
@@ -118,46 +118,6 @@ def configs_for(problem, target: Target, form=None) -> dict[int, str]:
                         if e["function"] == problem.name and "compilation_info" in e}}
 
 
-def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """Phase index -> compilation_info for the convolutions of a one-group conv_bwd_data (rows: grad_in's images and
-    spatial positions; columns: its C channels): the split_conv form's one (a split problem of stride 1), or each
-    stride phase with taps of a 16-bit problem, by the rule ``spec``: a workgroup of ``m_tile`` rows in whole rows
-    of ``inner`` (the phase's width rounded up to a power of two, 16 to 64; at most ``max_rows`` rows), 64 columns
-    where C is at most 64, else ``n_tile``; ``warps`` subgroups of 32 rows each (two intrinsic tiles along a 64-wide
-    row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
-    ``stages`` of prefetch. Empty where no such convolution computes the problem or the tiles do not divide."""
-    split = problem.is_split
-    element = "bf16" if split else dtypes.mlir_element_type(problem.dtype)
-    if element not in ("bf16", "f16") or problem.groups != 1:
-        return {}
-    if split:  # one convolution over the whole grad_in, where the split_conv form takes the problem
-        widths = {0: (problem.input_spatial[-1], problem.rank)} if data_split_conv.applies(problem) else {}
-    else:  # each phase over its own rows, its axes of several taps reduced (phase_plan.tuned_axes)
-        widths = {index: (phase[-1].rows, len(phase_plan.tuned_axes(phase)))
-                  for index, phase in enumerate(phase_plan.phases(problem)) if phase_plan.tuned_axes(phase)}
-    intrinsic = targets.mma_intrinsic(target, element)
-    tiles = {index: _conv_tile(problem.rank, intrinsic, width, problem.in_channels, spec, taps)
-             for index, (width, taps) in widths.items()}
-    return {index: info for index, info in tiles.items() if info}
-
-
-def _conv_tile(rank: int, intrinsic, width: int, channels: int, spec: dict, taps: int) -> str | None:
-    """``conv_tiles``' configuration of one convolution of ``width`` columns of rows and ``taps`` tap axes."""
-    _, m, n, _, _ = intrinsic
-    inner = min(64, max(16, 1 << (width - 1).bit_length()))
-    rows = max(1, min(spec["max_rows"], spec["m_tile"] // inner))
-    columns = 64 if channels <= 64 else spec["n_tile"]
-    sg_inner = 2 if inner == 64 else 1
-    sg_rows = min(rows, 32 // (m * sg_inner))
-    m_warps = rows // sg_rows * inner // (m * sg_inner)
-    n_warps = spec["warps"] // m_warps
-    if not n_warps or columns % (n * n_warps):
-        return None
-    return render.conv_compilation_info(rank, intrinsic, (rows, inner, columns),
-                                        (sg_rows, sg_inner, columns // (n * n_warps)), spec["k_tiles"],
-                                        spec["stages"], taps)
-
-
 def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for the weight gradient's generic convolution (its unit dims left out:
     ``grouped_conv_bwd_weight._pinned_units``), by the rule ``spec``: workgroups of ``m_tile`` output channels (k)
@@ -181,20 +141,33 @@ def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 def weight_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for a float32 weight gradient's generic convolution on IREE's SIMT pipeline (its unit
     dims left out: ``grouped_conv_bwd_weight._pinned_units``), by the rule ``spec``: workgroups of ``workgroup``
-    (k, c) at one tap, ``thread`` (k, c) a thread, ``reduction`` positions of the last output axis a step (one
-    where that does not divide it). Empty where the problem is not a dense float32 one of several taps computed in
-    float32 (one tap: ``weight_gemm_tiles``), or its channels do not come in whole workgroups."""
-    if not _simt_tiled(problem, spec) or math.prod(problem.filter_spatial) == 1:
+    (k, c) (of one group) at ``taps`` taps (``_simt_taps``), ``thread`` (k, c) a thread at one tap, ``reduction``
+    positions of the last output axis a step (one where that does not divide it). Empty where the problem is not a
+    dense or grouped float32 one of several taps computed in float32 (one tap: ``weight_gemm_tiles``), its channels
+    do not come in whole workgroups (``_simt_workgroup``), or a workgroup has fewer than ``min_threads``."""
+    workgroup = _simt_workgroup(problem, spec)
+    if not workgroup or math.prod(problem.filter_spatial) == 1:
         return {}
-    (wg_k, wg_c), (th_k, th_c) = spec["workgroup"], spec["thread"]
-    threads = wg_k // th_k * (wg_c // th_c)
-    chunks, taps = default_batch_split(problem, target), [1] * problem.rank
-    lead = [1] if chunks > 1 else []
-    order = (lambda k, c: [*lead, k, *taps, c]) if problem.channels_last else (lambda k, c: [*lead, k, c, *taps])
+    (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
+    taps = _simt_taps(problem, spec.get("taps", "one"), wg_k // th_k * (wg_c // th_c))
+    threads = wg_k // th_k * (wg_c // th_c) * math.prod(taps)
+    if threads < spec.get("min_threads", 0):
+        return {}
+    chunks, units = default_batch_split(problem, target), [1] * problem.rank
+    lead = [1] * (chunks > 1) + [1] * (problem.kind == "grouped")  # the chunk and the group, one a workgroup
+    order = ((lambda k, c, t: [*lead, k, *t, c]) if problem.channels_last else (lambda k, c, t: [*lead, k, c, *t]))
     step = spec["reduction"] if problem.output_spatial[-1] % spec["reduction"] == 0 else 1
     reduction = [1] * (problem.batch // chunks > 1) + [1] * (problem.rank - 1) + [step]
-    return {0: render.simt_compilation_info(order(wg_k, wg_c), order(th_k, th_c), reduction, threads,
+    return {0: render.simt_compilation_info(order(wg_k, wg_c, taps), order(th_k, th_c, units), reduction, threads,
                                             copy_config(target)["subgroup_size"])}
+
+
+def _simt_taps(problem, taps: str, threads: int) -> list[int]:
+    """The taps a workgroup of ``weight_simt_tiles`` (a thread one): ``one``; ``row``, the last tap axis whole;
+    ``all`` of them where a workgroup of ``threads`` threads a tap stays within 1024 threads, else one."""
+    whole = {"one": [1] * problem.rank, "row": [1] * (problem.rank - 1) + [problem.filter_spatial[-1]],
+             "all": list(problem.filter_spatial)}[taps]
+    return whole if threads * math.prod(whole) <= 1024 else [1] * problem.rank
 
 
 def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
@@ -212,69 +185,19 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 
 def _simt_tiled(problem, spec: dict) -> bool:
-    """Whether the SIMT weight tiles of ``spec`` can take ``problem``: dense, float32 computed in float32, its
-    channels in whole workgroups."""
-    wg_k, wg_c = spec["workgroup"]
-    return (problem.kind == "dense" and problem.dtype == "float32" and not problem.is_split
-            and problem.out_channels % wg_k == 0 and problem.in_channels % wg_c == 0)
+    """Whether the SIMT weight tiles of ``spec`` can take the dense ``problem`` (its gemm form)."""
+    return problem.kind == "dense" and _simt_workgroup(problem, spec) == tuple(spec["workgroup"])
 
 
-def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """Phase index -> compilation_info for the depthwise convolution of each phase of ``problem`` with taps (its
-    reduced dims those of several taps: ``contractions._depthwise`` writes a phase with single-tap axes without
-    them), by the rule ``spec``: SIMT workgroups of ``rows`` positions along the last spatial axis by ``channels``
-    groups, each thread ``thread_channels`` groups of one position."""
-    if problem.kind != "depthwise" or not problem.channels_last or problem.groups % spec["channels"]:
-        return {}
-    rank, channels = problem.rank, spec["channels"]
-    threads = spec["rows"] * channels // spec["thread_channels"]
-    workgroup = [1] * rank + [spec["rows"], channels]
-    thread = [1] * (rank + 1) + [spec["thread_channels"]]
-    subgroup_size = copy_config(target)["subgroup_size"]
-    return {index: render.simt_compilation_info(workgroup, thread, [p.filter_taps for p in phase if p.filter_taps > 1],
-                                                threads, subgroup_size)
-            for index, phase in enumerate(phase_plan.phases(problem)) if max(p.filter_taps for p in phase) > 1}
-
-
-def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for the merged form's contraction (``data_merged``), by the rule ``spec``: SIMT
-    workgroups of every residue of ``rows`` x ``positions`` rows (the last two spatial axes; ``positions`` and the
-    rest from the spec's ``channels_last`` or ``channels_first`` part); channels-last, ``channels`` groups
-    (``narrow_channels`` where those do not divide them), ``thread_channels`` a thread; channels-first, one group,
-    ``thread_positions`` rows of the last axis a thread, every residue of each. Empty where the form does not take
-    ``problem`` or a workgroup would exceed 1024 threads."""
-    if not data_merged.applies(problem):
-        return {}
-    rank, stride = problem.rank, problem.stride
-    layout = spec["channels_last" if problem.channels_last else "channels_first"]
-    along = [1] * (rank - 2) + [spec["rows"], layout["positions"]][-rank:]
-    spatial = [size for rows, s in zip(along, stride) for size in (rows, s)]
-    if problem.channels_last:
-        channels = next((c for c in (layout["channels"], layout["narrow_channels"]) if problem.groups % c == 0), 0)
-        workgroup, thread = [1, *spatial, channels], [1] * (2 * rank + 1) + [layout["thread_channels"]]
-    else:
-        channels = 1
-        workgroup, thread = [1, 1, *spatial], [1] * (2 * rank) + [layout["thread_positions"], stride[-1]]
-    threads = math.prod(workgroup) // math.prod(thread)
-    if not channels or threads > 1024:
-        return {}
-    return {0: render.simt_compilation_info(workgroup, thread, data_merged.taps(problem), threads,
-                                            copy_config(target)["subgroup_size"])}
-
-
-def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for the float32 gemm form's GEMM (``data_gemm.takes_float32``: grad_in's (n, c, p)),
-    by the rule ``spec``: SIMT workgroups of the first ``positions`` entry (workgroup positions, thread positions,
-    workgroup channels) whose workgroup positions divide the image's, ``thread_channels`` channels a thread,
-    ``reduction`` channels k a step. Empty where the form does not take ``problem`` or no entry divides."""
-    positions = math.prod(problem.input_spatial)
-    tile = next((t for t in spec["positions"] if positions % t[0] == 0), None)
-    if not (problem.precision == "float32" and data_gemm.takes_float32(problem) and tile):
-        return {}
-    (along, per_thread, channels), thread_channels = tile, spec["thread_channels"]
-    threads = channels // thread_channels * (along // per_thread)
-    return {0: render.simt_compilation_info([1, channels, along], [1, thread_channels, per_thread],
-                                            [spec["reduction"]], threads, copy_config(target)["subgroup_size"])}
+def _simt_workgroup(problem, spec: dict) -> tuple[int, int] | None:
+    """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped: ``workgroup``
+    where a group's channels come in whole ones, else (grouped, ``min_workgroup``) the largest common divisor of
+    the two, at least that; None where none fits."""
+    if problem.kind not in ("dense", "grouped") or problem.dtype != "float32" or problem.is_split:
+        return None
+    least = spec.get("min_workgroup", min(spec["workgroup"]))
+    tiles = (math.gcd(spec["workgroup"][0], problem.out_channels), math.gcd(spec["workgroup"][1], problem.in_channels))
+    return tiles if min(tiles) >= least else None
 
 
 def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
@@ -291,9 +214,10 @@ def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
-    "conv_tiles": conv_tiles, "weight_tiles": weight_tiles, "weight_simt_tiles": weight_simt_tiles,
-    "weight_gemm_tiles": weight_gemm_tiles, "depthwise_tiles": depthwise_tiles, "merged_tiles": merged_tiles,
-    "gemm_tiles": gemm_tiles, "column_tiles": column_tiles}
+    "conv_tiles": data_tiles.conv_tiles, "depthwise_tiles": data_tiles.depthwise_tiles,
+    "merged_tiles": data_tiles.merged_tiles, "gemm_tiles": data_tiles.gemm_tiles,
+    "data_simt_tiles": data_tiles.data_simt_tiles, "weight_tiles": weight_tiles, "weight_simt_tiles": weight_simt_tiles,
+    "weight_gemm_tiles": weight_gemm_tiles, "column_tiles": column_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:

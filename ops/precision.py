@@ -73,15 +73,17 @@ def _splits_data(problem) -> bool:
     """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
     unpadded with one group, its output channels and its rows come in whole GEMM_BLOCK blocks (the GEMM's
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
-    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not where the CUDA
-    table tiles its float32 GEMM (``gemm_tiles``); the split_conv form (``data_split_conv``: the forward convolution
+    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not at stride 1 where
+    the CUDA table tiles its float32 GEMM (``gemm_tiles``; strided, the split ran 1.1-1.7x faster than that GEMM:
+    docs/perf/h100-f32-data-tiles); the split_conv form (``data_split_conv``: the forward convolution
     over 3K channels, a 16-bit convolution IREE gives its matrix pipeline) where the problem is of stride 1 with
     several taps."""
     if data_split_conv.applies(problem):
         return True
     gemm = stride_phases.Form(contraction="gemm")
-    if data_gemm.takes_float32(problem) and policy.configs_for(problem, SPLIT_TARGET, gemm):
-        return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats the split
+    if (data_gemm.takes_float32(problem) and max(problem.stride) == 1
+            and policy.configs_for(problem, SPLIT_TARGET, gemm)):
+        return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats the split at stride 1
     return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
             and data_gemm.rows(problem) % GEMM_BLOCK == 0
             and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))

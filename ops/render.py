@@ -223,7 +223,7 @@ def narrow(value: str, element: str, result: str) -> tuple[str, str]:
 def conv_compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int], subgroup: tuple[int, int, int],
                           k_tiles: int, stages: int, tap_axes: int | None = None, grouped: bool = False) -> str:
     """The ``#iree_codegen.compilation_info`` for one convolution on IREE's TileAndFuse pipeline as an implicit GEMM
-    (the tuner's candidates, the tile rules of ``policy.conv_tiles``): ``intrinsic`` (``targets.MMA_INTRINSICS``),
+    (the tuner's candidates, the tile rules of ``data_tiles.conv_tiles``): ``intrinsic`` (``targets.MMA_INTRINSICS``),
     workgroup tiles (outer spatial rows, inner spatial, c) in elements, subgroup tiles in rows, intrinsic tiles
     along the inner spatial dim (M) and along c (N), and ``k_tiles`` intrinsic tiles of the reduction a step.
 
@@ -260,7 +260,7 @@ def weight_compilation_info(intrinsic, rank: int, split: bool, reduction_loops: 
 def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[int], threads: int,
                           subgroup_size: int) -> str:
     """The ``#iree_codegen.compilation_info`` of a convolution on IREE's TileAndFuse pipeline without matrix
-    instructions (``policy.depthwise_tiles``): ``workgroup`` and ``thread`` tiles over its parallel dims, its
+    instructions (``data_tiles.depthwise_tiles``): ``workgroup`` and ``thread`` tiles over its parallel dims, its
     ``taps`` (reduced dims) whole, ``threads`` a workgroup, in subgroups of ``subgroup_size``."""
     zeros = [0] * len(taps)
     lowering = (f"#iree_gpu.lowering_config<{{reduction = [{index_list([0] * len(workgroup) + taps)}], "

@@ -17,8 +17,8 @@ RULE_KEYS = frozenset({"operator", "dtypes", "out_dtypes", "precisions", "kinds"
                        "min_output_positions", "max_output_positions", "min_channels", "max_channels",
                        "min_out_channels", "pointwise", "strided", "host_flags", "host_lacks", "except", "except_why",
                        "form", "only_forms", "flags", "conv_tiles", "weight_tiles", "weight_simt_tiles",
-                       "weight_gemm_tiles", "depthwise_tiles", "merged_tiles", "gemm_tiles", "column_tiles", "source",
-                       "why"})
+                       "weight_gemm_tiles", "data_simt_tiles", "depthwise_tiles", "merged_tiles", "gemm_tiles",
+                       "column_tiles", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)

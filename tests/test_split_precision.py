@@ -127,7 +127,7 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
     gradients split, and the one-tap layer's backward-data, where PyTorch allows TF32 (its default), and not
     otherwise (unless OPS_FLOAT32=bf16x6 opts in: test_opting_in_to_bf16x6), nor for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
-    (policy.gemm_tiles) stays float32."""
+    (data_tiles.gemm_tiles) stays float32."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
     import ops.torch as otorch

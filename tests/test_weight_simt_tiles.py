@@ -1,6 +1,8 @@
 """The CUDA rules that tile a float32 channels-first weight gradient for IREE's SIMT pipeline
-(docs/perf/h100-f32-weight-tiles): the generic of several taps (``policy.weight_simt_tiles``) and the gemm form of
-one tap (``policy.weight_gemm_tiles``, the form put first where the tiles take it). Which problems they take, the
+(docs/perf/h100-f32-weight-tiles, docs/perf/h100-f32-data-tiles): the generic of several taps (``policy.
+weight_simt_tiles``: dense in 32 x 32 tiles, grouped a group a workgroup, and the stem's few input channels a row of
+taps a workgroup) and the gemm form of one tap (``policy.weight_gemm_tiles``, the form put first where the tiles
+take it). Which problems they take, the
 configuration they pin, and that the modules they pin it on (written without their unit dims) compute the
 reference."""
 
@@ -32,12 +34,13 @@ def _tiles(problem, target=CUDA, form=None) -> dict:
 
 
 @pytest.mark.parametrize("params, workgroup, reduction", [
-    # batch 32 in 32 chunks of one image (j, k, c, f0, f1; the unit image dim left out): two positions a step
-    (dict(), [1, 32, 32, 1, 1, 0, 0], [0] * 5 + [1, 2]),
+    # batch 32 in 32 chunks of one image (j, k, c, f0, f1; the unit image dim left out): every tap a workgroup (576
+    # threads), two positions a step
+    (dict(), [1, 32, 32, 3, 3, 0, 0], [0] * 5 + [1, 2]),
     # 512 channels: 2 chunks of 16 images (the image dim kept); 7 positions a row: one a step
     (dict(input_spatial=(7, 7), in_channels=512, out_channels=512), None, [0] * 5 + [1, 1, 1]),
     (dict(input_spatial=(56, 56), stride=2), None, [0] * 5 + [1, 2]),                     # strided: 28 a row
-    # batch 8 in 8 chunks, three spatial axes
+    # batch 8 in 8 chunks, three spatial axes: 27 taps of 64 threads exceed 1024, so one tap a workgroup
     (dict(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8), [1, 32, 32, 1, 1, 1, 0, 0, 0],
      [0] * 6 + [1, 1, 2]),
 ])
@@ -51,10 +54,10 @@ def test_the_rule_tiles_dense_float32_channels_first_problems_of_several_taps(pa
 
 @pytest.mark.parametrize("params", [
     dict(filter_spatial=(1, 1), padding=0),               # one tap: the gemm form's rule (weight_gemm_tiles)
-    dict(groups=2, in_channels=32, out_channels=32),      # grouped
+    dict(groups=2, in_channels=32, out_channels=32),      # grouped: its own rule, 2 x 2 a thread
     dict(layout="NHWC"),                                  # channels-last: unmeasured
     dict(dtype="bfloat16"),                               # 16-bit: the matrix pipelines' rules
-    dict(in_channels=3, input_spatial=(56, 56), filter_spatial=(7, 7), padding=3, stride=2),  # the stem: C = 3
+    dict(in_channels=3, input_spatial=(56, 56), filter_spatial=(7, 7), padding=3, stride=2),  # the stem's own rule
     dict(precision="bf16x3"),                             # split: its bfloat16 problem's rules
 ])
 def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
@@ -67,11 +70,13 @@ def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
     dict(batch=2, input_spatial=(9, 7), stride=2, in_channels=32, out_channels=64),  # chunks of one image (n left out)
     dict(batch=2, input_spatial=(3, 4, 5), filter_spatial=(3, 3, 3), layout="NCDHW", in_channels=32,
          out_channels=32),
-], ids=["2d", "strided_unit_chunks", "3d"])
+    dict(batch=2, groups=4, in_channels=16, out_channels=16, input_spatial=(9, 8)),
+    dict(batch=2, in_channels=3, input_spatial=(20, 18), filter_spatial=(7, 7), padding=3, stride=2),
+], ids=["2d", "strided_unit_chunks", "3d", "grouped", "stem"])
 def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(**params)
     spec = policy.module_spec(problem, CUDA)
-    assert "thread = [1, 4, 4" in spec.mlir
+    assert "thread = [1, " in spec.mlir
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= 1e-5 * scale
 
@@ -110,3 +115,36 @@ def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     assert "thread = [1, 4, 4" in spec.mlir and "%partial_flat = linalg.generic" in spec.mlir
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("channels, workgroup, threads", [
+    (16, [1, 1, 16, 16, 1, 1], 64),         # ResNeXt-50's g32 layers at 14x14: a group a workgroup
+    (32, [1, 1, 32, 32, 1, 1], 256),
+    (64, [1, 1, 32, 32, 1, 1], 256),        # wider groups in 32 x 32 tiles
+    (8, None, None), (4, None, None), (24, None, None),  # 8 and 4 a group: measured no faster; 24: no 16 divides
+])
+def test_grouped_problems_of_16_or_more_channels_a_group_take_a_group_a_workgroup(channels, workgroup, threads):
+    problem = _problem(groups=32, in_channels=channels, out_channels=channels)
+    tiles = _tiles(problem)
+    if workgroup is None:
+        assert not tiles
+        return
+    assert tiles["workgroup"][:6] == workgroup and tiles["thread"][:6] == [1, 1, 2, 2, 1, 1]
+    assert tiles["reduction"][6:][-2:] == [1, 2]  # (the chunk's images, where several,) a row, two positions a step
+    assert f"workgroup_size = [{threads}, 1, 1]" in policy.configs_for(problem, CUDA)[0]
+
+
+def test_the_stem_takes_a_row_of_taps_a_workgroup():
+    """ResNet-50's stem, 3 -> 64 channels, 7x7 at stride 2: 64 output channels, one input channel and the 7 taps of a
+    filter row a workgroup (2 x 1 x 1 a thread: 224 threads); at rank 3 (r3d_18's stem) and for a workgroup of
+    fewer than 128 threads no rule."""
+    stem = dict(in_channels=3, input_spatial=(224, 224), filter_spatial=(7, 7), padding=3, stride=2)
+    problem = _problem(**stem)
+    tiles = _tiles(problem)
+    assert tiles["workgroup"] == [1, 64, 1, 1, 7, 0, 0] and tiles["thread"] == [1, 2, 1, 1, 1, 0, 0]
+    assert "workgroup_size = [224, 1, 1]" in policy.configs_for(problem, CUDA)[0]
+    video = _problem(batch=8, in_channels=3, input_spatial=(16, 112, 112), filter_spatial=(3, 7, 7),
+                     padding=(1, 3, 3), stride=(1, 2, 2), layout="NCDHW")
+    assert not _tiles(video)
+    # a 3x3 stem of 32 channels (MobileNetV2's, EfficientNet-B0's): 48 threads, fewer than the rule's 128
+    assert not _tiles(_problem(in_channels=3, out_channels=32, input_spatial=(224, 224), stride=2))

@@ -22,10 +22,10 @@ def applies(problem: ConvBwdDataProblem) -> bool:
 
 
 def takes_float32(problem: ConvBwdDataProblem) -> bool:
-    """Whether the gemm form takes ``problem`` in float32: as ``applies``, a float32 problem, channels-first and of
-    stride 1."""
+    """Whether the gemm form takes ``problem`` in float32: as ``applies``, a float32 problem, channels-first, each
+    input axis its stride times the output's (stride 1, or a whole number of strides: ``_render_float32``)."""
     return (applies(problem) and problem.dtype == "float32" and not problem.channels_last
-            and all(s == 1 for s in problem.stride))
+            and all(i == s * o for i, s, o in zip(problem.input_spatial, problem.stride, problem.output_spatial)))
 
 
 def rows(problem: ConvBwdDataProblem) -> int:
@@ -38,7 +38,8 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
     target's copy_config; or a float32 one, ``takes_float32``, its GEMM pinned to ``config`` where given)."""
     if problem.precision == "float32" and problem.dtype == "float32":
         check(takes_float32(problem), f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, "
-                                      f"or in float32 channels-first at stride 1, but got {problem.name}")
+                                      f"or in float32 channels-first where each input axis is its stride times the "
+                                      f"output's, but got {problem.name}")
         return _render_float32(problem, transients, config)
     check(applies(problem) and problem.is_split,
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
@@ -73,18 +74,43 @@ def parts(problem: ConvBwdDataProblem, operand: int) -> tuple[int, ...]:
 
 
 def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:
-    """The float32 module (``mlir/data_gemm.mlir``'s ``float32_channels_first``): (n, k, p) x (k, c) -> (n, c, p)."""
+    """The float32 module (``mlir/data_gemm.mlir``'s ``float32_channels_first``): (n, k, o) x (k, c) -> (n, c, o),
+    grad_in itself at stride 1, else placed by ``_residues``."""
     rank, n, c, k = problem.rank, problem.batch, problem.in_channels, problem.out_channels
-    positions = math.prod(problem.input_spatial)
+    positions, merge = math.prod(problem.output_spatial), [[0], [1], list(range(2, rank + 2))]
+    strided = problem.input_spatial != problem.output_spatial
+    store = (_residues(problem, merge) if strided else
+             mlir.render("data_gemm.float32_direct", positions_merge=merge,
+                         grad_in_shape=mlir.index_list(problem.input_shape)))
     return mlir.render(
         "data_gemm.float32_channels_first", problem_name=problem.name, function=problem.name, transients=transients,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([n, c, positions], "f32"),
         g_type=mlir.tensor([n, k, positions], "f32"), w_type=mlir.tensor([k, c], "f32"),
-        positions_merge=[[0], [1], list(range(2, rank + 2))], weight_rest=", ".join(map(str, range(1, rank + 2))),
+        positions_merge=merge, weight_rest=", ".join(map(str, range(1, rank + 2))),
+        rows_dst="tensor.empty() : !rows" if strided else f"tensor.collapse_shape %dst {merge} : !grad_in into !rows",
         dispatch_config=f", compilation_info = {config}" if config else "",
-        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%gv", b="%wv"),
-        grad_in_shape=mlir.index_list(problem.input_shape),
+        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%gv", b="%wv"), store=store,
+    )
+
+
+def _residues(problem: ConvBwdDataProblem, merge: list[list[int]]) -> str:
+    """The strided store of the float32 rows (``float32_residues``): grad_in as (n, c, o_1, r_1, ...), rows[n, c, o]
+    where every residue r_i (< s_i) is 0, zero elsewhere."""
+    rank, n, c = problem.rank, problem.batch, problem.in_channels
+    spatial = [mlir.dims(name, rank) for name in ("o", "r")]
+    domain = ["n", "c", *[d for pair in zip(*spatial) for d in pair]]
+    residues_shape = [n, c, *[d for pair in zip(problem.output_spatial, problem.stride) for d in pair]]
+    rows_spatial = [n, c, *problem.output_spatial]
+    indices = "\n".join(f"    %r{i} = linalg.index {3 + 2 * i} : index" for i in range(rank))
+    return mlir.render(
+        "data_gemm.float32_residues", positions_merge=merge, rows_spatial_shape=mlir.index_list(rows_spatial),
+        rows_spatial_type=mlir.tensor(rows_spatial, "f32"), residues_shape=mlir.index_list(residues_shape),
+        residues_type=mlir.tensor(residues_shape, "f32"),
+        residue_merge=[[0], [1], *[[2 + 2 * i, 3 + 2 * i] for i in range(rank)]],
+        read_map=mlir.affine_map(domain, ["n", "c", *spatial[0]]), write_map=mlir.affine_map(domain, domain),
+        iterators=mlir.iterators(["parallel"] * len(domain)), residue_indices=indices,
+        residue_sum=f"{mlir.affine_map(spatial[1], [' + '.join(spatial[1])])}({', '.join(f'%r{i}' for i in range(rank))})",
     )
 
 

@@ -44,7 +44,7 @@ def taps(problem: ConvBwdDataProblem) -> list[int]:
 
 def render(problem: ConvBwdDataProblem, transients: str, config: str | None = None) -> str:
     """The problem's module; ``config``: an ``#iree_codegen.compilation_info`` pinned on the contraction
-    (``policy.merged_tiles``)."""
+    (``data_tiles.merged_tiles``)."""
     check(applies(problem), f"{OP}: the merged form takes depthwise problems of dilation 1 without an epilogue, "
                             f"each input size a multiple of its stride, but got {problem.name}")
     element = dtypes.mlir_element_type(problem.dtype)

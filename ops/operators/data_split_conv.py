@@ -30,7 +30,7 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
            copy=None) -> str:
     """The problem's module (a float32 problem computed as bf16x3); ``flip_by_map``: the weight's taps flipped
     through the split's indexing map (a negative coefficient, the GPU targets') or gathered first (llvm-cpu);
-    ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``policy.conv_tiles``); ``copy``:
+    ``config``: an ``#iree_codegen.compilation_info`` pinned on the convolution (``data_tiles.conv_tiles``); ``copy``:
     the target's copy_config (a channels-first grad_out's transposing split)."""
     check(applies(problem) and problem.is_split,
           f"{OP}: the split_conv form computes float32 stride-1 problems of several taps as bf16x3, but got "

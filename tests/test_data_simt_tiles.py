@@ -1,0 +1,91 @@
+"""The CUDA rule that tiles a float32 channels-first backward-data's convolutions for IREE's SIMT pipeline
+(``data_tiles.data_simt_tiles``, docs/perf/h100-f32-data-tiles): which problems and stride phases it takes, the
+configuration it pins (four images x a row's positions x 32 channels a workgroup, 4 images x 4 channels a thread,
+8 channels k a step), and that the modules it pins compute the reference."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from ops import policy, targets
+from ops.operators import conv_bwd_data, phase_plan
+
+from lowering import gpu_module_on_cpu
+
+CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
+
+
+def _problem(**params):
+    base = dict(batch=32, in_channels=64, out_channels=64, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1,
+                dtype="float32", layout="NCHW")
+    return conv_bwd_data.problem_from_params(**{**base, **params})
+
+
+def _configs(problem, target=CUDA) -> dict[int, dict]:
+    """Each tiled phase's tile lists, by name, and its threads a workgroup."""
+    form = policy.forms_for(problem, target)[0]
+    out = {}
+    for phase, info in policy.configs_for(problem, target, form).items():
+        tiles = {name: [int(v) for v in values.split(", ")]
+                 for name, values in re.findall(r"(reduction|thread|workgroup) = \[([\d, ]+)\]", info)}
+        out[phase] = {**tiles, "threads": int(re.search(r"workgroup_size = \[(\d+)", info)[1])}
+    return out
+
+
+@pytest.mark.parametrize("params, positions", [
+    (dict(), 8),                                                                  # 56 a row: 8 a workgroup
+    (dict(in_channels=256, out_channels=256, input_spatial=(14, 14)), 7),
+    (dict(in_channels=512, out_channels=512, input_spatial=(7, 7)), 7),
+    (dict(in_channels=96, out_channels=64, input_spatial=(20, 12)), 4),           # C 96: three workgroups
+])
+def test_the_rule_tiles_stride_1_problems_by_their_rows(params, positions):
+    (phase, tiles), = _configs(_problem(**params)).items()
+    assert phase == 0
+    assert tiles["workgroup"] == [4, 1, positions, 32, 0, 0, 0] and tiles["thread"] == [4, 1, 1, 4, 0, 0, 0]
+    assert tiles["reduction"] == [0, 0, 0, 0, 1, 1, 8] and tiles["threads"] == positions * 8
+    assert not _configs(_problem(**params), ROCM) and not _configs(_problem(**params), CPU)  # CUDA's table only
+
+
+def test_a_strided_problem_has_its_phase_of_taps_along_every_axis_tiled():
+    """ResNet-50's 3x3 stride-2 layer 128 -> 128 at 56x56: four phases (2x2, 2x1, 1x2 and 1x1 taps); the 2x2 one,
+    28 rows of 28, is tiled (7 positions a workgroup), the others keep IREE's default."""
+    problem = _problem(in_channels=128, out_channels=128, stride=2)
+    phases = phase_plan.phases(problem)
+    configs = _configs(problem)
+    assert len(phases) == 4 and len(configs) == 1
+    (index, tiles), = configs.items()
+    assert all(p.filter_taps == 2 for p in phases[index]) and tiles["workgroup"][:4] == [4, 1, 7, 32]
+
+
+def test_a_batch_of_two_takes_two_images_a_workgroup():
+    tiles = _configs(_problem(batch=2))[0]
+    assert tiles["workgroup"][0] == tiles["thread"][0] == 2
+
+
+@pytest.mark.parametrize("params", [
+    dict(in_channels=48),                                                 # no whole 32-channel workgroup
+    dict(layout="NHWC"),                                                  # channels-last: unmeasured
+    dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8),  # rank 3: r3d_18 slower
+    dict(dtype="bfloat16"),                                               # 16-bit: the matrix pipelines' rules
+    dict(precision="bf16x3"),                                             # split: the split_conv form's tiles
+])
+def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
+    problem = _problem(**params)
+    form = policy.forms_for(problem.computed_as, CUDA)[0]
+    assert "thread = [4, " not in " ".join(policy.configs_for(problem.computed_as, CUDA, form).values())
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch=4, in_channels=64, out_channels=64, input_spatial=(34, 34)),         # 296 K elements of grad_in
+    dict(batch=3, in_channels=32, out_channels=16, input_spatial=(15, 14), stride=2),
+], ids=["stride_1", "stride_2"])
+def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
+    problem = _problem(**params)
+    spec = policy.module_spec(problem, CUDA)
+    assert "thread = [" in spec.mlir and "reduction = [0, 0, 0, 0, 1, 1, 8]" in spec.mlir
+    assert params["batch"] < 4 or math.prod(problem.input_shape) > 1 << 18
+    error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
+    assert error <= 1e-5 * scale
