@@ -4,7 +4,8 @@
     python -m build_tools.verify_run [--sets ...] [--json out.json]                               # on the GPU
 
 Sets: ``catalog`` (ck_examples and zoo), ``sweep:SEED:COUNT`` (the compile sweep's random problems,
-``ops.catalog.random_problems``), ``wrong`` (the problems IREE 3.13 computed wrong on the H100: sweep seed
+``ops.catalog.random_problems``), ``random:SEED:COUNT:CONFIG`` (``build_tools.random_layers``' layers of the models'
+families, CONFIG ``bf16_cl`` or ``f32_nchw``), ``wrong`` (the problems IREE 3.13 computed wrong on the H100: sweep seed
 109510330's 2, 110 and 181 and seed 17017's 0, 32 and 71, docs/perf/h100-sweep), ``bf16`` (the bfloat16
 weight gradients of ``build_tools.train``'s 2D model, channels-last: the 1x1 ones were wrong on the H100).
 ``--prepare`` compiles, for ``cuda:sm_80`` into ``$OPS_CACHE_DIR``, the first form of every problem and, for
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from build_tools import random_layers
 from ops import arrays, catalog, compiler, executor, known_answer, policy, registry, runtime, targets
 
 CUDA = targets.parse_target("cuda:sm_80")
@@ -42,6 +44,9 @@ def problems(name: str) -> list:
         return [catalog.random_problems(seed, 200)[i][1] for seed, indices in WRONG.items() for i in indices]
     if name == "bf16":
         return train_problems()
+    if name.startswith("random:"):
+        _, seed, count, config = name.split(":")
+        return [catalog.entry_problem(e) for e in random_layers.suite(int(seed), int(count), config)["problems"]]
     raise SystemExit(f"unknown set {name!r}")
 
 

@@ -132,3 +132,16 @@ def test_the_random_layers_suite_is_the_generators_output():
         assert problem.dtype == "bfloat16" and problem.layout == "NHWC" and 8 <= problem.batch <= 128
         assert 7 <= problem.input_spatial[0] <= 112 and problem.stride[0] in (1, 2)
         assert 16 <= problem.groups * max(problem.in_channels, problem.out_channels) <= 1024
+
+
+def test_verify_runs_random_set_draws_float32_nchw_layers_that_cudas_float32_rules_take():
+    """``verify_run --sets random:45:30:f32_nchw``: the same families in float32 NCHW (the GPU check of the float32
+    SIMT rules on layers no table names), with grouped layers of 16 and 32 channels a group among them."""
+    from build_tools import verify_run
+    from ops import policy, targets
+
+    problems = verify_run.problems("random:45:30:f32_nchw")
+    assert len(problems) == 60 and all(p.dtype == "float32" and p.layout == "NCHW" for p in problems)
+    cuda = targets.parse_target("cuda:sm_80")
+    tiled = [p for p in problems if policy.configs_for(p, cuda, policy.forms_for(p, cuda)[0])]
+    assert any(p.kind == "grouped" and p.in_channels >= 16 for p in tiled) and len(tiled) >= 20
