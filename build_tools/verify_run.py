@@ -5,9 +5,9 @@
 
 Sets: ``catalog`` (ck_examples and zoo), ``sweep:SEED:COUNT`` (the compile sweep's random problems,
 ``ops.catalog.random_problems``), ``random:SEED:COUNT:CONFIG`` (``build_tools.random_layers``' layers of the models'
-families, CONFIG ``bf16_cl`` or ``f32_nchw``), ``wrong`` (the problems IREE 3.13 computed wrong on the H100: sweep seed
-109510330's 2, 110 and 181 and seed 17017's 0, 32 and 71, docs/perf/h100-sweep), ``bf16`` (the bfloat16
-weight gradients of ``build_tools.train``'s 2D model, channels-last: the 1x1 ones were wrong on the H100).
+families, CONFIG ``bf16_cl`` or ``f32_nchw``), ``wrong`` (the problems IREE 3.13 computed wrong on the H100: sweep
+seed 109510330's 2, 110 and 181 and seed 17017's 0, 32 and 71, docs/perf/h100-sweep), ``bf16`` (the bfloat16 weight
+gradients of ``build_tools.train``'s 2D model, channels-last: the 1x1 ones were wrong on the H100).
 ``--prepare`` compiles, for ``cuda:sm_80`` into ``$OPS_CACHE_DIR``, the first form of every problem and, for
 ``wrong`` and ``bf16``, every form and fallback flag set, so that the GPU machine (no compiler) can pass over a
 module that fails its check. On the GPU, in one process and in order, each problem's launcher kernel is made as

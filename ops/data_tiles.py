@@ -117,14 +117,16 @@ def data_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     pipeline, each stride phase of several taps along every axis (at stride 1, the one), by the rule ``spec``:
     workgroups of ``images`` images (fewer where they do not divide the batch) x the first of ``positions``
     dividing the phase's last axis x ``channels`` channels c, a thread the images x ``thread_channels``, and
-    ``reduction`` channels k a step. Empty where the channels do not come in whole workgroups."""
-    if problem.is_split or problem.dtype != "float32" or problem.in_channels % spec["channels"]:
+    ``reduction`` channels k a step. Empty where the problem is grouped or its channels do not come in whole
+    workgroups."""
+    if (problem.is_split or problem.dtype != "float32" or problem.groups != 1
+            or problem.in_channels % spec["channels"]):
         return {}
     images, units = math.gcd(spec["images"], problem.batch), [1] * (problem.rank - 1)
     tiles = {}
     for index, phase in enumerate(phase_plan.phases(problem)):
-        along = next(p for p in spec["positions"] if phase[-1].rows % p == 0)
         if len(phase_plan.tuned_axes(phase)) == problem.rank:
+            along = next((p for p in spec["positions"] if phase[-1].rows % p == 0), 1)
             tiles[index] = render.simt_compilation_info(
                 [images, *units, along, spec["channels"]], [images, *units, 1, spec["thread_channels"]],
                 [1] * problem.rank + [spec["reduction"]], along * spec["channels"] // spec["thread_channels"],

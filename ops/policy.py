@@ -190,13 +190,14 @@ def _simt_tiled(problem, spec: dict) -> bool:
 
 
 def _simt_workgroup(problem, spec: dict) -> tuple[int, int] | None:
-    """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped: ``workgroup``
-    where a group's channels come in whole ones, else (grouped, ``min_workgroup``) the largest common divisor of
-    the two, at least that; None where none fits."""
+    """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped: the largest
+    common divisors of ``workgroup`` and a group's channels (``workgroup`` itself where they come in whole ones),
+    where both are at least ``min_workgroup`` (default: the workgroup's smaller side); None where they are not."""
     if problem.kind not in ("dense", "grouped") or problem.dtype != "float32" or problem.is_split:
         return None
     least = spec.get("min_workgroup", min(spec["workgroup"]))
-    tiles = (math.gcd(spec["workgroup"][0], problem.out_channels), math.gcd(spec["workgroup"][1], problem.in_channels))
+    (wg_k, wg_c), channels = spec["workgroup"], (problem.out_channels, problem.in_channels)
+    tiles = (math.gcd(wg_k, channels[0]), math.gcd(wg_c, channels[1]))
     return tiles if min(tiles) >= least else None
 
 
@@ -216,8 +217,8 @@ def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
     "conv_tiles": data_tiles.conv_tiles, "depthwise_tiles": data_tiles.depthwise_tiles,
     "merged_tiles": data_tiles.merged_tiles, "gemm_tiles": data_tiles.gemm_tiles,
-    "data_simt_tiles": data_tiles.data_simt_tiles, "weight_tiles": weight_tiles, "weight_simt_tiles": weight_simt_tiles,
-    "weight_gemm_tiles": weight_gemm_tiles, "column_tiles": column_tiles}
+    "data_simt_tiles": data_tiles.data_simt_tiles, "weight_tiles": weight_tiles,
+    "weight_simt_tiles": weight_simt_tiles, "weight_gemm_tiles": weight_gemm_tiles, "column_tiles": column_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:

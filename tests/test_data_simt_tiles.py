@@ -67,6 +67,7 @@ def test_a_batch_of_two_takes_two_images_a_workgroup():
 
 @pytest.mark.parametrize("params", [
     dict(in_channels=48),                                                 # no whole 32-channel workgroup
+    dict(groups=2, in_channels=32, out_channels=32),                      # grouped: a group dim in the convolution
     dict(layout="NHWC"),                                                  # channels-last: unmeasured
     dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8),  # rank 3: r3d_18 slower
     dict(dtype="bfloat16"),                                               # 16-bit: the matrix pipelines' rules

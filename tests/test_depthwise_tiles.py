@@ -1,4 +1,4 @@
-"""The depthwise backward-data tile rule on CUDA (ops/data_tiles.py depthwise_tiles, the table's ``depthwise_tiles`` rule):
+"""The depthwise backward-data tile rule on CUDA (data_tiles.depthwise_tiles, the table's ``depthwise_tiles`` rule):
 a bfloat16 channels-last depthwise problem takes the named depthwise form first, with a SIMT tile pinned on each
 phase of taps (a phase with single-tap axes as the generic without them that IREE would rebuild, which keeps it);
 the tile reaches the compiled dispatch; the CUDA module, its GPU attributes left out, computes the float64

@@ -103,6 +103,7 @@ def _residues(problem: ConvBwdDataProblem, merge: list[list[int]]) -> str:
     residues_shape = [n, c, *[d for pair in zip(problem.output_spatial, problem.stride) for d in pair]]
     rows_spatial = [n, c, *problem.output_spatial]
     indices = "\n".join(f"    %r{i} = linalg.index {3 + 2 * i} : index" for i in range(rank))
+    residues = ", ".join(f"%r{i}" for i in range(rank))
     return mlir.render(
         "data_gemm.float32_residues", positions_merge=merge, rows_spatial_shape=mlir.index_list(rows_spatial),
         rows_spatial_type=mlir.tensor(rows_spatial, "f32"), residues_shape=mlir.index_list(residues_shape),
@@ -110,7 +111,7 @@ def _residues(problem: ConvBwdDataProblem, merge: list[list[int]]) -> str:
         residue_merge=[[0], [1], *[[2 + 2 * i, 3 + 2 * i] for i in range(rank)]],
         read_map=mlir.affine_map(domain, ["n", "c", *spatial[0]]), write_map=mlir.affine_map(domain, domain),
         iterators=mlir.iterators(["parallel"] * len(domain)), residue_indices=indices,
-        residue_sum=f"{mlir.affine_map(spatial[1], [' + '.join(spatial[1])])}({', '.join(f'%r{i}' for i in range(rank))})",
+        residue_sum=f"{mlir.affine_map(spatial[1], [' + '.join(spatial[1])])}({residues})",
     )
 
 
