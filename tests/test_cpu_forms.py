@@ -323,9 +323,10 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     2-D grouped ones after it); on an AVX-512 host with AMX (the other host measured), dense and 3-D grouped ones
     take it (but the two layers it measured slower), and 2-D grouped ones per_image, both before the taps form; on
     an AVX-512 host without AMX (AMD's Zen 4), 2-D and 3-D dense ones take it by rules measured there (strided 3-D
-    ones from 16 channels), and the others keep per_image, and channels-last dense ones (not pointwise) of 784 or more output positions take it by another (the other hosts
-    keep im2col); on one without AVX2 all keep per_image and IREE's defaults; a form other than the rule's never gets
-    the rule's flag."""
+    ones from 16 channels), and the others keep per_image, 2-D grouped ones take per_image before the taps form as
+    on the AMX host (measured on both), and channels-last dense ones (not pointwise) of 784 or more output positions
+    take it by another (the other hosts keep im2col); on one without AVX2 all keep per_image and IREE's defaults; a
+    form other than the rule's never gets the rule's flag."""
     def chosen(flags, **params):
         monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(flags))
         base = dict(batch=2, groups=1, in_channels=16, out_channels=8, input_spatial=(8, 8), filter_spatial=(1, 1),
@@ -346,13 +347,14 @@ def test_the_per_image_nn_rules_hold_on_the_hosts_they_were_measured_on(monkeypa
     for host in ({"sse4_2"}, set()):
         assert chosen(host) == ("per_image", False), host
     # AVX-512 without AMX (AMD's Zen 4): 2-D and 3-D dense rules of its own, measured there (a strided 3-D layer of
-    # under 16 channels, the stem, keeps per_image); grouped layers keep theirs
+    # under 16 channels, the stem, keeps per_image); 2-D grouped layers per_image, as on the AMX host
     assert chosen(avx512) == ("per_image_nn", True)
     assert chosen(avx512, input_spatial=(4, 8, 8), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == (
         "per_image_nn", True)
     assert chosen(avx512, in_channels=3, input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), stride=(1, 2, 2),
                   padding=1, layout="NCDHW") == ("per_image", False)
-    assert chosen(avx512, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == ("taps", False)
+    assert chosen(avx512, groups=4, in_channels=2, out_channels=3, filter_spatial=(3, 3), padding=1) == (
+        "per_image", False)
     # and channels-last dense ones of 784 or more output positions (2-D and 3-D, not pointwise), measured there only
     assert chosen(avx512, in_channels=3, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1,
                   layout="NHWC") == ("per_image_nn", True)
