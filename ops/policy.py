@@ -149,14 +149,15 @@ def weight_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     if not workgroup or math.prod(problem.filter_spatial) == 1:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
-    taps = _simt_taps(problem, spec.get("taps", "one"), wg_k // th_k * (wg_c // th_c))
-    threads = wg_k // th_k * (wg_c // th_c) * math.prod(taps)
+    per_tap = wg_k // th_k * (wg_c // th_c)
+    taps = _simt_taps(problem, spec.get("taps", "one"), per_tap)
+    threads = per_tap * math.prod(taps)
     if threads < spec.get("min_threads", 0):
         return {}
     chunks, units = default_batch_split(problem, target), [1] * problem.rank
     lead = [1] * (chunks > 1) + [1] * (problem.kind == "grouped")  # the chunk and the group, one a workgroup
     order = ((lambda k, c, t: [*lead, k, *t, c]) if problem.channels_last else (lambda k, c, t: [*lead, k, c, *t]))
-    step = spec["reduction"] if problem.output_spatial[-1] % spec["reduction"] == 0 else 1
+    step = _simt_step(spec, problem.output_spatial[-1])
     reduction = [1] * (problem.batch // chunks > 1) + [1] * (problem.rank - 1) + [step]
     return {0: render.simt_compilation_info(order(wg_k, wg_c, taps), order(th_k, th_c, units), reduction, threads,
                                             copy_config(target)["subgroup_size"])}
@@ -177,11 +178,16 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     if not (_simt_tiled(problem, spec) and _simt_gemm(problem)):
         return {}
     (wg_k, wg_c), (th_k, th_c) = spec["workgroup"], spec["thread"]
-    chunks, positions = gemm_split(problem), math.prod(problem.output_spatial)
-    step = spec["reduction"] if positions % spec["reduction"] == 0 else 1
+    chunks, step = gemm_split(problem), _simt_step(spec, math.prod(problem.output_spatial))
     return {0: render.simt_compilation_info([1, wg_k, wg_c], [1, th_k, th_c],
                                             [1] * (problem.batch // chunks > 1) + [step],
                                             wg_k // th_k * (wg_c // th_c), copy_config(target)["subgroup_size"])}
+
+
+def _simt_step(spec: dict, length: int) -> int:
+    """Positions a reduction step of the SIMT weight tiles: the spec's ``reduction`` where it divides ``length`` (the
+    positions it steps along), else one."""
+    return spec["reduction"] if length % spec["reduction"] == 0 else 1
 
 
 def _simt_tiled(problem, spec: dict) -> bool:

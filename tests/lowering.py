@@ -115,6 +115,12 @@ _GPU_CONFIG = re.compile(r"( attrs = \{compilation_info = #iree_codegen\.compila
                          r"|, compilation_info = #iree_codegen\.compilation_info<[^\n]*>>(?=\}))")
 
 
+def tile_lists(info: str) -> dict[str, list[int]]:
+    """A SIMT ``compilation_info``'s reduction, thread and workgroup tiles, by name (empty: none in ``info``)."""
+    return {name: [int(v) for v in values.split(", ")]
+            for name, values in re.findall(r"(reduction|thread|workgroup) = \[([\d, ]+)\]", info)}
+
+
 def without_gpu_configs(mlir: str) -> str:
     """``mlir`` with every pinned ``#iree_codegen.compilation_info`` cut (a GPU form, to compile for the CPU)."""
     return _GPU_CONFIG.sub("", mlir)

@@ -13,7 +13,7 @@ import pytest
 from ops import policy, targets
 from ops.operators import conv_bwd_data, phase_plan
 
-from lowering import gpu_module_on_cpu
+from lowering import gpu_module_on_cpu, tile_lists
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -29,9 +29,7 @@ def _configs(problem, target=CUDA) -> dict[int, dict]:
     form = policy.forms_for(problem, target)[0]
     out = {}
     for phase, info in policy.configs_for(problem, target, form).items():
-        tiles = {name: [int(v) for v in values.split(", ")]
-                 for name, values in re.findall(r"(reduction|thread|workgroup) = \[([\d, ]+)\]", info)}
-        out[phase] = {**tiles, "threads": int(re.search(r"workgroup_size = \[(\d+)", info)[1])}
+        out[phase] = {**tile_lists(info), "threads": int(re.search(r"workgroup_size = \[(\d+)", info)[1])}
     return out
 
 

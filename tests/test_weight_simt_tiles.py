@@ -8,14 +8,12 @@ reference."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from ops import policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight
 
-from lowering import gpu_module_on_cpu
+from lowering import gpu_module_on_cpu, tile_lists
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -28,9 +26,7 @@ def _problem(**params):
 
 def _tiles(problem, target=CUDA, form=None) -> dict:
     """The pinned configuration's tile lists, by name (empty: none pinned)."""
-    info = policy.configs_for(problem, target, form).get(0, "")
-    return {name: [int(v) for v in values.split(", ")]
-            for name, values in re.findall(r"(reduction|thread|workgroup) = \[([\d, ]+)\]", info)}
+    return tile_lists(policy.configs_for(problem, target, form).get(0, ""))
 
 
 @pytest.mark.parametrize("params, workgroup, reduction", [
