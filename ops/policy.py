@@ -164,20 +164,22 @@ def weight_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 
 def _simt_taps(problem, taps: str, threads: int) -> list[int]:
-    """The taps a workgroup of ``weight_simt_tiles`` (a thread one): ``one``; ``row``, the last tap axis whole;
-    ``all`` of them where a workgroup of ``threads`` threads a tap stays within 1024 threads, else one."""
-    whole = {"one": [1] * problem.rank, "row": [1] * (problem.rank - 1) + [problem.filter_spatial[-1]],
-             "all": list(problem.filter_spatial)}[taps]
-    return whole if threads * math.prod(whole) <= 1024 else [1] * problem.rank
+    """The taps a workgroup of ``weight_simt_tiles`` (a thread one): the filter's last axes whole, as many as fit in
+    1024 threads of ``threads`` a tap, up to none (``one``), the last (``row``) or all of them (``all``: a 3x3
+    filter whole, a 3x3x3 one a 3x3 plane)."""
+    rank, most = problem.rank, {"one": 0, "row": 1, "all": problem.rank}[taps]
+    shapes = ([1] * (rank - axes) + list(problem.filter_spatial[rank - axes:]) for axes in range(most, -1, -1))
+    return next((shape for shape in shapes if threads * math.prod(shape) <= 1024), [1] * rank)
 
 
 def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """``weight_simt_tiles``' tiles on the gemm form of a float32 channels-first one-tap problem (``_simt_gemm``):
     its contraction over (j, k, c) and the reduced (n, positions), G = 1 and an image a chunk left out
     (``weight_gemm``); positions a step as ``reduction`` where they divide the image's."""
-    if not (_simt_tiled(problem, spec) and _simt_gemm(problem)):
+    workgroup = problem.kind == "dense" and _simt_gemm(problem) and _simt_workgroup(problem, spec)
+    if not workgroup:
         return {}
-    (wg_k, wg_c), (th_k, th_c) = spec["workgroup"], spec["thread"]
+    (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
     chunks, step = gemm_split(problem), _simt_step(spec, math.prod(problem.output_spatial))
     return {0: render.simt_compilation_info([1, wg_k, wg_c], [1, th_k, th_c],
                                             [1] * (problem.batch // chunks > 1) + [step],
@@ -190,21 +192,28 @@ def _simt_step(spec: dict, length: int) -> int:
     return spec["reduction"] if length % spec["reduction"] == 0 else 1
 
 
-def _simt_tiled(problem, spec: dict) -> bool:
-    """Whether the SIMT weight tiles of ``spec`` can take the dense ``problem`` (its gemm form)."""
-    return problem.kind == "dense" and _simt_workgroup(problem, spec) == tuple(spec["workgroup"])
-
-
 def _simt_workgroup(problem, spec: dict) -> tuple[int, int] | None:
-    """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped: the largest
-    common divisors of ``workgroup`` and a group's channels (``workgroup`` itself where they come in whole ones),
-    where both are at least ``min_workgroup`` (default: the workgroup's smaller side); None where they are not."""
+    """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped, a side for
+    each of a group's channel counts (``_simt_side``); None where a side has none."""
     if problem.kind not in ("dense", "grouped") or problem.dtype != "float32" or problem.is_split:
         return None
     least = spec.get("min_workgroup", min(spec["workgroup"]))
-    (wg_k, wg_c), channels = spec["workgroup"], (problem.out_channels, problem.in_channels)
-    tiles = (math.gcd(wg_k, channels[0]), math.gcd(wg_c, channels[1]))
-    return tiles if min(tiles) >= least else None
+    sides = [_simt_side(channels, side, thread, least, spec.get("fit"))
+             for channels, side, thread in zip((problem.out_channels, problem.in_channels), spec["workgroup"],
+                                               spec["thread"])]
+    return tuple(sides) if all(sides) else None
+
+
+def _simt_side(channels: int, side: int, thread: int, least: int, fit: str | None) -> int | None:
+    """A workgroup side of ``side`` over ``channels``: the largest common divisor of the two, where at least
+    ``least``; with ``fit: divisor`` where ``side`` does not divide the channels, the divisor of them nearest ``side``
+    (the larger of two) among the multiples of ``thread`` from ``least`` to twice ``side`` (RegNet's 440 channels,
+    40; 208, 16). None where there is none."""
+    if fit == "divisor" and channels % side:
+        fits = [d for d in range(least, 2 * side + 1) if channels % d == 0 and d % thread == 0]
+        return min(fits, key=lambda d: (abs(d - side), -d), default=None)
+    tile = math.gcd(side, channels)
+    return tile if tile >= least else None
 
 
 def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:

@@ -36,9 +36,12 @@ def _tiles(problem, target=CUDA, form=None) -> dict:
     # 512 channels: 2 chunks of 16 images (the image dim kept); 7 positions a row: one a step
     (dict(input_spatial=(7, 7), in_channels=512, out_channels=512), None, [0] * 5 + [1, 1, 1]),
     (dict(input_spatial=(56, 56), stride=2), None, [0] * 5 + [1, 2]),                     # strided: 28 a row
-    # batch 8 in 8 chunks, three spatial axes: 27 taps of 64 threads exceed 1024, so one tap a workgroup
-    (dict(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8), [1, 32, 32, 1, 1, 1, 0, 0, 0],
+    # batch 8 in 8 chunks, three spatial axes: 27 taps of 64 threads exceed 1024, so a 3x3 plane of them (576)
+    (dict(input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8), [1, 32, 32, 1, 3, 3, 0, 0, 0],
      [0] * 6 + [1, 1, 2]),
+    # a 5x5x5 filter: a plane of 25 taps exceeds 1024 threads, a row of 5 (320) does not
+    (dict(input_spatial=(4, 6, 6), filter_spatial=(5, 5, 5), padding=2, layout="NCDHW", batch=8),
+     [1, 32, 32, 1, 1, 5, 0, 0, 0], None),
 ])
 def test_the_rule_tiles_dense_float32_channels_first_problems_of_several_taps(params, workgroup, reduction):
     tiles = _tiles(_problem(**params))
@@ -93,9 +96,29 @@ def test_one_tap_problems_take_the_gemm_form_under_the_same_tiles(params, reduct
     assert all(f.contraction != "gemm" for f in policy.forms_for(problem, ROCM))
 
 
-def test_a_one_tap_problem_whose_channels_the_tiles_do_not_divide_keeps_the_generic():
-    """MobileNetV2's 144 -> 24 pointwise layer: no 32-channel workgroup divides it, so no tiled gemm form."""
-    problem = _problem(filter_spatial=(1, 1), padding=0, in_channels=144, out_channels=24, input_spatial=(56, 56))
+@pytest.mark.parametrize("channels, workgroup", [
+    ((144, 24), [24, 36]),   # MobileNetV2's 144 -> 24 pointwise layer: 36 of the 144 input channels, the 24 whole
+    ((440, 440), [40, 40]),  # RegNetY-400MF's: the divisors of 440 nearest 32 (40, not 44; 20 and 22 farther)
+    ((208, 208), [16, 16]),  # 208: 16 and 52 divide it; 16 is nearer 32
+    ((104, 104), [52, 52]),  # 104: 52, the one multiple of 4 from 16 to 64 that divides it
+    ((672, 112), [28, 32]),  # EfficientNet-B0's: 32 divides 672 (kept), 28 divides 112
+])
+def test_one_tap_channels_not_in_whole_32s_take_the_nearest_divisors(channels, workgroup):
+    """A side where 32 does not divide the channels is the divisor of them nearest 32, a multiple of the thread's 4
+    from 16 to 64 (``fit: divisor``; 32 x 32 tiles not dividing them lost their vector loads)."""
+    problem = _problem(filter_spatial=(1, 1), padding=0, in_channels=channels[0], out_channels=channels[1],
+                       input_spatial=(14, 14))
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm"
+    tiles = _tiles(problem, form=form)
+    assert tiles["workgroup"][:3] == [1, *workgroup] and tiles["thread"][:3] == [1, 4, 4]
+    threads = workgroup[0] // 4 * (workgroup[1] // 4)
+    assert f"workgroup_size = [{threads}, 1, 1]" in policy.configs_for(problem, CUDA, form)[0]
+
+
+def test_a_one_tap_problem_with_no_such_divisor_keeps_the_generic():
+    """110 channels (RegNetY-400MF's squeeze): no multiple of 4 from 16 to 64 divides 110, so no tiled gemm form."""
+    problem = _problem(filter_spatial=(1, 1), padding=0, in_channels=440, out_channels=110, input_spatial=(7, 7))
     assert [f.contraction for f in policy.forms_for(problem, CUDA)] == ["generic"]
 
 
@@ -104,7 +127,8 @@ def test_a_one_tap_problem_whose_channels_the_tiles_do_not_divide_keeps_the_gene
     dict(batch=8, input_spatial=(3, 5), in_channels=64, out_channels=32),     # chunks of several images
     dict(batch=2, input_spatial=(9, 7), stride=2, groups=1),                  # strided: x's rows sliced
     dict(batch=2, input_spatial=(4, 4, 3), layout="NCDHW"),
-], ids=["unit_chunks", "chunks", "strided", "3d"])
+    dict(batch=4, input_spatial=(5, 6), in_channels=40, out_channels=24),     # divisor tiles: 24 x 40
+], ids=["unit_chunks", "chunks", "strided", "3d", "divisor_tiles"])
 def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(filter_spatial=(1,) * len(params["input_spatial"]), padding=0, **params)
     spec = policy.module_spec(problem, CUDA)
