@@ -100,16 +100,30 @@ def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for the float32 gemm form's GEMM (``data_gemm.takes_float32``: rows (n, c, o)), by the
     rule ``spec``: SIMT workgroups of the first ``positions`` entry (workgroup positions, thread positions,
-    workgroup channels) whose workgroup positions divide grad_out's image's, ``thread_channels`` channels a thread,
-    ``reduction`` channels k a step. Empty where the form does not take ``problem`` or no entry divides."""
+    workgroup channels, fitted to the problem's as ``fit`` says: ``fit_side``) whose workgroup positions divide
+    grad_out's image's, ``thread_channels`` channels a thread, ``reduction`` channels k a step. Empty where the form
+    does not take ``problem`` or no entry divides."""
     positions = math.prod(problem.output_spatial)
     tile = next((t for t in spec["positions"] if positions % t[0] == 0), None)
     if not (problem.precision == "float32" and data_gemm.takes_float32(problem) and tile):
         return {}
-    (along, per_thread, channels), thread_channels = tile, spec["thread_channels"]
-    threads = channels // thread_channels * (along // per_thread)
+    (along, per_thread, side), thread_channels = tile, spec["thread_channels"]
+    channels = spec.get("fit") and fit_side(problem.in_channels, side, thread_channels, side // 2, spec["fit"]) or side
     return {0: render.simt_compilation_info([1, channels, along], [1, thread_channels, per_thread],
-                                            [spec["reduction"]], threads, copy_config(target)["subgroup_size"])}
+                                            [spec["reduction"]], channels // thread_channels * (along // per_thread),
+                                            copy_config(target)["subgroup_size"])}
+
+
+def fit_side(channels: int, side: int, thread: int, least: int, fit: str | None) -> int | None:
+    """A SIMT workgroup's side of ``side`` over ``channels``: the largest common divisor of the two, where at least
+    ``least``; with ``fit: divisor`` where ``side`` does not divide the channels, the divisor of them nearest ``side``
+    (the larger of two) among the multiples of ``thread`` from ``least`` to twice ``side`` (RegNet's 440 channels,
+    40 for 32; 208, 16). None where there is none."""
+    if fit == "divisor" and channels % side:
+        fits = [d for d in range(least, 2 * side + 1) if channels % d == 0 and d % thread == 0]
+        return min(fits, key=lambda d: (abs(d - side), -d), default=None)
+    tile = math.gcd(side, channels)
+    return tile if tile >= least else None
 
 
 def data_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:

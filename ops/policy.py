@@ -194,26 +194,14 @@ def _simt_step(spec: dict, length: int) -> int:
 
 def _simt_workgroup(problem, spec: dict) -> tuple[int, int] | None:
     """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped, a side for
-    each of a group's channel counts (``_simt_side``); None where a side has none."""
+    each of a group's channel counts (``data_tiles.fit_side``); None where a side has none."""
     if problem.kind not in ("dense", "grouped") or problem.dtype != "float32" or problem.is_split:
         return None
     least = spec.get("min_workgroup", min(spec["workgroup"]))
-    sides = [_simt_side(channels, side, thread, least, spec.get("fit"))
+    sides = [data_tiles.fit_side(channels, side, thread, least, spec.get("fit"))
              for channels, side, thread in zip((problem.out_channels, problem.in_channels), spec["workgroup"],
                                                spec["thread"])]
     return tuple(sides) if all(sides) else None
-
-
-def _simt_side(channels: int, side: int, thread: int, least: int, fit: str | None) -> int | None:
-    """A workgroup side of ``side`` over ``channels``: the largest common divisor of the two, where at least
-    ``least``; with ``fit: divisor`` where ``side`` does not divide the channels, the divisor of them nearest ``side``
-    (the larger of two) among the multiples of ``thread`` from ``least`` to twice ``side`` (RegNet's 440 channels,
-    40; 208, 16). None where there is none."""
-    if fit == "divisor" and channels % side:
-        fits = [d for d in range(least, 2 * side + 1) if channels % d == 0 and d % thread == 0]
-        return min(fits, key=lambda d: (abs(d - side), -d), default=None)
-    tile = math.gcd(side, channels)
-    return tile if tile >= least else None
 
 
 def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:

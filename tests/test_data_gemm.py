@@ -17,7 +17,7 @@ from ops import api, known_answer, policy, targets
 from ops.precision import data_gradient_precision
 from ops.operators import conv_bwd_data, stride_phases
 
-from lowering import gpu_module_on_cpu, one_matrix_contraction
+from lowering import gpu_module_on_cpu, one_matrix_contraction, tile_lists
 
 
 def _problem(**params):
@@ -169,6 +169,25 @@ def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, t
     assert data_gradient_precision(problem, "bf16x3") == ("bf16x3" if tile == "None" else "float32")
 
 
+@pytest.mark.parametrize("channels, spatial, workgroup", [
+    ((440, 440), (7, 7), [1, 20, 49, 0]),     # RegNetY-400MF's: 16 does not divide 440; 20, a multiple of 4 from 8 to 32
+    ((104, 104), (28, 28), [1, 52, 16, 0]),   # 32 does not divide 104; 52, the one from 16 to 64
+    ((144, 24), (56, 56), [1, 36, 16, 0]),    # MobileNetV2's 144 -> 24: 36 is nearer 32 than 24 or 48
+    ((110, 440), (14, 14), [1, 16, 49, 0]),   # no multiple of 4 from 8 to 32 divides 110: the rule's 16, as before
+    ((256, 64), (56, 56), [1, 32, 16, 0]),    # whole 32s: the rule's own
+])
+def test_cudas_rule_fits_the_gemm_workgroups_channels_to_the_problems(channels, spatial, workgroup):
+    """Where the rule's channels a workgroup do not divide the problem's (grad_in's c), the divisor of them nearest
+    the rule's, a multiple of the thread's 4 from half to twice the rule's (``fit: divisor``; tiles that do not
+    divide ran 1.5-3x slower on an H100: docs/perf/h100-unaligned-weight/exp9.log)."""
+    problem = _problem(batch=32, in_channels=channels[0], out_channels=channels[1], input_spatial=spatial)
+    form = policy.forms_for(problem, CUDA)[0]
+    tiles = tile_lists(policy.configs_for(problem, CUDA, form)[0])
+    assert form.contraction == "gemm" and tiles["workgroup"] == workgroup
+    assert f"workgroup_size = [{workgroup[1] // 4 * (workgroup[2] // tiles['thread'][2])}, 1, 1]" in \
+        policy.configs_for(problem, CUDA, form)[0]
+
+
 @pytest.mark.parametrize("spatial, tile", [((56, 56), "thread = [1, 4, 4, 0], workgroup = [1, 32, 16, 0]"),
                                            ((28, 28), "thread = [1, 4, 7, 0], workgroup = [1, 16, 49, 0]")])
 def test_cudas_rule_tiles_the_strided_float32_gemm_which_stays_split_where_tf32_is_allowed(spatial, tile):
@@ -195,5 +214,6 @@ def test_the_float32_gemm_computes_the_reference(params, generics, rng, tmp_path
     spec = policy.module_spec(problem, CUDA, options=stride_phases.Form(contraction="gemm"))
     assert spec.mlir.count("= linalg.generic") == generics and "linalg.transpose" not in spec.mlir
     assert "tensor.insert_slice" not in spec.mlir  # no strided insert (a slow copy dispatch in IREE 3.13)
+    assert params["in_channels"] != 144 or "workgroup = [1, 36, 16, 0]" in spec.mlir  # fitted to 144 channels
     error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
     assert error <= 1e-5 * scale
