@@ -661,3 +661,35 @@ def test_wide_pointwise_channels_first_backward_data_of_few_positions_takes_im2c
     assert preferred(input_spatial=(1, 1)) == "generic"                      # one position: unmeasured
     assert preferred(in_channels=960, out_channels=160, input_spatial=(7, 7)) == "generic"  # K = 160: level or slower
     assert preferred(layout="NHWC") == "generic"
+
+
+PEEL_FLAG = "--iree-llvmcpu-vector-pproc-strategy=peel"
+
+
+@pytest.mark.parametrize("host, peeled", [
+    ({"avx2", "fma", "avx512f"}, True),                # AMD Zen 4, where it was measured (issue 46)
+    ({"avx2", "fma", "avx512f", "amx_tile"}, False),   # unmeasured on AMX hosts
+    ({"avx2", "fma"}, False),
+])
+def test_pointwise_channels_first_backward_data_of_few_positions_peels_on_zen4(monkeypatch, host, peeled):
+    """At most 49 positions an image, 1x1 stride-1 float32 NCHW backward-data compiles with IREE's peel strategy on
+    Zen 4 (RegNetY's 440-channel layer at 7x7 2.6x faster, ResNeXt-50's 1.4-1.7x: docs/perf/zen4-peel); more positions,
+    a filter of several taps, a stride or channels-last keep IREE's default."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+    assert (PEEL_FLAG in policy.module_spec(_pointwise(in_channels=440, out_channels=440, input_spatial=(7, 7)),
+                                            CPU).extra_flags) == peeled
+    assert (PEEL_FLAG in policy.flags_for(_pointwise(input_spatial=(1, 1)), CPU)) == peeled  # a squeeze-excite's
+    for other in (_pointwise(input_spatial=(14, 14)), _pointwise(input_spatial=(7, 7), filter_spatial=(3, 3), padding=1),
+                  _pointwise(input_spatial=(14, 14), stride=2), _pointwise(input_spatial=(7, 7), layout="NHWC")):
+        assert PEEL_FLAG not in policy.flags_for(other, CPU), other.name
+
+
+def test_the_peeled_pointwise_module_matches_the_definition(rng, monkeypatch):
+    """RegNetY-400MF's 440 <- 440 layer at 7x7 (batch 2: 43 K elements of grad_in), peeled, against float64."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    problem = _pointwise(in_channels=440, out_channels=440, input_spatial=(7, 7))
+    assert PEEL_FLAG in policy.module_spec(problem, CPU).extra_flags
+    module = registry.module(problem)
+    inputs = module.random_inputs(problem, rng)
+    got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
+    assert verify.relative_error(got, module.reference(problem, inputs)) <= verify.tolerance(problem.op, problem.dtype)
