@@ -514,11 +514,16 @@ def test_the_pointwise_flag_rule_narrows_to_what_was_measured():
 def test_the_pointwise_module_without_transpose_propagation_matches_the_definition(rng):
     problem = _pointwise(batch=3, in_channels=40, out_channels=19, input_spatial=(7, 9))
     assert POINTWISE_FLAG in policy.module_spec(problem, CPU).extra_flags
+    error = _module_error(problem, rng, problem.input_shape)
+    assert error <= verify.tolerance(problem.op, problem.dtype), error
+
+
+def _module_error(problem, rng, out_shape) -> float:
+    """The normwise error of ``problem``'s shipped CPU module, run once on random inputs, against the definition."""
     module = registry.module(problem)
     inputs = module.random_inputs(problem, rng)
-    got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
-    error = verify.relative_error(got, module.reference(problem, inputs))
-    assert error <= verify.tolerance(problem.op, problem.dtype), error
+    got = run(problem, inputs, out=poisoned(out_shape, problem.dtype)).to_host()
+    return verify.relative_error(got, module.reference(problem, inputs))
 
 
 GATHER_FLAG = "--iree-llvmcpu-experimental-vectorize-to-transfer-gather"
@@ -689,10 +694,7 @@ def test_the_peeled_pointwise_module_matches_the_definition(rng, monkeypatch):
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
     problem = _pointwise(in_channels=440, out_channels=440, input_spatial=(7, 7))
     assert PEEL_FLAG in policy.module_spec(problem, CPU).extra_flags
-    module = registry.module(problem)
-    inputs = module.random_inputs(problem, rng)
-    got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
-    assert verify.relative_error(got, module.reference(problem, inputs)) <= verify.tolerance(problem.op, problem.dtype)
+    assert _module_error(problem, rng, problem.input_shape) <= verify.tolerance(problem.op, problem.dtype)
 
 
 @pytest.mark.parametrize("host, peeled", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
@@ -717,7 +719,4 @@ def test_the_peeled_depthwise_weight_module_matches_the_definition(rng, monkeypa
                               out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=1,
                               layout="NHWC", dtype="float32")
     assert PEEL_FLAG in policy.module_spec(problem, CPU).extra_flags
-    module = registry.module(problem)
-    inputs = module.random_inputs(problem, rng)
-    got = run(problem, inputs, out=poisoned(problem.weight_shape, problem.dtype)).to_host()
-    assert verify.relative_error(got, module.reference(problem, inputs)) <= verify.tolerance(problem.op, problem.dtype)
+    assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
