@@ -51,8 +51,24 @@ def weight_gradient_precision(problem, split: str) -> str:
     if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
         return problem.precision
     taps = math.prod(problem.filter_spatial) > 1
-    split_gemm = policy.takes_gemm(dataclasses.replace(problem, precision=split).computed_as)
+    split_problem = dataclasses.replace(problem, precision=split).computed_as
+    split_gemm = policy.takes_gemm(split_problem) and not _keeps_float32_gemm(problem, split_problem)
     return split if taps or split_gemm else problem.precision
+
+
+def _keeps_float32_gemm(problem, split_problem) -> bool:
+    """Whether a channels-first one-tap float32 weight gradient stays float32 though its split takes the gemm form:
+    where the split runs channels-last (the positions not in whole GEMM_BLOCKs, so the split pass transposes), a
+    channel count is not a whole GEMM_BLOCK, and the table tiles the float32 gemm form (``weight_gemm_tiles``).
+    Measured on an H100 at batch 32 (docs/perf/h100-unaligned-weight/exp11.log): RegNetY-400MF's and
+    EfficientNet-B0's six such layers (440 at 7x7, 208 and 208 -> 440 at 14x14, 104 at 28x28, 672 -> 112 and 480 ->
+    80 at 14x14) 0.083-0.181 ms in float32 against 0.121-0.738 split; the split stayed faster where the channels
+    come in whole blocks (1024 -> 256 at 14x14, 0.188 against 0.379) or it runs channels-first (56x56 and 112x112
+    layers of 24-144 channels, 0.17-0.41 against 0.36-1.36)."""
+    ragged = problem.in_channels % GEMM_BLOCK or problem.out_channels % GEMM_BLOCK
+    if problem.channels_last or not split_problem.channels_last or not ragged:
+        return False
+    return bool(policy.configs_for(problem, SPLIT_TARGET, policy.forms_for(problem, SPLIT_TARGET)[0]))
 
 
 # Where a channels-last float32 backward-data's GEMM has fewer columns (input channels C) than this, its stride

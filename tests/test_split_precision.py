@@ -112,6 +112,25 @@ def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm
     assert weight_gradient_precision(padded, "bf16x3") == ("float32" if layout == "NHWC" else "bf16x3")
 
 
+@pytest.mark.parametrize("channels, spatial, expected", [
+    ((104, 104), 28, "float32"),   # its split runs channels-last (784 positions), 104 not whole 32s: SIMT float32
+    ((480, 80), 14, "float32"),
+    ((1024, 256), 14, "bf16x3"),   # channels in whole 32s: the split's tiles fit
+    ((48, 104), 56, "bf16x3"),     # 3136 positions, whole 32s: the split runs channels-first
+    ((440, 110), 1, "bf16x3"),     # 110 channels: no float32 SIMT tile divides them (weight_gemm_tiles)
+])
+def test_a_ragged_one_tap_weight_gradient_stays_float32_where_its_split_runs_channels_last(channels, spatial,
+                                                                                            expected):
+    problem = grouped_conv_bwd_weight.problem_from_params(
+        batch=32, in_channels=channels[0], out_channels=channels[1], input_spatial=(spatial, spatial),
+        filter_spatial=(1, 1), layout="NCHW", dtype="float32")
+    assert weight_gradient_precision(problem, "bf16x3") == expected
+    nhwc = grouped_conv_bwd_weight.problem_from_params(
+        batch=32, in_channels=channels[0], out_channels=channels[1], input_spatial=(spatial, spatial),
+        filter_spatial=(1, 1), layout="NHWC", dtype="float32")
+    assert weight_gradient_precision(nhwc, "bf16x3") == "bf16x3"  # channels-last float32: unmeasured, split as before
+
+
 def test_ops_torch_splits_only_float32_on_a_gpu():
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
