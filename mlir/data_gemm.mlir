@@ -65,7 +65,8 @@ ${store}
 // rows are the weight's transpose times its grad_out:
 //     rows[n, c, o] = sum_k w[k, c] * grad_out[n, k, o]
 // one linalg.generic with no transposes around it, in float32 (its tiles: policy.gemm_tiles). At stride 1 the rows
-// are grad_in (written in place); at stride s they are grad_in at the positions i = s*o, zero elsewhere.
+// are grad_in (written in place); at stride s they are grad_in at the positions i = s*o, zero elsewhere. With one
+// position an image (a squeeze-excite layer) o is left out, rows[n, c] (data_gemm.one_position).
 //
 // Problem: ${problem_name}
 
@@ -80,7 +81,7 @@ func.func @${function}(%grad_out: !grad_out, %weight: !weight, %dst: !grad_in {i
   %w = tensor.collapse_shape %weight [[0], [${weight_rest}]] : !weight into ${w_type}
   %rows_dst = ${rows_dst}
   %rows_zero = linalg.fill ins(%zero : f32) outs(%rows_dst : !rows) -> !rows
-  %rows = linalg.generic {indexing_maps = [affine_map<(n, c, p, k) -> (n, k, p)>, affine_map<(n, c, p, k) -> (k, c)>, affine_map<(n, c, p, k) -> (n, c, p)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]${dispatch_config}}
+  %rows = linalg.generic {indexing_maps = [affine_map<(${dims}) -> (${g_index})>, affine_map<(${dims}) -> (k, c)>, affine_map<(${dims}) -> (${rows_index})>], iterator_types = [${iterators}]${dispatch_config}}
       ins(%g, %w : ${g_type}, ${w_type}) outs(%rows_zero : !rows) {
   ^bb0(%gv: f32, %wv: f32, %sum: f32):
 ${multiply_add}

@@ -17,7 +17,7 @@ from ops import api, known_answer, policy, targets
 from ops.precision import data_gradient_precision
 from ops.operators import conv_bwd_data, stride_phases
 
-from lowering import gpu_module_on_cpu, one_matrix_contraction, tile_lists
+from lowering import compile_and_dump, gpu_module_on_cpu, one_matrix_contraction, tile_lists
 
 
 def _problem(**params):
@@ -215,5 +215,25 @@ def test_the_float32_gemm_computes_the_reference(params, generics, rng, tmp_path
     assert spec.mlir.count("= linalg.generic") == generics and "linalg.transpose" not in spec.mlir
     assert "tensor.insert_slice" not in spec.mlir  # no strided insert (a slow copy dispatch in IREE 3.13)
     assert params["in_channels"] != 144 or "workgroup = [1, 36, 16, 0]" in spec.mlir  # fitted to 144 channels
+    error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
+    assert error <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("channels, spatial, workgroup", [((110, 440), (1, 1), [1, 22, 0]),
+                                                          ((20, 480), (1, 1, 1), [1, 20, 0])])
+def test_a_squeeze_excite_layers_gemm_keeps_cudas_tiles_and_computes_the_reference(channels, spatial, workgroup, rng,
+                                                                                    tmp_path):
+    """One position an image (RegNet's and EfficientNet's squeeze-excite layers): the generic leaves the unit
+    position dim out (``data_gemm.one_position``), so that IREE keeps the CUDA rule's tiles (an image and the
+    channels' divisor nearest 32 a workgroup, an output a thread) rather than its default, the whole GEMM in one
+    workgroup; the module computes the reference on the CPU, its tile cut."""
+    problem = _problem(batch=32, in_channels=channels[0], out_channels=channels[1], input_spatial=spatial,
+                       layout="NCHW" if len(spatial) == 2 else "NCDHW")
+    spec = policy.module_spec(problem, CUDA)
+    assert "(n, c, k) -> (n, k)" in spec.mlir and tile_lists(spec.mlir)["workgroup"] == workgroup
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path / "cuda", spec.extra_flags)
+    configured = "".join(f.read_text() for f in (tmp_path / "cuda" / "dump").glob("configured_*.mlir"))
+    assert f"workgroup = [{', '.join(map(str, workgroup))}]" in configured
+    assert "workgroup_size = [{}, 1, 1]".format(workgroup[1]) in configured
     error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
     assert error <= 1e-5 * scale

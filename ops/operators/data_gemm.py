@@ -28,6 +28,12 @@ def takes_float32(problem: ConvBwdDataProblem) -> bool:
             and all(i == s * o for i, s, o in zip(problem.input_spatial, problem.stride, problem.output_spatial)))
 
 
+def one_position(problem: ConvBwdDataProblem) -> bool:
+    """Whether the float32 form's GEMM has one position an image (a squeeze-excite layer's, at stride 1): its generic
+    then leaves the position dim out, as IREE drops a configuration pinned on a generic with a unit dim."""
+    return takes_float32(problem) and set(problem.input_spatial) == {1}
+
+
 def rows(problem: ConvBwdDataProblem) -> int:
     """The GEMM's rows: grad_out's (n, o)."""
     return problem.batch * math.prod(problem.output_spatial)
@@ -74,10 +80,13 @@ def parts(problem: ConvBwdDataProblem, operand: int) -> tuple[int, ...]:
 
 
 def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:
-    """The float32 module (``mlir/data_gemm.mlir``'s ``float32_channels_first``): (n, k, o) x (k, c) -> (n, c, o),
-    grad_in itself at stride 1, else placed by ``_residues``."""
+    """The float32 module (``mlir/data_gemm.mlir``'s ``float32_channels_first``): (n, k, o) x (k, c) -> (n, c, o)
+    (o left out where ``one_position``), grad_in itself at stride 1, else placed by ``_residues``."""
     rank, n, c, k = problem.rank, problem.batch, problem.in_channels, problem.out_channels
-    positions, merge = math.prod(problem.output_spatial), [[0], [1], list(range(2, rank + 2))]
+    one, positions = one_position(problem), math.prod(problem.output_spatial)
+    merge = [[0], list(range(1, rank + 2))] if one else [[0], [1], list(range(2, rank + 2))]
+    rows_of = (lambda channels: [n, channels]) if one else (lambda channels: [n, channels, positions])
+    p = "" if one else ", p"
     strided = problem.input_spatial != problem.output_spatial
     store = (_residues(problem, merge) if strided else
              mlir.render("data_gemm.float32_direct", positions_merge=merge,
@@ -85,8 +94,9 @@ def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | 
     return mlir.render(
         "data_gemm.float32_channels_first", problem_name=problem.name, function=problem.name, transients=transients,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
-        grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([n, c, positions], "f32"),
-        g_type=mlir.tensor([n, k, positions], "f32"), w_type=mlir.tensor([k, c], "f32"),
+        grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor(rows_of(c), "f32"),
+        g_type=mlir.tensor(rows_of(k), "f32"), w_type=mlir.tensor([k, c], "f32"), dims=f"n, c{p}, k",
+        g_index=f"n, k{p}", rows_index=f"n, c{p}", iterators=", ".join(['"parallel"'] * (3 - one) + ['"reduction"']),
         positions_merge=merge, weight_rest=", ".join(map(str, range(1, rank + 2))),
         rows_dst="tensor.empty() : !rows" if strided else f"tensor.collapse_shape %dst {merge} : !grad_in into !rows",
         dispatch_config=f", compilation_info = {config}" if config else "",
