@@ -13,7 +13,7 @@
 // a chunk is ${chunk} consecutive rows; where N*O is not a whole number of ${block}-row blocks, both matrices get
 // zero rows after their last (IREE's matrix pipelines read a reduction in whole blocks; a zero row adds nothing).
 // Channels-first, the images hold (G*C) x O and (G*K) x O matrices: the chunks split the batch (${chunk} images
-// each), and each sums over its images n and positions p.
+// each), and each sums over its images n and positions p.${segments_note}
 // No index map has a stride or an offset: IREE's matmul pipelines take the contraction as it is.
 //
 // Problem: ${problem_name}
@@ -62,6 +62,3 @@ ${narrow}
   } -> !grad_w
   return %grad_w : !grad_w
 }
-
-// fragment flatten: the partial sums' (G, K) merged
-  %partial_flat = tensor.collapse_shape %partial [[0], [1, 2], [3]] : !partial into !partial_flat

@@ -30,6 +30,7 @@ from . import compiler, data_tiles, dtypes, registry, render, targets
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_merged, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_columns, weight_gemm, weight_shifted)
+from .geometry import ceil_div
 from .problem import GEMM_BLOCK
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
@@ -180,8 +181,10 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
-    chunks, step = gemm_split(problem), _simt_step(spec, math.prod(problem.output_spatial))
-    return {0: render.simt_compilation_info([1, wg_k, wg_c], [1, th_k, th_c],
+    chunks = gemm_split(problem)
+    cut = weight_gemm.segments(problem, chunks)
+    step, lead = _simt_step(spec, math.prod(problem.output_spatial) // cut), [1] * (1 + (cut > 1))  # (j, s)
+    return {0: render.simt_compilation_info([*lead, wg_k, wg_c], [*lead, th_k, th_c],
                                             [1] * (problem.batch // chunks > 1) + [step],
                                             wg_k // th_k * (wg_c // th_c), copy_config(target)["subgroup_size"])}
 
@@ -263,6 +266,12 @@ GPU_PARALLEL_ACCUMULATORS = 1 << 22
 # wrong by 0.49 (relative) and read past the end of x, those of 256, 512, 784 or 1568 rows right.
 GEMM_MIN_CHUNK_TERMS = 256
 
+# A float32 channels-first one-tap weight gradient whose images give fewer partial sums than this (an image a chunk:
+# N x K x C) cuts each image's positions into segments, a chunk each, up to this many (``weight_gemm.segments``):
+# EfficientNet-B0's 32 -> 16 layer at 112x112 had 32 workgroups of 32 threads, each summing 12,544 positions
+# (docs/perf/h100-gemm-segments).
+GEMM_SEGMENT_ACCUMULATORS = 1 << 18
+
 
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
 # no convolution pipeline, so the im2col, depthwise and taps forms exist; the table's rule per kind picks the first.
@@ -321,7 +330,16 @@ def gemm_split(problem) -> int:
         positions = math.prod(problem.output_spatial)
         choices = [j for j in range(1, rows + 1) if rows % j == 0
                    and rows // j * positions >= GEMM_MIN_CHUNK_TERMS] or [1]
+        if problem.dtype == "float32" and rows * weight < GEMM_SEGMENT_ACCUMULATORS:
+            return rows * _segments(positions, ceil_div(GEMM_SEGMENT_ACCUMULATORS, rows * weight))
     return next((j for j in choices if j * weight >= GPU_PARALLEL_ACCUMULATORS), choices[-1])
+
+
+def _segments(positions: int, wanted: int) -> int:
+    """The segments an image's ``positions`` are cut into for the float32 gemm form: the fewest dividing them from
+    ``wanted`` on, of at least GEMM_MIN_CHUNK_TERMS positions each, else the most such (1 where none is)."""
+    cuts = [s for s in range(1, positions // GEMM_MIN_CHUNK_TERMS + 1) if positions % s == 0] or [1]
+    return next((s for s in cuts if s >= wanted), cuts[-1])
 
 
 def _phase_forms(problem, target: Target) -> list:

@@ -43,6 +43,10 @@ CASES = {
     "3d_ndhwc_s2": (dict(input_spatial=(4, 5, 6), stride=2, layout="NDHWC", in_channels=3, out_channels=5), 2),
     "3d_ncdhw_depthwise": (dict(input_spatial=(3, 4, 5), layout="NCDHW", groups=6, in_channels=1, out_channels=1), 4),
     "2d_nhwc_dilated": (dict(dilation=3, stride=2, input_spatial=(9, 9)), 1),
+    # channels-first, each image's positions cut into segments (weight_gemm.segments): 30 into 5, 9 strided into 3
+    "2d_nchw_segments": (dict(layout="NCHW"), 20),
+    "2d_nchw_s2_g2_segments": (dict(layout="NCHW", groups=2, in_channels=3, out_channels=5, stride=2,
+                                    input_spatial=(6, 6)), 12),
 }
 
 
@@ -95,10 +99,12 @@ def test_the_gemm_form_refuses_taps_and_padding(params):
 def test_the_gemm_forms_split_must_divide_its_rows():
     problem = _problem(batch=3)  # 3 x 6 x 5 = 90 rows channels-last, 96 with its zero rows; channels-first 3 images
     op.render(problem, op.Form(batch_split=48, contraction="gemm"))
-    with pytest.raises(ValueError, match="batch_split must divide its rows 96, but got 5"):
+    with pytest.raises(ValueError, match=r"batch_split must divide its rows 96 \(.*\), but got 5"):
         op.render(problem, op.Form(batch_split=5, contraction="gemm"))
-    with pytest.raises(ValueError, match="batch_split must divide its rows 3, but got 45"):
-        op.render(_problem(batch=3, layout="NCHW"), op.Form(batch_split=45, contraction="gemm"))
+    # channels-first, more chunks than images cut each image's 30 positions: 45 = 3 x 15 segments, 36 = 3 x 12 not
+    assert "15 runs (s)" in op.render(_problem(batch=3, layout="NCHW"), op.Form(batch_split=45, contraction="gemm"))
+    with pytest.raises(ValueError, match=r"batch_split must divide its rows 3 \(.*\), but got 36"):
+        op.render(_problem(batch=3, layout="NCHW"), op.Form(batch_split=36, contraction="gemm"))
 
 
 def test_gpus_take_the_gemm_form_first_for_one_tap_unpadded_channels_last_problems_and_the_cpu_does_not():

@@ -13,7 +13,7 @@ import pytest
 from ops import policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight
 
-from lowering import gpu_module_on_cpu, tile_lists
+from lowering import compile_and_dump, gpu_module_on_cpu, tile_lists
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -133,6 +133,39 @@ def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(filter_spatial=(1,) * len(params["input_spatial"]), padding=0, **params)
     spec = policy.module_spec(problem, CUDA)
     assert "thread = [1, 4, 4" in spec.mlir and "%partial_flat = linalg.generic" in spec.mlir
+    error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
+    assert error <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("params, chunks, workgroup, reduction", [
+    # EfficientNet-B0's 32 -> 16 at 112x112: 32 images x 512 weights; 16 segments of 784 positions an image
+    (dict(in_channels=32, out_channels=16, input_spatial=(112, 112)), 512, [1, 1, 16, 32, 0], [0] * 4 + [2]),
+    # ResNet-50's 64 -> 64 at 56x56: 131,072 partial sums from the images, 2 segments of 1,568 positions
+    (dict(in_channels=64, out_channels=64, input_spatial=(56, 56)), 64, [1, 1, 32, 32, 0], [0] * 4 + [2]),
+    # 64 -> 256: the images give 524,288, enough: an image a chunk, as before
+    (dict(in_channels=64, out_channels=256, input_spatial=(56, 56)), 32, [1, 32, 32, 0], [0] * 3 + [2]),
+])
+def test_few_weights_cut_each_images_positions_into_segments(params, chunks, workgroup, reduction):
+    """A float32 channels-first one-tap gradient of few weights (``policy.GEMM_SEGMENT_ACCUMULATORS``) gets a chunk
+    for each segment of each image's positions (``weight_gemm.segments``), its (j, s) dims one a workgroup."""
+    problem = _problem(filter_spatial=(1, 1), padding=0, **params)
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm" and form.batch_split == chunks == policy.gemm_split(problem)
+    tiles = _tiles(problem, form=form)
+    assert tiles["workgroup"] == workgroup and tiles["reduction"] == reduction
+
+
+def test_a_segmented_module_keeps_its_tiles_and_computes_the_reference(rng, tmp_path):
+    """EfficientNet-B0's 32 -> 16 layer at 112x112, batch 4 (1.6 M elements of x): 49 segments of 256 positions an
+    image, the most of at least 256; IREE keeps the pinned tiles (the unit image dim left out), and the module, its
+    tiles cut, computes the reference on the CPU."""
+    problem = _problem(batch=4, in_channels=32, out_channels=16, input_spatial=(112, 112), filter_spatial=(1, 1),
+                       padding=0)
+    spec = policy.module_spec(problem, CUDA)
+    assert policy.gemm_split(problem) == 4 * 49 and "4x32x49x256xf32" in spec.mlir
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path / "cuda", spec.extra_flags)
+    configured = "".join(f.read_text() for f in (tmp_path / "cuda" / "dump").glob("configured_*.mlir"))
+    assert "workgroup = [1, 1, 16, 32, 0]" in configured
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= 1e-5 * scale
 

@@ -23,10 +23,27 @@ def applies(problem: ConvBwdWeightProblem) -> bool:
 
 def rows(problem: ConvBwdWeightProblem) -> int:
     """What the chunks split: the rows (n, o) channels-last, with zero rows after them up to whole GEMM_BLOCKs
-    (``zero_rows``); the images channels-first."""
+    (``zero_rows``); the images channels-first (more chunks than images: ``segments``)."""
     if not problem.channels_last:
         return problem.batch
     return ceil_div(problem.batch * math.prod(problem.output_spatial), GEMM_BLOCK) * GEMM_BLOCK
+
+
+def segments(problem: ConvBwdWeightProblem, chunks: int) -> int:
+    """S, the segments each image's positions are cut into: channels-first, ``chunks`` a whole number S > 1 of
+    the batch, one image a chunk cut into S runs of its positions; 1 otherwise (the chunks divide ``rows``)."""
+    if problem.channels_last or chunks <= problem.batch or chunks % problem.batch:
+        return 1
+    return chunks // problem.batch
+
+
+def splits(problem: ConvBwdWeightProblem, chunks: int) -> bool:
+    """Whether ``chunks`` is a split the form takes: a divisor of ``rows``, or channels-first S segments of every
+    image's positions (S dividing them)."""
+    cut = segments(problem, chunks)
+    if cut > 1:
+        return math.prod(problem.output_spatial) % cut == 0
+    return isinstance(chunks, int) and chunks >= 1 and rows(problem) % chunks == 0
 
 
 def zero_rows(problem: ConvBwdWeightProblem) -> int:
@@ -40,8 +57,9 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     """The problem's module in ``chunks`` chunks of its ``rows``, grad_w stored as ``out_element``; ``config``
     pins the contraction, which then leaves its unit dims out (``_units``)."""
     check(applies(problem), f"{OP}: the gemm form needs a one-tap filter and no padding, but got {problem.name}")
-    check(isinstance(chunks, int) and chunks >= 1 and rows(problem) % chunks == 0,
-          f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)}, but got {chunks!r}")
+    check(isinstance(chunks, int) and splits(problem, chunks),
+          f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)} (or, channels-first, be a whole "
+          f"number of them that divides each image's positions), but got {chunks!r}")
     element = dtypes.mlir_element_type(problem.dtype)
     rows_shape = _rows_shape(problem)
     x_rows, x_value, x_type = _x_rows(problem, rows_shape)
@@ -51,29 +69,31 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     narrow, stored = mlir.narrow("%a", out_element, "%v")
     units = _units(problem, chunks) if config else frozenset()
-    grad_out_map, x_map, partial_map, iterators = _maps(problem, units)
+    cut = segments(problem, chunks)
+    uncut = _uncut(cut)  # one segment an image: no segment dim
+    grad_out_map, x_map, partial_map, iterators = _maps(problem, units | uncut)
     weight_dims = mlir.dims("d", problem.rank + 2)
-    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, units)
-    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, units)
-    flat = "g" in units  # G = 1 left out: the partial sums are partial_flat
+    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, units | uncut)
+    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, units | uncut)
     return mlir.render(
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
-        outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=rows(problem) // chunks,
+        outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=max(1, rows(problem) // chunks),
+        segments_note="" if cut == 1 else (f"\n// With more chunks than images, each image's positions are cut into "
+                                           f"{cut} runs (s), a chunk each: n is one image."),
         x_type=mlir.tensor(problem.input_shape, element), grad_out_type=mlir.tensor(problem.output_shape, element),
         grad_w_type=mlir.tensor(problem.weight_shape, out_element), x_rows_type=mlir.tensor(rows_shape, element),
         x_chunks_type=mlir.tensor(x_chunks_shape, element),
         grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
-        partial_type=mlir.tensor([chunks, *[problem.groups] * (not flat), problem.out_channels, problem.in_channels],
-                                 "f32"), partial="%partial_flat" if flat else "%partial",
-        flatten="  // G = 1 is left out of the loops: the partial sums are partial_flat" if flat else mlir.render(
-            "weight_gemm.flatten"),
+        partial_type=mlir.tensor(_kept([chunks // cut, cut, problem.groups, problem.out_channels,
+                                        problem.in_channels], ["j", "s", "g", "k", "c"], units | uncut), "f32"),
+        partial="%partial" if _flattens(units | uncut) else "%partial_flat", flatten=_flatten(units | uncut),
         partial_flat_type=mlir.tensor([chunks, problem.groups * problem.out_channels, problem.in_channels], "f32"),
         acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
         transients=transients, x_rows=x_rows,
-        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, units),
+        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, units | uncut),
         grad_out_chunks=_to_chunks(problem, "%grad_out", "!grad_out", list(problem.output_shape),
-                                   grad_out_chunks_shape, "grad_out", element, units),
+                                   grad_out_chunks_shape, "grad_out", element, units | uncut),
         grad_out_map=grad_out_map, x_map=x_map, partial_map=partial_map, iterators=iterators,
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=mlir.indent(f"{widen_g}\n{widen_x}", 4) if widen_x else "    // f32 inputs: no extension",
@@ -111,7 +131,7 @@ def _units(problem: ConvBwdWeightProblem, chunks: int) -> frozenset:
     without its ``compilation_info``, as ``grouped_conv_bwd_weight._pinned_units``): G = 1, and channels-first an
     image a chunk (n)."""
     units = {"g"} if problem.groups == 1 else set()
-    if not problem.channels_last and problem.batch == chunks:
+    if not problem.channels_last and problem.batch <= chunks:  # one image a chunk (or a segment of one)
         units.add("n")
     return frozenset(units)
 
@@ -119,15 +139,37 @@ def _units(problem: ConvBwdWeightProblem, chunks: int) -> frozenset:
 def _chunks_shape(problem: ConvBwdWeightProblem, chunks: int, channels: int, units: frozenset = frozenset()
                   ) -> list[int]:
     """An activation as chunks: (J, rows per chunk, G, channels) channels-last; (J, images per chunk, G,
-    channels, positions) channels-first; the dims named in ``units`` left out."""
+    channels, positions) channels-first, with S ``segments`` (J / S, 1, G, channels, S, positions / S); the dims
+    named in ``units`` left out."""
     if problem.channels_last:
         return _kept([chunks, rows(problem) // chunks, problem.groups, channels], ["j", "r", "g", "c"], units)
-    return _kept([chunks, problem.batch // chunks, problem.groups, channels, math.prod(problem.output_spatial)],
-                 ["j", "n", "g", "c", "p"], units)
+    cut = segments(problem, chunks)
+    return _kept([chunks // cut, problem.batch * cut // chunks, problem.groups, channels, cut,
+                  math.prod(problem.output_spatial) // cut], ["j", "n", "g", "c", "s", "p"], units)
 
 
 def _kept(values: list, names: list[str], units: frozenset) -> list:
     return [value for value, name in zip(values, names) if name not in units]
+
+
+def _uncut(cut: int) -> frozenset:
+    """The segment dim where an image is one segment (left out of every shape and map), else none."""
+    return frozenset({"s"}) if cut == 1 else frozenset()
+
+
+def _flattens(units: frozenset) -> bool:
+    """Whether the partial sums need merging into (J, G*K, C): a segment dim or G kept."""
+    return "s" not in units or "g" not in units
+
+
+def _flatten(units: frozenset) -> str:
+    """The partial sums (j, s, g, k, c), the dims in ``units`` left out, merged into partial_flat (j*s, g*k, c)."""
+    if not _flattens(units):
+        return "  // G = 1 is left out of the loops: the partial sums are partial_flat"
+    kept = [d for d in ("j", "s", "g", "k", "c") if d not in units]
+    merge = [[kept.index(d) for d in group if d in kept] for group in (("j", "s"), ("g", "k"), ("c",))]
+    return mlir.indent(mlir.render("common.collapse", result="%partial_flat", source="%partial",
+                                   reassociation=merge, source_type="!partial", result_type="!partial_flat"), 2)
 
 
 def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, shape: list[int],
@@ -141,7 +183,7 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
         split = _split([["j", "r"], ["g", "c"]], units)
     else:
         merge, merged = [[0], [1], list(range(2, rank + 2))], [shape[0], shape[1], math.prod(shape[2:])]
-        split = _split([["j", "n"], ["g", "c"], ["p"]], units)
+        split = _split([["j", "n"], ["g", "c"], ["s", "p"]], units)
     merged_type = mlir.tensor(merged, element)
     direct = len(chunks_shape) == len(merged)  # every unit left out (channels-first): the merged tensor is the chunks
     lines = [mlir.render("common.collapse", result=f"%{name}_chunks" if direct else f"%{name}_merged", source=source,
@@ -172,20 +214,20 @@ def _split(groups: list[list[str]], units: frozenset) -> list[list[int]]:
 
 def _maps(problem: ConvBwdWeightProblem, units: frozenset = frozenset()) -> tuple[str, str, str, str]:
     """(grad_out's, x's, the partial sums' maps, the iterators) over (j, g, k, c, r) channels-last or
-    (j, g, k, c, n, p) channels-first, the dims named in ``units`` left out."""
+    (j, s, g, k, c, n, p) channels-first (s: an image's segment), the dims named in ``units`` left out."""
     if problem.channels_last:
         domain = ["j", "g", "k", "c", "r"]
         grad_out, x = ["j", "r", "g", "k"], ["j", "r", "g", "c"]
     else:
-        domain = ["j", "g", "k", "c", "n", "p"]
-        grad_out, x = ["j", "n", "g", "k", "p"], ["j", "n", "g", "c", "p"]
+        domain = ["j", "s", "g", "k", "c", "n", "p"]
+        grad_out, x = ["j", "n", "g", "k", "s", "p"], ["j", "n", "g", "c", "s", "p"]
     names = {name: f"d{i}" for i, name in enumerate(d for d in domain if d not in units)}
 
     def of(dims):
-        return mlir.affine_map(list(names.values()), [names[d] for d in dims if d not in units])
-    parallel = len([d for d in ("j", "g", "k", "c") if d not in units])
+        return mlir.affine_map(list(names.values()), [names[d] for d in dims if d in names])
+    parallel = len([d for d in ("j", "s", "g", "k", "c") if d in names])
     kinds = ["parallel"] * parallel + ["reduction"] * (len(names) - parallel)
-    return of(grad_out), of(x), of(["j", "g", "k", "c"]), mlir.iterators(kinds)
+    return of(grad_out), of(x), of(["j", "s", "g", "k", "c"]), mlir.iterators(kinds)
 
 
 def _acc_as_weight(problem: ConvBwdWeightProblem) -> str:
