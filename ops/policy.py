@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import compiler, data_tiles, dtypes, registry, render, targets
+from .geometry import ceil_div
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_merged, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_columns, weight_gemm, weight_shifted)
-from .geometry import ceil_div
 from .problem import GEMM_BLOCK
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
@@ -175,8 +175,9 @@ def _simt_taps(problem, taps: str, threads: int) -> list[int]:
 
 def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """``weight_simt_tiles``' tiles on the gemm form of a float32 channels-first one-tap problem (``_simt_gemm``):
-    its contraction over (j, k, c) and the reduced (n, positions), G = 1 and an image a chunk left out
-    (``weight_gemm``); positions a step as ``reduction`` where they divide the image's."""
+    its contraction over (j, [s,] k, c) and the reduced (n, positions), G = 1 and an image a chunk left out
+    (``weight_gemm``; s, an image's segment, where ``gemm_split`` cuts them); positions a step as ``reduction`` where
+    they divide the segment's."""
     workgroup = problem.kind == "dense" and _simt_gemm(problem) and _simt_workgroup(problem, spec)
     if not workgroup:
         return {}
@@ -320,7 +321,8 @@ def takes_gemm(problem) -> bool:
 def gemm_split(problem) -> int:
     """J of the backward-weight gemm form: the fewest chunks giving GPU_PARALLEL_ACCUMULATORS partial sums, of at
     least GEMM_MIN_CHUNK_TERMS terms each (else the most such; 1 where none is). Channels-last, the rows split in
-    chunks of whole GEMM_BLOCK blocks; channels-first, the images."""
+    chunks of whole GEMM_BLOCK blocks; channels-first, the images, and a float32 problem whose images give fewer
+    than GEMM_SEGMENT_ACCUMULATORS partial sums each image's positions in segments too (``_segments``)."""
     rows = weight_gemm.rows(problem)
     weight = math.prod(problem.weight_shape)
     if problem.channels_last:

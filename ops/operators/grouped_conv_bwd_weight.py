@@ -117,7 +117,8 @@ class Form:
     """The template's forms (which one a target takes: ``ops/policy.py``).
 
     ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum; it must
-    divide the batch; the gemm form's divide its rows, ``weight_gemm.rows``). ``contraction``: the
+    divide the batch; the gemm form's divide its rows, ``weight_gemm.rows``, or cut each image's positions
+    channels-first, ``weight_gemm.segments``). ``contraction``: the
     convolution-form ``linalg.generic`` (``"generic"``), for one-tap filters with no padding the GEMM they are
     (``"gemm"``, ``weight_gemm``), the windows gathered and contracted by a batch_matmul per group
     (``"im2col"``), for channels-first layouts the windows
