@@ -332,14 +332,16 @@ def gemm_split(problem) -> int:
         positions = math.prod(problem.output_spatial)
         choices = [j for j in range(1, rows + 1) if rows % j == 0
                    and rows // j * positions >= GEMM_MIN_CHUNK_TERMS] or [1]
-        if problem.dtype == "float32" and rows * weight < GEMM_SEGMENT_ACCUMULATORS:
-            return rows * _segments(positions, ceil_div(GEMM_SEGMENT_ACCUMULATORS, rows * weight))
+        cut = _segments(positions, ceil_div(GEMM_SEGMENT_ACCUMULATORS, rows * weight))
+        if problem.dtype == "float32" and rows * weight < GEMM_SEGMENT_ACCUMULATORS and cut > 1:
+            return rows * cut
     return next((j for j in choices if j * weight >= GPU_PARALLEL_ACCUMULATORS), choices[-1])
 
 
 def _segments(positions: int, wanted: int) -> int:
     """The segments an image's ``positions`` are cut into for the float32 gemm form: the fewest dividing them from
-    ``wanted`` on, of at least GEMM_MIN_CHUNK_TERMS positions each, else the most such (1 where none is)."""
+    ``wanted`` on, of at least GEMM_MIN_CHUNK_TERMS positions each, else the most such (1 where none is: the images
+    are then chunked as any others')."""
     cuts = [s for s in range(1, positions // GEMM_MIN_CHUNK_TERMS + 1) if positions % s == 0] or [1]
     return next((s for s in cuts if s >= wanted), cuts[-1])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ops import policy, targets
-from ops.operators import grouped_conv_bwd_weight as weight
+from ops.operators import grouped_conv_bwd_weight as weight, weight_gemm
 
 from lowering import compile_and_dump, gpu_module_on_cpu, tile_lists
 
@@ -153,6 +153,13 @@ def test_few_weights_cut_each_images_positions_into_segments(params, chunks, wor
     assert form.contraction == "gemm" and form.batch_split == chunks == policy.gemm_split(problem)
     tiles = _tiles(problem, form=form)
     assert tiles["workgroup"] == workgroup and tiles["reduction"] == reduction
+
+
+def test_images_of_too_few_positions_to_cut_are_chunked_as_before():
+    """49 positions an image cannot make a segment of 256: 8 images of 16 -> 32 channels at 7x7 (392 terms) stay
+    one chunk, as the gemm split's rule without segments has them."""
+    problem = _problem(batch=8, in_channels=16, out_channels=32, input_spatial=(7, 7), filter_spatial=(1, 1), padding=0)
+    assert policy.gemm_split(problem) == 1 and weight_gemm.segments(problem, 1) == 1
 
 
 def test_a_segmented_module_keeps_its_tiles_and_computes_the_reference(rng, tmp_path):
