@@ -332,8 +332,9 @@ def gemm_split(problem) -> int:
         positions = math.prod(problem.output_spatial)
         choices = [j for j in range(1, rows + 1) if rows % j == 0
                    and rows // j * positions >= GEMM_MIN_CHUNK_TERMS] or [1]
-        cut = _segments(positions, ceil_div(GEMM_SEGMENT_ACCUMULATORS, rows * weight))
-        if problem.dtype == "float32" and rows * weight < GEMM_SEGMENT_ACCUMULATORS and cut > 1:
+        few = problem.dtype == "float32" and rows * weight < GEMM_SEGMENT_ACCUMULATORS
+        cut = _segments(positions, ceil_div(GEMM_SEGMENT_ACCUMULATORS, rows * weight)) if few else 1
+        if cut > 1:
             return rows * cut
     return next((j for j in choices if j * weight >= GPU_PARALLEL_ACCUMULATORS), choices[-1])
 
