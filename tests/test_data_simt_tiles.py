@@ -1,7 +1,8 @@
-"""The CUDA rule that tiles a float32 channels-first backward-data's convolutions for IREE's SIMT pipeline
-(``data_tiles.data_simt_tiles``, docs/perf/h100-f32-data-tiles): which problems and stride phases it takes, the
-configuration it pins (four images x a row's positions x 32 channels a workgroup, 4 images x 4 channels a thread,
-8 channels k a step), and that the modules it pins compute the reference."""
+"""The CUDA rules that tile a float32 channels-first backward-data's convolutions for IREE's SIMT pipeline
+(``data_tiles.data_simt_tiles``, docs/perf/h100-f32-data-tiles, docs/perf/h100-3d-data-tiles): which problems and
+stride phases they take, the configuration they pin (at two spatial axes four images x a row's positions x 32
+channels a workgroup, 4 images x 4 channels a thread, 8 channels k a step; at three, stride 1, the whole batch of up
+to 8 images where that leaves 256 workgroups), and that the modules they pin compute the reference."""
 
 from __future__ import annotations
 
@@ -67,7 +68,10 @@ def test_a_batch_of_two_takes_two_images_a_workgroup():
     dict(in_channels=48),                                                 # no whole 32-channel workgroup
     dict(groups=2, in_channels=32, out_channels=32),                      # grouped: a group dim in the convolution
     dict(layout="NHWC"),                                                  # channels-last: unmeasured
-    dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8),  # rank 3: r3d_18 slower
+    dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NCDHW", batch=16),  # rank 3: part of the batch
+    dict(in_channels=512, out_channels=512, input_spatial=(2, 7, 7), filter_spatial=(3, 3, 3), layout="NCDHW",
+         batch=8),                                                        # rank 3: 112 workgroups
+    dict(input_spatial=(8, 28, 28), filter_spatial=(3, 3, 3), layout="NCDHW", batch=8, stride=2),  # rank 3, strided
     dict(dtype="bfloat16"),                                               # 16-bit: the matrix pipelines' rules
     dict(precision="bf16x3"),                                             # split: the split_conv form's tiles
 ])
@@ -77,14 +81,30 @@ def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
     assert "thread = [4, " not in " ".join(policy.configs_for(problem.computed_as, CUDA, form).values())
 
 
+@pytest.mark.parametrize("batch, channels, spatial, positions, workgroups", [
+    (8, 64, (16, 56, 56), 8, 8 * 16 * 56 * 7 * 2),                      # r3d_18's first stage: 56 a row, 8 a step
+    (4, 128, (8, 28, 28), 7, 8 * 28 * 4 * 4),                            # a batch of 4: 4 images a workgroup
+    (8, 256, (4, 14, 14), 7, 4 * 14 * 2 * 8),                            # 896 workgroups
+])
+def test_at_three_axes_the_whole_batch_is_a_workgroup(batch, channels, spatial, positions, workgroups):
+    problem = _problem(batch=batch, in_channels=channels, out_channels=channels, input_spatial=spatial,
+                       filter_spatial=(3, 3, 3), layout="NCDHW")
+    (phase, tiles), = _configs(problem).items()
+    assert tiles["workgroup"][:5] == [batch, 1, 1, positions, 32] and tiles["thread"][:5] == [batch, 1, 1, 1, 4]
+    assert tiles["reduction"][5:] == [1, 1, 1, 8] and tiles["threads"] == positions * 8
+    assert workgroups >= 256 and not _configs(problem, ROCM)
+
+
 @pytest.mark.parametrize("params", [
     dict(batch=4, in_channels=64, out_channels=64, input_spatial=(34, 34)),         # 296 K elements of grad_in
     dict(batch=3, in_channels=32, out_channels=16, input_spatial=(15, 14), stride=2),
-], ids=["stride_1", "stride_2"])
+    dict(batch=4, in_channels=32, out_channels=16, input_spatial=(10, 16, 16), filter_spatial=(3, 3, 3),
+         layout="NCDHW"),                                                         # 327 K elements, 320 workgroups
+], ids=["stride_1", "stride_2", "rank_3"])
 def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(**params)
     spec = policy.module_spec(problem, CUDA)
-    assert "thread = [" in spec.mlir and "reduction = [0, 0, 0, 0, 1, 1, 8]" in spec.mlir
+    assert "thread = [" in spec.mlir and f"reduction = [{'0, ' * (problem.rank + 2)}1, 1, {'1, ' * (problem.rank - 2)}8]" in spec.mlir
     assert params["batch"] < 4 or math.prod(problem.input_shape) > 1 << 18
     error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
     assert error <= 1e-5 * scale
