@@ -196,8 +196,9 @@ def test_grouped_problems_of_16_or_more_channels_a_group_take_a_group_a_workgrou
 
 def test_the_stem_takes_a_row_of_taps_a_workgroup():
     """ResNet-50's stem, 3 -> 64 channels, 7x7 at stride 2: 64 output channels, one input channel and the 7 taps of a
-    filter row a workgroup (2 x 1 x 1 a thread: 224 threads); at rank 3 (r3d_18's stem) and for a workgroup of
-    fewer than 128 threads no rule."""
+    filter row a workgroup (2 x 1 x 1 a thread: 224 threads), two positions a step; at rank 3 (r3d_18's stem,
+    docs/perf/h100-3d-data-tiles) the same tile with four positions a step; for a workgroup of fewer than 128
+    threads no rule."""
     stem = dict(in_channels=3, input_spatial=(224, 224), filter_spatial=(7, 7), padding=3, stride=2)
     problem = _problem(**stem)
     tiles = _tiles(problem)
@@ -205,6 +206,8 @@ def test_the_stem_takes_a_row_of_taps_a_workgroup():
     assert "workgroup_size = [224, 1, 1]" in policy.configs_for(problem, CUDA)[0]
     video = _problem(batch=8, in_channels=3, input_spatial=(16, 112, 112), filter_spatial=(3, 7, 7),
                      padding=(1, 3, 3), stride=(1, 2, 2), layout="NCDHW")
-    assert not _tiles(video)
+    tiles = _tiles(video)
+    assert tiles["workgroup"][:6] == [1, 64, 1, 1, 1, 7] and tiles["thread"][:6] == [1, 2, 1, 1, 1, 1]
+    assert tiles["reduction"][6:] == [1, 1, 4]  # (a chunk of one image left out) depth, rows, four positions a step
     # a 3x3 stem of 32 channels (MobileNetV2's, EfficientNet-B0's): 48 threads, fewer than the rule's 128
     assert not _tiles(_problem(in_channels=3, out_channels=32, input_spatial=(224, 224), stride=2))
