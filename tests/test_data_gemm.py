@@ -169,6 +169,19 @@ def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, t
     assert data_gradient_precision(problem, "bf16x3") == ("bf16x3" if tile == "None" else "float32")
 
 
+@pytest.mark.parametrize("channels, spatial, stride, workgroup", [
+    ((64, 128), (16, 56, 56), 2, [1, 32, 16, 0]),   # r3d_18's downsamples: 8x28x28 output positions
+    ((256, 512), (4, 14, 14), 2, [1, 16, 49, 0]),   # 2x7x7
+    ((1024, 256), (4, 14, 14), 1, [1, 32, 16, 0]),  # a 3-D bottleneck's 1x1x1 layer
+])
+def test_cudas_rule_takes_3d_layers_too(channels, spatial, stride, workgroup):
+    """The rule names NCDHW as NCHW, at either stride (docs/perf/h100-3d-data-tiles/exp21.log: 2.1-9.5x on an H100)."""
+    problem = _problem(batch=8, in_channels=channels[0], out_channels=channels[1], input_spatial=spatial,
+                       stride=stride, layout="NCDHW")
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm" and tile_lists(policy.configs_for(problem, CUDA, form)[0])["workgroup"] == workgroup
+
+
 @pytest.mark.parametrize("channels, spatial, workgroup", [
     ((440, 440), (7, 7), [1, 20, 49, 0]),     # RegNetY-400MF's: 16 does not divide 440; 20, a multiple of 4 from 8 to 32
     ((104, 104), (28, 28), [1, 52, 16, 0]),   # 32 does not divide 104; 52, the one from 16 to 64
