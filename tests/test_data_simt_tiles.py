@@ -1,5 +1,6 @@
 """The CUDA rules that tile a float32 channels-first backward-data's convolutions for IREE's SIMT pipeline
-(``data_tiles.data_simt_tiles``, docs/perf/h100-f32-data-tiles, docs/perf/h100-3d-data-tiles): which problems and
+(``data_tiles.data_simt_tiles``, docs/perf/h100-f32-data-tiles, docs/perf/h100-3d-data-tiles; at two axes NCHW
+and NHWC): which problems and
 stride phases they take, the configuration they pin (at two spatial axes four images x a row's positions x 32
 channels a workgroup, 4 images x 4 channels a thread, 8 channels k a step; at three, stride 1, the whole batch of up
 to 8 images where that leaves 256 workgroups), and that the modules they pin compute the reference."""
@@ -39,6 +40,7 @@ def _configs(problem, target=CUDA) -> dict[int, dict]:
     (dict(in_channels=256, out_channels=256, input_spatial=(14, 14)), 7),
     (dict(in_channels=512, out_channels=512, input_spatial=(7, 7)), 7),
     (dict(in_channels=96, out_channels=64, input_spatial=(20, 12)), 4),           # C 96: three workgroups
+    (dict(layout="NHWC"), 8),       # channels-last: the same phase convolution (docs/perf/h100-3d-data-tiles/exp22.log)
 ])
 def test_the_rule_tiles_stride_1_problems_by_their_rows(params, positions):
     (phase, tiles), = _configs(_problem(**params)).items()
@@ -67,7 +69,7 @@ def test_a_batch_of_two_takes_two_images_a_workgroup():
 @pytest.mark.parametrize("params", [
     dict(in_channels=48),                                                 # no whole 32-channel workgroup
     dict(groups=2, in_channels=32, out_channels=32),                      # grouped: a group dim in the convolution
-    dict(layout="NHWC"),                                                  # channels-last: unmeasured
+    dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NDHWC", batch=8),  # 3-D channels-last: unmeasured
     dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NCDHW", batch=16),  # rank 3: part of the batch
     dict(in_channels=512, out_channels=512, input_spatial=(2, 7, 7), filter_spatial=(3, 3, 3), layout="NCDHW",
          batch=8),                                                        # rank 3: 112 workgroups
@@ -100,7 +102,8 @@ def test_at_three_axes_the_whole_batch_is_a_workgroup(batch, channels, spatial, 
     dict(batch=3, in_channels=32, out_channels=16, input_spatial=(15, 14), stride=2),
     dict(batch=4, in_channels=32, out_channels=16, input_spatial=(10, 16, 16), filter_spatial=(3, 3, 3),
          layout="NCDHW"),                                                         # 327 K elements, 320 workgroups
-], ids=["stride_1", "stride_2", "rank_3"])
+    dict(batch=4, in_channels=64, out_channels=32, input_spatial=(34, 34), layout="NHWC"),  # 296 K elements
+], ids=["stride_1", "stride_2", "rank_3", "channels_last"])
 def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(**params)
     spec = policy.module_spec(problem, CUDA)
