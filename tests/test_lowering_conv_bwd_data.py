@@ -195,11 +195,14 @@ def test_cudas_tile_rule_pins_each_phase_with_taps_of_a_strided_16_bit_problem()
                                     dict(in_channels=32, out_channels=32), dict(dtype="float32")])
 def test_cudas_tile_rule_leaves_3d_strided_narrow_and_float32_phases_to_iree(params):
     """3-D strided problems (thin phases: measured slower), fewer than 48 channels (measured slower) and float32
-    arithmetic (SIMT) keep IREE's own tiles; so does gfx942 (unmeasured)."""
+    arithmetic keep IREE's own tiles, or float32 the SIMT rule's (``data_simt_tiles``, no matrix instruction); so
+    does gfx942 (unmeasured)."""
     problem = catalog.problem("conv_bwd_data", "ck_default", **{
         **dict(batch=32, in_channels=64, out_channels=64, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
                padding=1, layout="NHWC", dtype="bfloat16"), **params})
-    assert not policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    configs = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    assert not any("mma_kind" in config for config in configs.values())
+    assert bool(configs) == (problem.dtype == "float32")  # the float32 one: the SIMT rule, NHWC too
     assert not policy.configs_for(_3x3("bfloat16", 32, 64, 28), targets.parse_target("rocm:gfx942"))
 
 
