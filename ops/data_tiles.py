@@ -132,15 +132,15 @@ def data_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{phase: compilation_info} for the float32 convolutions of a conv_bwd_data computed in float32 on IREE's SIMT
     pipeline, each stride phase of several taps along every axis (at stride 1, the one), by the rule ``spec``:
     workgroups of ``images`` images (fewer where they do not divide the batch; with ``whole_batch``, only where they
-    are the whole batch) x the first of ``positions`` dividing the phase's last axis x ``channels`` channels c, a
-    thread the images x ``thread_channels``, and ``reduction`` channels k a step; a phase that would have fewer than
-    ``min_workgroups`` workgroups keeps IREE's default. Empty where the problem is grouped or its channels do not
-    come in whole workgroups."""
+    are the whole batch; none where they are fewer than ``min_images``) x the first of ``positions`` dividing the
+    phase's last axis x ``channels`` channels c, a thread the images x ``thread_channels``, and ``reduction``
+    channels k a step; a phase that would have fewer than ``min_workgroups`` workgroups keeps IREE's default. Empty
+    where the problem is grouped or its channels do not come in whole workgroups."""
     if (problem.is_split or problem.dtype != "float32" or problem.groups != 1
             or problem.in_channels % spec["channels"]):
         return {}
     images, units = math.gcd(spec["images"], problem.batch), [1] * (problem.rank - 1)
-    if spec.get("whole_batch") and images != problem.batch:
+    if (spec.get("whole_batch") and images != problem.batch) or images < spec.get("min_images", 1):
         return {}
     tiles = {}
     for index, phase in enumerate(phase_plan.phases(problem)):

@@ -95,6 +95,9 @@ def test_at_three_axes_the_whole_batch_is_a_workgroup(batch, channels, spatial, 
     assert tiles["workgroup"][:5] == [batch, 1, 1, positions, 32] and tiles["thread"][:5] == [batch, 1, 1, 1, 4]
     assert tiles["reduction"][5:] == [1, 1, 1, 8] and tiles["threads"] == positions * 8
     assert workgroups >= 256 and not _configs(problem, ROCM)
+    one_image = _problem(batch=1, in_channels=channels, out_channels=channels, input_spatial=spatial,
+                         filter_spatial=(3, 3, 3), layout="NCDHW")
+    assert not _configs(one_image)  # a batch of one: unmeasured (min_images), IREE's default
 
 
 @pytest.mark.parametrize("params", [
