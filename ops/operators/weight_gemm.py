@@ -40,10 +40,12 @@ def segments(problem: ConvBwdWeightProblem, chunks: int) -> int:
 def splits(problem: ConvBwdWeightProblem, chunks: int) -> bool:
     """Whether ``chunks`` is a split the form takes: a divisor of ``rows``, or channels-first S segments of every
     image's positions (S dividing them)."""
+    if not isinstance(chunks, int) or chunks < 1:
+        return False
     cut = segments(problem, chunks)
     if cut > 1:
         return math.prod(problem.output_spatial) % cut == 0
-    return isinstance(chunks, int) and chunks >= 1 and rows(problem) % chunks == 0
+    return rows(problem) % chunks == 0
 
 
 def zero_rows(problem: ConvBwdWeightProblem) -> int:
@@ -57,7 +59,7 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     """The problem's module in ``chunks`` chunks of its ``rows``, grad_w stored as ``out_element``; ``config``
     pins the contraction, which then leaves its unit dims out (``_units``)."""
     check(applies(problem), f"{OP}: the gemm form needs a one-tap filter and no padding, but got {problem.name}")
-    check(isinstance(chunks, int) and splits(problem, chunks),
+    check(splits(problem, chunks),
           f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)} (or, channels-first, be a whole "
           f"number of them that divides each image's positions), but got {chunks!r}")
     element = dtypes.mlir_element_type(problem.dtype)
@@ -70,11 +72,11 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     narrow, stored = mlir.narrow("%a", out_element, "%v")
     units = _units(problem, chunks) if config else frozenset()
     cut = segments(problem, chunks)
-    uncut = _uncut(cut)  # one segment an image: no segment dim
-    grad_out_map, x_map, partial_map, iterators = _maps(problem, units | uncut)
+    left_out = units | ({"s"} if cut == 1 else set())  # one segment an image: no segment dim either
+    grad_out_map, x_map, partial_map, iterators = _maps(problem, left_out)
     weight_dims = mlir.dims("d", problem.rank + 2)
-    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, units | uncut)
-    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, units | uncut)
+    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, left_out)
+    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, left_out)
     return mlir.render(
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
@@ -86,14 +88,14 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
         x_chunks_type=mlir.tensor(x_chunks_shape, element),
         grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
         partial_type=mlir.tensor(_kept([chunks // cut, cut, problem.groups, problem.out_channels,
-                                        problem.in_channels], ["j", "s", "g", "k", "c"], units | uncut), "f32"),
-        partial="%partial" if _flattens(units | uncut) else "%partial_flat", flatten=_flatten(units | uncut),
+                                        problem.in_channels], ["j", "s", "g", "k", "c"], left_out), "f32"),
+        partial="%partial" if _flattens(left_out) else "%partial_flat", flatten=_flatten(left_out),
         partial_flat_type=mlir.tensor([chunks, problem.groups * problem.out_channels, problem.in_channels], "f32"),
         acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
         transients=transients, x_rows=x_rows,
-        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, units | uncut),
+        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, left_out),
         grad_out_chunks=_to_chunks(problem, "%grad_out", "!grad_out", list(problem.output_shape),
-                                   grad_out_chunks_shape, "grad_out", element, units | uncut),
+                                   grad_out_chunks_shape, "grad_out", element, left_out),
         grad_out_map=grad_out_map, x_map=x_map, partial_map=partial_map, iterators=iterators,
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
         to_accumulator=mlir.indent(f"{widen_g}\n{widen_x}", 4) if widen_x else "    // f32 inputs: no extension",
@@ -150,11 +152,6 @@ def _chunks_shape(problem: ConvBwdWeightProblem, chunks: int, channels: int, uni
 
 def _kept(values: list, names: list[str], units: frozenset) -> list:
     return [value for value, name in zip(values, names) if name not in units]
-
-
-def _uncut(cut: int) -> frozenset:
-    """The segment dim where an image is one segment (left out of every shape and map), else none."""
-    return frozenset({"s"}) if cut == 1 else frozenset()
 
 
 def _flattens(units: frozenset) -> bool:
