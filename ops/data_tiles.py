@@ -144,10 +144,12 @@ def data_simt_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
         return {}
     tiles = {}
     for index, phase in enumerate(phase_plan.phases(problem)):
+        if len(phase_plan.tuned_axes(phase)) < problem.rank:
+            continue
         along = next((p for p in spec["positions"] if phase[-1].rows % p == 0), 1)
         workgroups = problem.batch // images * math.prod(p.rows for p in phase) // along * (
             problem.in_channels // spec["channels"])
-        if len(phase_plan.tuned_axes(phase)) == problem.rank and workgroups >= spec.get("min_workgroups", 0):
+        if workgroups >= spec.get("min_workgroups", 0):
             tiles[index] = render.simt_compilation_info(
                 [images, *units, along, spec["channels"]], [images, *units, 1, spec["thread_channels"]],
                 [1] * problem.rank + [spec["reduction"]], along * spec["channels"] // spec["thread_channels"],
