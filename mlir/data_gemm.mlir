@@ -60,13 +60,16 @@ ${store}
   %grad_in_zero = linalg.fill ins(%zero : f32) outs(%dst : !grad_in) -> !grad_in
   %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in
 
-// fragment float32_channels_first: a float32 problem, channels-first, as one GEMM per image (conv_bwd_data's gemm
-// form of a float32 problem). grad_out's positions o lie contiguous along o in each channel's row, so each image's
-// rows are the weight's transpose times its grad_out:
+// fragment float32: a float32 problem as one GEMM (conv_bwd_data's gemm form of a float32 problem), in float32, one
+// linalg.generic with no transposes around it (its tiles: policy.gemm_tiles). Channels-last, grad_out's rows
+// m = (n, o) are a matrix as they lie, and
+//     rows[m, c] = sum_k grad_out[m, k] * w[k, c]
+// channels-first, grad_out's positions o lie contiguous along o in each channel's row, so each image's rows are the
+// weight's transpose times its grad_out:
 //     rows[n, c, o] = sum_k w[k, c] * grad_out[n, k, o]
-// one linalg.generic with no transposes around it, in float32 (its tiles: policy.gemm_tiles). At stride 1 the rows
-// are grad_in (written in place); at stride s they are grad_in at the positions i = s*o, zero elsewhere. With one
-// position an image (a squeeze-excite layer) o is left out, rows[n, c] (data_gemm.one_position).
+// At stride 1 the rows are grad_in (written in place); at stride s they are grad_in at the positions i = s*o, zero
+// elsewhere. With one position an image (a channels-first squeeze-excite layer) o is left out, rows[n, c]
+// (data_gemm.one_position).
 //
 // Problem: ${problem_name}
 

@@ -98,21 +98,25 @@ def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 
 def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for the float32 gemm form's GEMM (``data_gemm.takes_float32``: rows (n, c, o)), by the
-    rule ``spec``: SIMT workgroups of the first ``positions`` entry (workgroup positions, thread positions,
-    workgroup channels, fitted to the problem's as ``fit`` says: ``fit_side``) whose workgroup positions divide
-    grad_out's image's, ``thread_channels`` channels a thread, ``reduction`` channels k a step (with one position an
-    image, over (n, c): ``data_gemm.one_position``). Empty where the form does not take ``problem`` or no entry
-    divides."""
-    positions = math.prod(problem.output_spatial)
+    """{0: compilation_info} for the float32 gemm form's GEMM (``data_gemm.takes_float32``: rows (n, c, o)
+    channels-first, (m, c) channels-last), by the rule ``spec``: SIMT workgroups of the first ``positions`` entry
+    (workgroup positions, thread positions, workgroup channels, fitted to the problem's as ``fit`` says:
+    ``fit_side``) whose workgroup positions divide grad_out's image's (channels-last, its rows m = (n, o)),
+    ``thread_channels`` channels a thread, ``reduction`` channels k a step (with one position an image, over (n, c):
+    ``data_gemm.one_position``). Empty where the form does not take ``problem`` or no entry divides."""
+    positions = math.prod(problem.output_spatial) * (problem.batch if problem.channels_last else 1)
     tile = next((t for t in spec["positions"] if positions % t[0] == 0), None)
     if not (problem.precision == "float32" and data_gemm.takes_float32(problem) and tile):
         return {}
     (along, per_thread, side), thread_channels = tile, spec["thread_channels"]
     channels = spec.get("fit") and fit_side(problem.in_channels, side, thread_channels, side // 2, spec["fit"]) or side
-    dims = 2 if data_gemm.one_position(problem) else 3  # (n, c) without the unit position dim
-    return {0: render.simt_compilation_info([1, channels, along][:dims], [1, thread_channels, per_thread][:dims],
-                                            [spec["reduction"]], channels // thread_channels * (along // per_thread),
+    if problem.channels_last:  # over (m, c)
+        workgroup, thread = [along, channels], [per_thread, thread_channels]
+    else:  # over (n, c, p), or (n, c) without the unit position dim
+        dims = 2 if data_gemm.one_position(problem) else 3
+        workgroup, thread = [1, channels, along][:dims], [1, thread_channels, per_thread][:dims]
+    return {0: render.simt_compilation_info(workgroup, thread, [spec["reduction"]],
+                                            channels // thread_channels * (along // per_thread),
                                             copy_config(target)["subgroup_size"])}
 
 

@@ -174,19 +174,24 @@ def _simt_taps(problem, taps: str, threads: int) -> list[int]:
 
 
 def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """``weight_simt_tiles``' tiles on the gemm form of a float32 channels-first one-tap problem (``_simt_gemm``):
-    its contraction over (j, [s,] k, c) and the reduced (n, positions), G = 1 and an image a chunk left out
-    (``weight_gemm``; s, an image's segment, where ``gemm_split`` cuts them); positions a step as ``reduction`` where
-    they divide the segment's."""
-    workgroup = problem.kind == "dense" and _simt_gemm(problem) and _simt_workgroup(problem, spec)
+    """``weight_simt_tiles``' tiles on the gemm form of a float32 one-tap problem (``_float32_gemm``): its
+    contraction over (j, [s,] k, c) and the reduced (n, positions) channels-first, (r) channels-last (the rows of a
+    chunk), G = 1 and an image a chunk left out (``weight_gemm``; s, an image's segment, where ``gemm_split`` cuts
+    them; j where the split is one chunk); positions (rows) a step as ``reduction`` where they divide the segment's
+    (the chunk's)."""
+    workgroup = problem.kind == "dense" and _float32_gemm(problem) and _simt_workgroup(problem, spec)
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
     chunks = gemm_split(problem)
     cut = weight_gemm.segments(problem, chunks)
-    step, lead = _simt_step(spec, math.prod(problem.output_spatial) // cut), [1] * (1 + (cut > 1))  # (j, s)
-    return {0: render.simt_compilation_info([*lead, wg_k, wg_c], [*lead, th_k, th_c],
-                                            [1] * (problem.batch // chunks > 1) + [step],
+    lead = [1] * ((chunks > 1) + (cut > 1))  # (j, s)
+    if problem.channels_last:
+        reduction = [_simt_step(spec, weight_gemm.rows(problem) // chunks)]
+    else:
+        reduction = [1] * (problem.batch // chunks > 1) + [
+            _simt_step(spec, math.prod(problem.output_spatial) // cut)]
+    return {0: render.simt_compilation_info([*lead, wg_k, wg_c], [*lead, th_k, th_c], reduction,
                                             wg_k // th_k * (wg_c // th_c), copy_config(target)["subgroup_size"])}
 
 
@@ -410,6 +415,12 @@ def _simt_gemm(problem) -> bool:
     out: a GPU's forms have it last where a table rule tiles it (``weight_gemm_tiles``; the rule puts it first)."""
     return (not takes_gemm(problem) and weight_gemm.applies(problem) and problem.dtype == "float32"
             and not problem.channels_last)
+
+
+def _float32_gemm(problem) -> bool:
+    """Whether a GPU's gemm form of ``problem`` computes float32 one-tap products: a channels-first one tiled last
+    (``_simt_gemm``), or a channels-last one, whose gemm form is its first (``takes_gemm``)."""
+    return _simt_gemm(problem) or (takes_gemm(problem) and problem.channels_last and problem.dtype == "float32")
 
 
 def _has_weight_taps_form(problem) -> bool:

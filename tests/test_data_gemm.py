@@ -2,9 +2,9 @@
 as the GEMM it is. Each product within about 2^-16 of its magnitude on the CPU in every layout and stride (at a
 ResNet layer's size too); the known-answer check allows it that and refuses a lost lo part; what takes it (split
 problems, by ops.torch where PyTorch allows TF32 on a GPU); and the compiled GPU code contracts with matrix
-instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch. Channels-first problems whose axes are whole
-numbers of strides also take it in float32 on a GPU (one GEMM per image, CUDA's rule tiling it; at stride 1 then not
-split, strided its rows placed by one elementwise pass), never on the CPU."""
+instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch. Problems whose axes are whole numbers of strides
+also take it in float32 on a GPU (one GEMM per image channels-first, one of the rows (n, o) channels-last, CUDA's
+rule tiling it; at stride 1 then not split, strided its rows placed by one elementwise pass), never on the CPU."""
 
 from __future__ import annotations
 
@@ -89,17 +89,22 @@ def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params,
         _problem(precision="tf32")
 
 
-def test_split_problems_take_the_gemm_form_and_float32_ones_only_channels_first_in_whole_strides_on_a_gpu():
+def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_a_gpu():
+    """Float32 problems take the gemm form in every layout on a GPU where each axis is a whole number of strides:
+    first on CUDA in the layouts its rule names (NCHW, NCDHW, NHWC), last elsewhere; never on the CPU."""
     for target in (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu")):
         assert [f.contraction for f in policy.forms_for(_problem(precision="bf16x3"), target)] == ["gemm"]
-        for params in (dict(), dict(stride=2, input_spatial=(8, 6)), dict(stride=(3, 2), input_spatial=(9, 6))):
+        for params in (dict(), dict(stride=2, input_spatial=(8, 6)), dict(stride=(3, 2), input_spatial=(9, 6)),
+                       dict(layout="NHWC"), dict(layout="NHWC", stride=2, input_spatial=(8, 6)),
+                       dict(layout="NDHWC", input_spatial=(4, 5, 3))):
             float32 = [f.contraction for f in policy.forms_for(_problem(**params), target)]
+            named = params.get("layout", "NCHW") in ("NCHW", "NHWC")
             assert ("gemm" in float32) == (not target.cpu)
-            assert (float32[0] == "gemm") == (target.backend == "cuda")  # CUDA's rule; ROCm has it last, unmeasured
+            assert (float32[0] == "gemm") == (target.backend == "cuda" and named)  # ROCm has it last, unmeasured
         # 7 rows at stride 2: grad_out's 4 rows reach 8, past grad_in's end
-        for params in (dict(layout="NHWC"), dict(stride=2), dict(dtype="float16")):
+        for params in (dict(stride=2), dict(layout="NHWC", stride=2), dict(dtype="float16")):
             assert all(f.contraction != "gemm" for f in policy.forms_for(_problem(**params), target))
-    for params in (dict(layout="NHWC"), dict(stride=2)):
+    for params in (dict(layout="NHWC", stride=2), dict(stride=2)):
         with pytest.raises(ValueError, match="conv_bwd_data: the gemm form computes float32 one-tap, unpadded"):
             conv_bwd_data.render(_problem(**params), stride_phases.Form(contraction="gemm"))
     with pytest.raises(ValueError, match="conv_bwd_data: the stride phases compute float32 products"):
@@ -112,7 +117,8 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_only_channels_first_
     (dict(batch=3), True, "float32"),                              # 3 x 42 rows: no whole 32-row blocks
     (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
     (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
-    (dict(batch=32, layout="NHWC", in_channels=128), True, "bf16x3"),
+    (dict(batch=32, layout="NHWC", in_channels=128), True, "float32"),  # stride 1: the float32 GEMM's tiles
+    (dict(batch=32, layout="NHWC", in_channels=128, input_spatial=(14, 14), stride=2), True, "bf16x3"),
     (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "bf16x3"),    # stride 1: the split_conv form
     (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), True, "float32"),
     (dict(batch=32, dtype="bfloat16"), True, "bfloat16"),
@@ -120,7 +126,9 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_only_channels_first_
     (dict(batch=32, input_spatial=(56, 56)), True, "float32"),
     (dict(batch=32, input_spatial=(7, 7)), True, "float32"),
     (dict(batch=32, input_spatial=(56, 56), stride=2), True, "bf16x3"),   # strided: the split's strided store
-    (dict(batch=32, input_spatial=(56, 56), layout="NHWC", in_channels=128), True, "bf16x3"),
+    (dict(batch=32, input_spatial=(56, 56), layout="NHWC", in_channels=128), True, "float32"),
+    # NDHWC, which the rule does not name (unmeasured): split
+    (dict(batch=32, input_spatial=(4, 14, 14), layout="NDHWC", in_channels=128), True, "bf16x3"),
 ])
 def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
@@ -218,18 +226,35 @@ def test_cudas_rule_tiles_the_strided_float32_gemm_which_stays_split_where_tf32_
     (dict(batch=3, in_channels=5, out_channels=7, input_spatial=(4, 3, 5), layout="NCDHW"), 1),
     (dict(batch=2, in_channels=256, out_channels=512, input_spatial=(56, 56), stride=2), 2),
     (dict(batch=3, in_channels=5, out_channels=7, input_spatial=(4, 3, 6), stride=(2, 1, 3), layout="NCDHW"), 2),
-], ids=["mobilenet_144_24", "3d", "resnet_downsample_s2", "3d_strides_2_1_3"])
+    (dict(batch=2, in_channels=144, out_channels=24, input_spatial=(56, 56), layout="NHWC"), 1),
+    (dict(batch=2, in_channels=256, out_channels=512, input_spatial=(56, 56), stride=2, layout="NHWC"), 2),
+    (dict(batch=3, in_channels=5, out_channels=7, input_spatial=(4, 3, 6), stride=(2, 1, 3), layout="NDHWC"), 2),
+], ids=["mobilenet_144_24", "3d", "resnet_downsample_s2", "3d_strides_2_1_3", "nhwc_mobilenet_144_24",
+        "nhwc_resnet_downsample_s2", "ndhwc_strides_2_1_3"])
 def test_the_float32_gemm_computes_the_reference(params, generics, rng, tmp_path):
     """The CUDA module of the float32 gemm form, its tile cut, on the CPU: MobileNetV2's 144 -> 24 layer at batch 2
     (903 K elements of grad_in), ResNet-50's strided downsample at batch 2 (1.6 M, three quarters of them zero), and
-    3-D problems; one generic and no transposes, strided a second that places the rows."""
+    3-D problems, channels-first and channels-last; one generic and no transposes, strided a second that places the
+    rows."""
     problem = _problem(**params)
     spec = policy.module_spec(problem, CUDA, options=stride_phases.Form(contraction="gemm"))
     assert spec.mlir.count("= linalg.generic") == generics and "linalg.transpose" not in spec.mlir
     assert "tensor.insert_slice" not in spec.mlir  # no strided insert (a slow copy dispatch in IREE 3.13)
-    assert params["in_channels"] != 144 or "workgroup = [1, 36, 16, 0]" in spec.mlir  # fitted to 144 channels
+    fitted = "workgroup = [16, 36, 0]" if problem.channels_last else "workgroup = [1, 36, 16, 0]"
+    assert params["in_channels"] != 144 or fitted in spec.mlir  # fitted to 144 channels
     error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)
     assert error <= 1e-5 * scale
+
+
+def test_cudas_rule_tiles_channels_last_rows_not_images():
+    """Channels-last, the GEMM's rows are grad_out's (n, o) merged: ResNet-50's 512 -> 2048 layer at 7x7 (49
+    positions an image, 1,568 rows at batch 32) takes the 16-row tile, which divides the rows though not an
+    image's positions (docs/perf/h200-cl-1x1-gemm/exp23.log: 0.199 ms, 32 x 32 0.263, IREE's default 1.25)."""
+    problem = _problem(batch=32, in_channels=512, out_channels=2048, input_spatial=(7, 7), layout="NHWC")
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm"
+    assert tile_lists(policy.configs_for(problem, CUDA, form)[0]) == dict(
+        workgroup=[16, 32, 0], thread=[4, 4, 0], reduction=[0, 0, 4])
 
 
 @pytest.mark.parametrize("channels, spatial, workgroup", [((110, 440), (1, 1), [1, 22, 0]),

@@ -6,7 +6,9 @@ positions of grad_in."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 
 from .. import render as mlir
 from ..problem import ConvBwdDataProblem
@@ -22,16 +24,17 @@ def applies(problem: ConvBwdDataProblem) -> bool:
 
 
 def takes_float32(problem: ConvBwdDataProblem) -> bool:
-    """Whether the gemm form takes ``problem`` in float32: as ``applies``, a float32 problem, channels-first, each
-    input axis its stride times the output's (stride 1, or a whole number of strides: ``_render_float32``)."""
-    return (applies(problem) and problem.dtype == "float32" and not problem.channels_last
+    """Whether the gemm form takes ``problem`` in float32: as ``applies``, a float32 problem, each input axis its
+    stride times the output's (stride 1, or a whole number of strides: ``_render_float32``)."""
+    return (applies(problem) and problem.dtype == "float32"
             and all(i == s * o for i, s, o in zip(problem.input_spatial, problem.stride, problem.output_spatial)))
 
 
 def one_position(problem: ConvBwdDataProblem) -> bool:
-    """Whether the float32 form's GEMM has one position an image (a squeeze-excite layer's, at stride 1): its generic
-    then leaves the position dim out, as IREE drops a configuration pinned on a generic with a unit dim."""
-    return takes_float32(problem) and set(problem.input_spatial) == {1}
+    """Whether the float32 form's channels-first GEMM has one position an image (a squeeze-excite layer's, at stride
+    1): its generic then leaves the position dim out, as IREE drops a configuration pinned on a generic with a unit
+    dim. (Channels-last, the positions merge into the rows, and no unit dim is left.)"""
+    return takes_float32(problem) and not problem.channels_last and set(problem.input_spatial) == {1}
 
 
 def rows(problem: ConvBwdDataProblem) -> int:
@@ -44,8 +47,8 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
     target's copy_config; or a float32 one, ``takes_float32``, its GEMM pinned to ``config`` where given)."""
     if problem.precision == "float32" and problem.dtype == "float32":
         check(takes_float32(problem), f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, "
-                                      f"or in float32 channels-first where each input axis is its stride times the "
-                                      f"output's, but got {problem.name}")
+                                      f"or in float32 where each input axis is its stride times the output's, but got "
+                                      f"{problem.name}")
         return _render_float32(problem, transients, config)
     check(applies(problem) and problem.is_split,
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
@@ -80,46 +83,76 @@ def parts(problem: ConvBwdDataProblem, operand: int) -> tuple[int, ...]:
 
 
 def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:
-    """The float32 module (``mlir/data_gemm.mlir``'s ``float32_channels_first``): (n, k, o) x (k, c) -> (n, c, o)
-    (o left out where ``one_position``), grad_in itself at stride 1, else placed by ``_residues``."""
-    rank, n, c, k = problem.rank, problem.batch, problem.in_channels, problem.out_channels
-    one, positions = one_position(problem), math.prod(problem.output_spatial)
-    merge = [[0], list(range(1, rank + 2))] if one else [[0], [1], list(range(2, rank + 2))]
-    rows_of = (lambda channels: [n, channels]) if one else (lambda channels: [n, channels, positions])
-    p = "" if one else ", p"
+    """The float32 module (``mlir/data_gemm.mlir``'s ``float32``): channels-first (n, k, o) x (k, c) -> (n, c, o) (o
+    left out where ``one_position``), channels-last (m, k) x (k, c) -> (m, c), m the rows (n, o); grad_in itself
+    at stride 1, else placed by ``_residues``."""
+    k, c = problem.out_channels, problem.in_channels
+    gemm = _float32_gemm(problem)
     strided = problem.input_spatial != problem.output_spatial
-    store = (_residues(problem, merge) if strided else
-             mlir.render("data_gemm.float32_direct", positions_merge=merge,
+    store = (_residues(problem, gemm.merge) if strided else
+             mlir.render("data_gemm.float32_direct", positions_merge=gemm.merge,
                          grad_in_shape=mlir.index_list(problem.input_shape)))
     return mlir.render(
-        "data_gemm.float32_channels_first", problem_name=problem.name, function=problem.name, transients=transients,
+        "data_gemm.float32", problem_name=problem.name, function=problem.name, transients=transients,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
-        grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor(rows_of(c), "f32"),
-        g_type=mlir.tensor(rows_of(k), "f32"), w_type=mlir.tensor([k, c], "f32"), dims=f"n, c{p}, k",
-        g_index=f"n, k{p}", rows_index=f"n, c{p}", iterators=", ".join(['"parallel"'] * (3 - one) + ['"reduction"']),
-        positions_merge=merge, weight_rest=", ".join(map(str, range(1, rank + 2))),
-        rows_dst="tensor.empty() : !rows" if strided else f"tensor.collapse_shape %dst {merge} : !grad_in into !rows",
+        grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor(gemm.rows(c), "f32"),
+        g_type=mlir.tensor(gemm.rows(k), "f32"), w_type=mlir.tensor([k, c], "f32"), dims=gemm.dims,
+        g_index=gemm.g_index, rows_index=gemm.rows_index, iterators=gemm.iterators, positions_merge=gemm.merge,
+        weight_rest=", ".join(map(str, range(1, problem.rank + 2))),
+        rows_dst="tensor.empty() : !rows" if strided else f"tensor.collapse_shape %dst {gemm.merge} : !grad_in into !rows",
         dispatch_config=f", compilation_info = {config}" if config else "",
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%gv", b="%wv"), store=store,
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Float32Gemm:
+    """The float32 GEMM's shape in the problem's layout: ``merge`` (grad_out, grad_in into their rows), ``rows``
+    (channels -> the rows' shape), its generic's ``dims``, grad_out's and the rows' indices, and ``iterators``."""
+    merge: list
+    rows: Callable[[int], list[int]]
+    dims: str
+    g_index: str
+    rows_index: str
+    iterators: str
+
+
+def _float32_gemm(problem: ConvBwdDataProblem) -> _Float32Gemm:
+    """The float32 GEMM of ``problem``: channels-last over (m, c, k), m = (n, o) the rows; channels-first over
+    (n, c, p, k), p an image's positions o merged (left out where ``one_position``)."""
+    rank, n, positions = problem.rank, problem.batch, math.prod(problem.output_spatial)
+    if problem.channels_last:
+        return _Float32Gemm(_merge(rank), lambda channels: [n * positions, channels], "m, c, k", "m, k", "m, c",
+                            '"parallel", "parallel", "reduction"')
+    if one_position(problem):
+        return _Float32Gemm([[0], list(range(1, rank + 2))], lambda channels: [n, channels], "n, c, k", "n, k",
+                            "n, c", '"parallel", "parallel", "reduction"')
+    return _Float32Gemm([[0], [1], list(range(2, rank + 2))], lambda channels: [n, channels, positions],
+                        "n, c, p, k", "n, k, p", "n, c, p", '"parallel", "parallel", "parallel", "reduction"')
+
+
 def _residues(problem: ConvBwdDataProblem, merge: list[list[int]]) -> str:
-    """The strided store of the float32 rows (``float32_residues``): grad_in as (n, c, o_1, r_1, ...), rows[n, c, o]
-    where every residue r_i (< s_i) is 0, zero elsewhere."""
-    rank, n, c = problem.rank, problem.batch, problem.in_channels
+    """The strided store of the float32 rows (``float32_residues``): grad_in as (n, c, o_1, r_1, ...) channels-first,
+    (n, o_1, r_1, ..., c) channels-last, rows[n, c, o] (rows[n, o, c]) where every residue r_i (< s_i) is 0, zero
+    elsewhere."""
+    rank, n, c, last = problem.rank, problem.batch, problem.in_channels, problem.channels_last
     spatial = [mlir.dims(name, rank) for name in ("o", "r")]
-    domain = ["n", "c", *[d for pair in zip(*spatial) for d in pair]]
-    residues_shape = [n, c, *[d for pair in zip(problem.output_spatial, problem.stride) for d in pair]]
-    rows_spatial = [n, c, *problem.output_spatial]
-    indices = "\n".join(f"    %r{i} = linalg.index {3 + 2 * i} : index" for i in range(rank))
+
+    def ordered(batch, axes, channels):  # the problem's layout's order
+        return [batch, *axes, channels] if last else [batch, channels, *axes]
+    domain = ordered("n", [d for pair in zip(*spatial) for d in pair], "c")
+    residues_shape = ordered(n, [d for pair in zip(problem.output_spatial, problem.stride) for d in pair], c)
+    rows_spatial = ordered(n, list(problem.output_spatial), c)
+    first = 1 if last else 2  # grad_in's dim of o_1
+    pair_merge = [[first + 2 * i, first + 1 + 2 * i] for i in range(rank)]
+    residue_merge = [[0], *pair_merge, [2 * rank + 1]] if last else [[0], [1], *pair_merge]
+    indices = "\n".join(f"    %r{i} = linalg.index {pair_merge[i][1]} : index" for i in range(rank))
     residues = ", ".join(f"%r{i}" for i in range(rank))
     return mlir.render(
         "data_gemm.float32_residues", positions_merge=merge, rows_spatial_shape=mlir.index_list(rows_spatial),
         rows_spatial_type=mlir.tensor(rows_spatial, "f32"), residues_shape=mlir.index_list(residues_shape),
-        residues_type=mlir.tensor(residues_shape, "f32"),
-        residue_merge=[[0], [1], *[[2 + 2 * i, 3 + 2 * i] for i in range(rank)]],
-        read_map=mlir.affine_map(domain, ["n", "c", *spatial[0]]), write_map=mlir.affine_map(domain, domain),
+        residues_type=mlir.tensor(residues_shape, "f32"), residue_merge=residue_merge,
+        read_map=mlir.affine_map(domain, ordered("n", spatial[0], "c")), write_map=mlir.affine_map(domain, domain),
         iterators=mlir.iterators(["parallel"] * len(domain)), residue_indices=indices,
         residue_sum=f"{mlir.affine_map(spatial[1], [' + '.join(spatial[1])])}({residues})",
     )

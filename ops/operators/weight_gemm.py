@@ -89,7 +89,8 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
         grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
         partial_type=mlir.tensor(_kept([chunks // cut, cut, problem.groups, problem.out_channels,
                                         problem.in_channels], ["j", "s", "g", "k", "c"], left_out), "f32"),
-        partial="%partial" if _flattens(left_out) else "%partial_flat", flatten=_flatten(left_out),
+        partial="%partial" if _flattens(left_out) else "%partial_flat",
+        flatten=_flatten(left_out, [chunks, problem.groups * problem.out_channels, problem.in_channels]),
         partial_flat_type=mlir.tensor([chunks, problem.groups * problem.out_channels, problem.in_channels], "f32"),
         acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
         transients=transients, x_rows=x_rows,
@@ -130,9 +131,11 @@ def _x_rows(problem: ConvBwdWeightProblem, rows_shape: list[int]) -> tuple[str, 
 
 def _units(problem: ConvBwdWeightProblem, chunks: int) -> frozenset:
     """The contraction's unit dims that a pinned configuration needs gone (IREE 3.13 rebuilds an op with unit dims
-    without its ``compilation_info``, as ``grouped_conv_bwd_weight._pinned_units``): G = 1, and channels-first an
-    image a chunk (n)."""
+    without its ``compilation_info``, as ``grouped_conv_bwd_weight._pinned_units``): G = 1, then one chunk (j), and
+    channels-first an image a chunk (n)."""
     units = {"g"} if problem.groups == 1 else set()
+    if chunks == 1 and units:  # the partial sums are then (K, C), grad_w's matrix (``_flatten``)
+        units.add("j")
     if not problem.channels_last and problem.batch <= chunks:  # one image a chunk (or a segment of one)
         units.add("n")
     return frozenset(units)
@@ -155,14 +158,19 @@ def _kept(values: list, names: list[str], units: frozenset) -> list:
 
 
 def _flattens(units: frozenset) -> bool:
-    """Whether the partial sums need merging into (J, G*K, C): a segment dim or G kept."""
-    return "s" not in units or "g" not in units
+    """Whether the partial sums need reshaping into (J, G*K, C): one chunk (j left out), a segment dim or G kept."""
+    return "j" in units or "s" not in units or "g" not in units
 
 
-def _flatten(units: frozenset) -> str:
-    """The partial sums (j, s, g, k, c), the dims in ``units`` left out, merged into partial_flat (j*s, g*k, c)."""
+def _flatten(units: frozenset, flat_shape: list[int]) -> str:
+    """The partial sums (j, s, g, k, c), the dims in ``units`` left out, as partial_flat (j*s, g*k, c) of
+    ``flat_shape``: merged, or with one chunk (K, C) given its unit chunk dim back."""
     if not _flattens(units):
         return "  // G = 1 is left out of the loops: the partial sums are partial_flat"
+    if "j" in units:
+        return mlir.indent(mlir.render("common.expand", result="%partial_flat", source="%partial",
+                                       reassociation=[[0, 1], [2]], shape=mlir.index_list(flat_shape),
+                                       source_type="!partial", result_type="!partial_flat"), 2)
     kept = [d for d in ("j", "s", "g", "k", "c") if d not in units]
     merge = [[kept.index(d) for d in group if d in kept] for group in (("j", "s"), ("g", "k"), ("c",))]
     return mlir.indent(mlir.render("common.collapse", result="%partial_flat", source="%partial",
@@ -182,22 +190,23 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
         merge, merged = [[0], [1], list(range(2, rank + 2))], [shape[0], shape[1], math.prod(shape[2:])]
         split = _split([["j", "n"], ["g", "c"], ["s", "p"]], units)
     merged_type = mlir.tensor(merged, element)
-    direct = len(chunks_shape) == len(merged)  # every unit left out (channels-first): the merged tensor is the chunks
-    lines = [mlir.render("common.collapse", result=f"%{name}_chunks" if direct else f"%{name}_merged", source=source,
-                         reassociation=merge, source_type=source_type,
-                         result_type=f"!{name}_chunks" if direct else merged_type)]
-    value = f"%{name}_merged"
-    if zero_rows(problem):
-        blocks_type = mlir.tensor([rows(problem), merged[-1]], element)
-        lines.append(mlir.render("common.zero_pad", result=f"%{name}_blocks", source=value, low="0, 0",
+    direct = len(chunks_shape) == len(merged)  # every unit left out: the merged (and padded) tensor is the chunks
+    padded = zero_rows(problem) > 0
+    last = f"%{name}_chunks", f"!{name}_chunks"  # the value and type of the last step
+    collapsed = last if direct and not padded else (f"%{name}_merged", merged_type)
+    lines = [mlir.render("common.collapse", result=collapsed[0], source=source, reassociation=merge,
+                         source_type=source_type, result_type=collapsed[1])]
+    value = collapsed[0]
+    if padded:
+        blocks = last if direct else (f"%{name}_blocks", mlir.tensor([rows(problem), merged[-1]], element))
+        lines.append(mlir.render("common.zero_pad", result=blocks[0], source=value, low="0, 0",
                                  high=f"{zero_rows(problem)}, 0", index_args="%r: index, %ch: index",
                                  zero="%zero_element", element=element, source_type=merged_type,
-                                 result_type=blocks_type))
-        value, merged_type = f"%{name}_blocks", blocks_type
+                                 result_type=blocks[1]))
+        value, merged_type = blocks
     if not direct:
-        lines.append(mlir.render("common.expand", result=f"%{name}_chunks", source=value, reassociation=split,
-                                 shape=mlir.index_list(chunks_shape), source_type=merged_type,
-                                 result_type=f"!{name}_chunks"))
+        lines.append(mlir.render("common.expand", result=last[0], source=value, reassociation=split,
+                                 shape=mlir.index_list(chunks_shape), source_type=merged_type, result_type=last[1]))
     return mlir.indent("\n".join(lines), 2)
 
 
