@@ -99,7 +99,8 @@ def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | 
         g_type=mlir.tensor(gemm.rows(k), "f32"), w_type=mlir.tensor([k, c], "f32"), dims=gemm.dims,
         g_index=gemm.g_index, rows_index=gemm.rows_index, iterators=gemm.iterators, positions_merge=gemm.merge,
         weight_rest=", ".join(map(str, range(1, problem.rank + 2))),
-        rows_dst="tensor.empty() : !rows" if strided else f"tensor.collapse_shape %dst {gemm.merge} : !grad_in into !rows",
+        rows_dst=("tensor.empty() : !rows" if strided else
+                  f"tensor.collapse_shape %dst {gemm.merge} : !grad_in into !rows"),
         dispatch_config=f", compilation_info = {config}" if config else "",
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%gv", b="%wv"), store=store,
     )

@@ -77,6 +77,7 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     weight_dims = mlir.dims("d", problem.rank + 2)
     x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, left_out)
     grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, left_out)
+    flat_shape = [chunks, problem.groups * problem.out_channels, problem.in_channels]  # the partial sums (J, G*K, C)
     return mlir.render(
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
@@ -89,9 +90,8 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
         grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
         partial_type=mlir.tensor(_kept([chunks // cut, cut, problem.groups, problem.out_channels,
                                         problem.in_channels], ["j", "s", "g", "k", "c"], left_out), "f32"),
-        partial="%partial" if _flattens(left_out) else "%partial_flat",
-        flatten=_flatten(left_out, [chunks, problem.groups * problem.out_channels, problem.in_channels]),
-        partial_flat_type=mlir.tensor([chunks, problem.groups * problem.out_channels, problem.in_channels], "f32"),
+        partial="%partial" if _flattens(left_out) else "%partial_flat", flatten=_flatten(left_out, flat_shape),
+        partial_flat_type=mlir.tensor(flat_shape, "f32"),
         acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
         transients=transients, x_rows=x_rows,
         x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, left_out),
@@ -134,7 +134,7 @@ def _units(problem: ConvBwdWeightProblem, chunks: int) -> frozenset:
     without its ``compilation_info``, as ``grouped_conv_bwd_weight._pinned_units``): G = 1, then one chunk (j), and
     channels-first an image a chunk (n)."""
     units = {"g"} if problem.groups == 1 else set()
-    if chunks == 1 and units:  # the partial sums are then (K, C), grad_w's matrix (``_flatten``)
+    if chunks == 1 and problem.groups == 1:  # the partial sums are then (K, C), grad_w's matrix (``_flatten``)
         units.add("j")
     if not problem.channels_last and problem.batch <= chunks:  # one image a chunk (or a segment of one)
         units.add("n")
