@@ -91,14 +91,14 @@ def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params,
 
 def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_a_gpu():
     """Float32 problems take the gemm form in every layout on a GPU where each axis is a whole number of strides:
-    first on CUDA in the layouts its rule names (NCHW, NCDHW, NHWC), last elsewhere; never on the CPU."""
+    first on CUDA in the layouts its rule names (NCHW, NCDHW, NHWC, NDHWC), last elsewhere; never on the CPU."""
     for target in (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu")):
         assert [f.contraction for f in policy.forms_for(_problem(precision="bf16x3"), target)] == ["gemm"]
         for params in (dict(), dict(stride=2, input_spatial=(8, 6)), dict(stride=(3, 2), input_spatial=(9, 6)),
                        dict(layout="NHWC"), dict(layout="NHWC", stride=2, input_spatial=(8, 6)),
-                       dict(layout="NDHWC", input_spatial=(4, 5, 3))):
+                       dict(layout="NDHWC", input_spatial=(4, 5, 3)), dict(layout="NWC", input_spatial=(7,))):
             float32 = [f.contraction for f in policy.forms_for(_problem(**params), target)]
-            named = params.get("layout", "NCHW") in ("NCHW", "NHWC")
+            named = params.get("layout", "NCHW") != "NWC"
             assert ("gemm" in float32) == (not target.cpu)
             assert (float32[0] == "gemm") == (target.backend == "cuda" and named)  # ROCm has it last, unmeasured
         # 7 rows at stride 2: grad_out's 4 rows reach 8, past grad_in's end
@@ -127,8 +127,9 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_
     (dict(batch=32, input_spatial=(7, 7)), True, "float32"),
     (dict(batch=32, input_spatial=(56, 56), stride=2), True, "bf16x3"),   # strided: the split's strided store
     (dict(batch=32, input_spatial=(56, 56), layout="NHWC", in_channels=128), True, "float32"),
-    # NDHWC, which the rule does not name (unmeasured): split
-    (dict(batch=32, input_spatial=(4, 14, 14), layout="NDHWC", in_channels=128), True, "bf16x3"),
+    (dict(batch=32, input_spatial=(4, 14, 14), layout="NDHWC", in_channels=128), True, "float32"),
+    # NWC, which the rule does not name (unmeasured): split
+    (dict(batch=32, input_spatial=(196,), layout="NWC", in_channels=128), True, "bf16x3"),
 ])
 def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)

@@ -200,7 +200,8 @@ def test_cudas_tile_rule_leaves_3d_strided_narrow_and_float32_phases_to_iree(par
     problem = catalog.problem("conv_bwd_data", "ck_default", **{
         **dict(batch=32, in_channels=64, out_channels=64, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
                padding=1, layout="NHWC", dtype="bfloat16"), **params})
-    configs = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    cuda = targets.parse_target("cuda:sm_80")
+    configs = policy.configs_for(problem, cuda, policy.forms_for(problem, cuda)[0])  # its module's
     assert not any("mma_kind" in config for config in configs.values())
     assert bool(configs) == (problem.dtype == "float32")  # the float32 one: the SIMT rule, NHWC too
     assert not policy.configs_for(_3x3("bfloat16", 32, 64, 28), targets.parse_target("rocm:gfx942"))
