@@ -67,6 +67,65 @@ def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
 
 
 @pytest.mark.parametrize("params", [
+    dict(batch=4, input_spatial=(6, 6)),                                        # 2 images a chunk (n kept)
+    dict(batch=2, input_spatial=(9, 7), stride=2, in_channels=32, out_channels=64),  # chunks of one image (n left out)
+    dict(batch=2, input_spatial=(3, 4, 5), filter_spatial=(3, 3, 3), layout="NCDHW", in_channels=32,
+         out_channels=32),
+    dict(batch=2, groups=4, in_channels=16, out_channels=16, input_spatial=(9, 8)),
+    dict(batch=2, in_channels=3, input_spatial=(20, 18), filter_spatial=(7, 7), padding=3, stride=2),
+    dict(batch=4, input_spatial=(12, 10), stride=2, layout="NHWC"),
+], ids=["2d", "strided_unit_chunks", "3d", "grouped", "stem", "channels_last"])
+def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
+    problem = _problem(**params)
+    spec = policy.module_spec(problem, CUDA)
+    assert "thread = [1, " in spec.mlir
+    error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
+    assert error <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("params, reduction", [
+    (dict(input_spatial=(56, 56), in_channels=256), [0, 0, 0, 2]),          # 32 chunks of an image: n left out
+    (dict(input_spatial=(14, 14), in_channels=1024, out_channels=256), [0, 0, 0, 1, 2]),
+    (dict(input_spatial=(7, 7), in_channels=2048, out_channels=512), [0, 0, 0, 1, 1]),  # 49 positions: one a step
+])
+def test_one_tap_problems_take_the_gemm_form_under_the_same_tiles(params, reduction):
+    problem = _problem(filter_spatial=(1, 1), padding=0, out_channels=params.pop("out_channels", 64), **params)
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm" and policy.forms_for(problem, CUDA)[1].contraction == "generic"
+    tiles = _tiles(problem, form=form)
+    assert tiles["workgroup"][:3] == [1, 32, 32] and tiles["thread"][:3] == [1, 4, 4]
+    assert tiles["reduction"] == reduction
+    # without the rule (ROCm, unmeasured) no gemm form: untiled, IREE's SIMT default ran it slower than the generic
+    assert all(f.contraction != "gemm" for f in policy.forms_for(problem, ROCM))
+
+
+@pytest.mark.parametrize("channels, workgroup", [
+    ((144, 24), [24, 36]),   # MobileNetV2's 144 -> 24 pointwise layer: 36 of the 144 input channels, the 24 whole
+    ((440, 440), [40, 40]),  # RegNetY-400MF's: the divisors of 440 nearest 32 (40, not 44; 20 and 22 farther)
+    ((208, 208), [16, 16]),  # 208: 16 and 52 divide it; 16 is nearer 32
+    ((104, 104), [52, 52]),  # 104: 52, the one multiple of 4 from 16 to 64 that divides it
+    ((672, 112), [28, 32]),  # EfficientNet-B0's: 32 divides 672 (kept), 28 divides 112
+])
+def test_one_tap_channels_not_in_whole_32s_take_the_nearest_divisors(channels, workgroup):
+    """A side where 32 does not divide the channels is the divisor of them nearest 32, a multiple of the thread's 4
+    from 16 to 64 (``fit: divisor``; 32 x 32 tiles not dividing them lost their vector loads)."""
+    problem = _problem(filter_spatial=(1, 1), padding=0, in_channels=channels[0], out_channels=channels[1],
+                       input_spatial=(14, 14))
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form.contraction == "gemm"
+    tiles = _tiles(problem, form=form)
+    assert tiles["workgroup"][:3] == [1, *workgroup] and tiles["thread"][:3] == [1, 4, 4]
+    threads = workgroup[0] // 4 * (workgroup[1] // 4)
+    assert f"workgroup_size = [{threads}, 1, 1]" in policy.configs_for(problem, CUDA, form)[0]
+
+
+def test_a_one_tap_problem_with_no_such_divisor_keeps_the_generic():
+    """110 channels (RegNetY-400MF's squeeze): no multiple of 4 from 16 to 64 divides 110, so no tiled gemm form."""
+    problem = _problem(filter_spatial=(1, 1), padding=0, in_channels=440, out_channels=110, input_spatial=(7, 7))
+    assert [f.contraction for f in policy.forms_for(problem, CUDA)] == ["generic"]
+
+
+@pytest.mark.parametrize("params", [
     dict(batch=4, input_spatial=(6, 6)),                                      # one chunk: the chunk dim left out
     dict(batch=8, input_spatial=(3, 5), in_channels=64, out_channels=32),
     dict(batch=2, input_spatial=(9, 7), stride=2, groups=1),                  # strided: x's rows sliced
