@@ -110,11 +110,12 @@ WORKAROUNDS = (
 
 def configs_for(problem, target: Target, form=None) -> dict[int, str]:
     """Phase index -> compilation_info for ``problem`` on ``target``: its entries' (measured per problem), else the
-    first tile rule that applies (a rule naming one of ``TILE_RULES``; given ``form``, one that names no form or
-    this one, as ``flags_for``); empty: IREE's defaults."""
+    first tile rule that applies (a rule naming one of ``TILE_RULES`` that names no form or ``form``, as
+    ``flags_for``); empty: IREE's defaults. Without ``form``, the problem's first (``forms_for``): a rule naming
+    another form (the 1x1 gemm rules) does not answer for a problem that does not take it."""
+    form = forms_for(problem, target)[0] if form is None else form
     tiled = next((TILE_RULES[key](problem, target, r[key]) for r in rules(target.directory_name)
-                  for key in TILE_RULES if key in r and rule_applies(r, problem)
-                  and (form is None or _takes_flags(r, form))), {})
+                  for key in TILE_RULES if key in r and rule_applies(r, problem) and _takes_flags(r, form)), {})
     return {**tiled, **{int(e["phase"]): e["compilation_info"] for e in entries(target.directory_name)
                         if e["function"] == problem.name and "compilation_info" in e}}
 

@@ -142,10 +142,12 @@ def test_cudas_rule_tiles_the_3d_split_convolution_alike(shape):
                                     dict(filter_spatial=(1, 1), padding=0),
                                     dict(input_spatial=(28,), filter_spatial=(3,), layout="NCW")])
 def test_cudas_tile_rule_leaves_the_other_problems_to_iree(params):
-    """Below 48 channels (the 64-wide tile mostly padding: measured slower), float32 arithmetic (no split), the
-    gemm form's one-tap problems and 1-D problems keep IREE's own tiles."""
+    """Below 48 channels (the 64-wide tile mostly padding: measured slower), the gemm form's one-tap problems and
+    1-D problems keep IREE's own tiles; float32 arithmetic (no split) takes the SIMT rule's, no matrix instruction."""
     problem = _problem(**{**dict(batch=32, in_channels=64, out_channels=64, input_spatial=(28, 28)), **params})
-    assert not policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    configs = policy.configs_for(problem, targets.parse_target("cuda:sm_80"))
+    assert not any("mma_kind" in config for config in configs.values())
+    assert bool(configs) == (problem.precision == "float32")
 
 
 def test_the_rules_tiles_reach_the_compiled_convolution(tmp_path):

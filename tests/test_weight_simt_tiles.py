@@ -56,14 +56,16 @@ def test_the_rule_tiles_dense_float32_problems_of_several_taps(params, workgroup
 @pytest.mark.parametrize("params", [
     dict(filter_spatial=(1, 1), padding=0),               # one tap: the gemm form's rule (weight_gemm_tiles)
     dict(groups=2, in_channels=32, out_channels=32),      # grouped: its own rule, 2 x 2 a thread
-    dict(layout="NDHWC", input_spatial=(4, 6, 6), filter_spatial=(3, 3, 3), batch=8),  # 3-D channels-last: unmeasured
+    dict(layout="NWC", input_spatial=(14,), filter_spatial=(3,)),  # 1-D channels-last: unmeasured
     dict(dtype="bfloat16"),                               # 16-bit: the matrix pipelines' rules
     dict(in_channels=3, input_spatial=(56, 56), filter_spatial=(7, 7), padding=3, stride=2),  # the stem's own rule
     dict(precision="bf16x3"),                             # split: its bfloat16 problem's rules
 ])
 def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
-    problem = _problem(**params)
-    assert "thread = [1, 4, 4" not in policy.configs_for(problem.computed_as, CUDA).get(0, "")
+    """The dense rule's tiles (4 x 4 a thread over (k, c)) pin none of these on the generic form."""
+    problem = _problem(**params).computed_as
+    generic = next(f for f in policy.forms_for(problem, CUDA) if f.contraction == "generic")
+    assert "thread = [1, 4, 4" not in policy.configs_for(problem, CUDA, generic).get(0, "")
 
 
 @pytest.mark.parametrize("params", [
