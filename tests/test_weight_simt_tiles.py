@@ -137,8 +137,9 @@ def test_a_one_tap_problem_with_no_such_divisor_keeps_the_generic():
     dict(batch=4, input_spatial=(6, 6), layout="NHWC"),                       # one chunk of 144 rows and 16 zero rows
     dict(batch=8, input_spatial=(16, 16), layout="NHWC"),                     # 8 chunks of 256 rows
     dict(batch=2, input_spatial=(9, 7), stride=2, layout="NHWC"),
+    dict(batch=4, input_spatial=(28, 28), in_channels=128, out_channels=64, layout="NHWC"),  # 401 K elements of x
 ], ids=["one_chunk", "images", "strided", "3d", "divisor_tiles", "chunks", "nhwc_one_chunk", "nhwc_chunks",
-        "nhwc_strided"])
+        "nhwc_strided", "nhwc_resnet_size"])
 def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     """The gemm form pinned to the rule's tiles over (j, k, c), j left out with one chunk (IREE 3.13 drops a
     configuration pinned on an op with a unit dim), channels-first and channels-last: the module, its tiles cut,
