@@ -61,7 +61,7 @@ ${store}
   %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in
 
 // fragment float32: a float32 problem as one GEMM (conv_bwd_data's gemm form of a float32 problem), in float32, one
-// linalg.generic with no transposes around it (its tiles: policy.gemm_tiles). Channels-last, grad_out's rows
+// linalg.generic with no transposes around it (its tiles: data_tiles.gemm_tiles). Channels-last, grad_out's rows
 // m = (n, o) are a matrix as they lie, and
 //     rows[m, c] = sum_k grad_out[m, k] * w[k, c]
 // channels-first, grad_out's positions o lie contiguous along o in each channel's row, so each image's rows are the

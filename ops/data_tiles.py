@@ -104,7 +104,7 @@ def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     ``fit_side``) whose workgroup positions divide grad_out's image's (channels-last, its rows m = (n, o)),
     ``thread_channels`` channels a thread, ``reduction`` channels k a step (with one position an image, over (n, c):
     ``data_gemm.one_position``). Empty where the form does not take ``problem`` or no entry divides."""
-    positions = math.prod(problem.output_spatial) * (problem.batch if problem.channels_last else 1)
+    positions = data_gemm.rows(problem) if problem.channels_last else math.prod(problem.output_spatial)
     tile = next((t for t in spec["positions"] if positions % t[0] == 0), None)
     if not (problem.precision == "float32" and data_gemm.takes_float32(problem) and tile):
         return {}

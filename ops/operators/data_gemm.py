@@ -123,7 +123,7 @@ def _float32_gemm(problem: ConvBwdDataProblem) -> _Float32Gemm:
     (n, c, p, k), p an image's positions o merged (left out where ``one_position``)."""
     rank, n, positions = problem.rank, problem.batch, math.prod(problem.output_spatial)
     if problem.channels_last:
-        return _Float32Gemm(_merge(rank), lambda channels: [n * positions, channels], "m, c, k", "m, k", "m, c",
+        return _Float32Gemm(_merge(rank), lambda channels: [rows(problem), channels], "m, c, k", "m, k", "m, c",
                             '"parallel", "parallel", "reduction"')
     if one_position(problem):
         return _Float32Gemm([[0], list(range(1, rank + 2))], lambda channels: [n, channels], "n, c, k", "n, k",
