@@ -1,6 +1,6 @@
-"""The CUDA rules that tile a float32 channels-first backward-data's convolutions for IREE's SIMT pipeline
+"""The CUDA rules that tile a float32 backward-data's convolutions for IREE's SIMT pipeline
 (``data_tiles.data_simt_tiles``, docs/perf/h100-f32-data-tiles, docs/perf/h100-3d-data-tiles; at two axes NCHW
-and NHWC): which problems and
+and NHWC, at three NCDHW and NDHWC): which problems and
 stride phases they take, the configuration they pin (at two spatial axes four images x a row's positions x 32
 channels a workgroup, 4 images x 4 channels a thread, 8 channels k a step; at three, stride 1, the whole batch of up
 to 8 images where that leaves 256 workgroups), and that the modules they pin compute the reference."""
@@ -69,7 +69,7 @@ def test_a_batch_of_two_takes_two_images_a_workgroup():
 @pytest.mark.parametrize("params", [
     dict(in_channels=48),                                                 # no whole 32-channel workgroup
     dict(groups=2, in_channels=32, out_channels=32),                      # grouped: a group dim in the convolution
-    dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NDHWC", batch=8),  # 3-D channels-last: unmeasured
+    dict(input_spatial=(56,), filter_spatial=(3,), layout="NWC"),         # 1-D: no rule names it
     dict(input_spatial=(8, 14, 14), filter_spatial=(3, 3, 3), layout="NCDHW", batch=16),  # rank 3: part of the batch
     dict(in_channels=512, out_channels=512, input_spatial=(2, 7, 7), filter_spatial=(3, 3, 3), layout="NCDHW",
          batch=8),                                                        # rank 3: 112 workgroups
@@ -83,20 +83,22 @@ def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
     assert "thread = [4, " not in " ".join(policy.configs_for(problem.computed_as, CUDA, form).values())
 
 
+@pytest.mark.parametrize("layout", ["NCDHW", "NDHWC"])
 @pytest.mark.parametrize("batch, channels, spatial, positions, workgroups", [
     (8, 64, (16, 56, 56), 8, 8 * 16 * 56 * 7 * 2),                      # r3d_18's first stage: 56 a row, 8 a step
     (4, 128, (8, 28, 28), 7, 8 * 28 * 4 * 4),                            # a batch of 4: 4 images a workgroup
     (8, 256, (4, 14, 14), 7, 4 * 14 * 2 * 8),                            # 896 workgroups
 ])
-def test_at_three_axes_the_whole_batch_is_a_workgroup(batch, channels, spatial, positions, workgroups):
+def test_at_three_axes_the_whole_batch_is_a_workgroup(batch, channels, spatial, positions, workgroups, layout):
+    """NCDHW, and NDHWC by a step A/B (docs/perf/h200-cl-1x1-gemm/r3d_18_f32_cl_tf32off_ab.log)."""
     problem = _problem(batch=batch, in_channels=channels, out_channels=channels, input_spatial=spatial,
-                       filter_spatial=(3, 3, 3), layout="NCDHW")
+                       filter_spatial=(3, 3, 3), layout=layout)
     (phase, tiles), = _configs(problem).items()
     assert tiles["workgroup"][:5] == [batch, 1, 1, positions, 32] and tiles["thread"][:5] == [batch, 1, 1, 1, 4]
     assert tiles["reduction"][5:] == [1, 1, 1, 8] and tiles["threads"] == positions * 8
     assert workgroups >= 256 and not _configs(problem, ROCM)
     one_image = _problem(batch=1, in_channels=channels, out_channels=channels, input_spatial=spatial,
-                         filter_spatial=(3, 3, 3), layout="NCDHW")
+                         filter_spatial=(3, 3, 3), layout=layout)
     assert not _configs(one_image)  # a batch of one: unmeasured (min_images), IREE's default
 
 

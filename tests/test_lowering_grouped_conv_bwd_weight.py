@@ -15,7 +15,7 @@ from ops.operators import grouped_conv_bwd_weight as op
 from ops.operator import Lowering
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
-from lowering import compile_and_dump, compile_as_shipped, kernel_for, shipped
+from lowering import compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 
@@ -198,16 +198,16 @@ def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
     assert conv.mma_kind == "MFMA_F32_16x16x16_F16" and "v_mfma" in kernel_for(lowered, conv)
 
 
-@pytest.mark.parametrize("params", [
-    dict(in_channels=256, out_channels=1024, input_spatial=(14, 14), filter_spatial=(1, 1), padding=0, layout="NCHW"),
-    dict(in_channels=64, out_channels=64, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1, layout="NHWC"),
+@pytest.mark.parametrize("params, name", [
+    (dict(in_channels=256, out_channels=1024, input_spatial=(14, 14), filter_spatial=(1, 1), padding=0, layout="NCHW"), "matmul"),
+    (dict(in_channels=64, out_channels=64, input_spatial=(28, 28), filter_spatial=(3, 3), padding=1, layout="NHWC"), "conv"),
 ], ids=["1x1_nchw", "3x3_nhwc"])
-def test_float32_takes_gfx942s_float32_matrix_instruction(params, tmp_path):
+def test_float32_takes_gfx942s_float32_matrix_instruction(params, name, tmp_path):
     """Float32 stays float32 on gfx942 (no split there: ``precision.allowed_split``), and IREE configures its
     contraction on the float32 matrix instruction: the dispatch names MFMA_F32_16x16x4_F32 and its kernel issues
     v_mfma_f32_16x16x4_f32 (ResNet-50 layers at batch 8; compiler output only, no AMD GPU here)."""
     problem = op.problem_from_params(batch=8, groups=1, dtype="float32", **params)
-    lowered = compile_as_shipped(problem, "rocm:gfx942", tmp_path)
-    convs = [d for d in lowered.dispatches if d.is_contraction]
-    assert len(convs) == 1 and convs[0].mma_kind == "MFMA_F32_16x16x4_F32", lowered.dispatches
-    assert "v_mfma_f32_16x16x4_f32" in kernel_for(lowered, convs[0])
+    lowered = one_matrix_contraction(problem, "rocm:gfx942", tmp_path, name)
+    (contraction,) = [d for d in lowered.dispatches if d.mma_kind]
+    assert contraction.mma_kind == "MFMA_F32_16x16x4_F32"
+    assert "v_mfma_f32_16x16x4_f32" in kernel_for(lowered, contraction)
