@@ -1,12 +1,12 @@
-// Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight) of a one-tap filter with no padding,
-// as the GEMM it is: ${rank}-D, layout ${layout}.
+// Grouped convolution backward-weight (CK example 20_grouped_conv_bwd_weight) as the GEMM it is: ${rank}-D, layout
+// ${layout}.
 //
 // With one tap (f = 0) and no padding, the identity s*o + d*f = i + p_lo reads x at i = s*o only. So x is first cut
 // to the positions the outputs read (a strided slice; x itself when s = 1), and then
 //     grad_w[g*K + k, c] = sum_{n, o} grad_out[n, o, g*K + k] * x_rows[n, o, g*C + c]      x_rows[n, o] = x[n, s*o]
 // a matmul per group, grad_out's rows transposed (K x N*O) times x's (N*O x C), with a long reduction: here
-// ${reduction_length} terms per weight element against ${outputs} weight elements. The reduction is split into
-// J = ${chunks} chunks (free reshapes), J partial sums in parallel, then their sum:
+// ${reduction_length} terms per weight element against ${outputs} weight elements.${gather_note} The reduction is
+// split into J = ${chunks} chunks (free reshapes), J partial sums in parallel, then their sum:
 //     partial[j, g, k, c] = sum_{r in chunk j} grad_out[r, g, k] * x_rows[r, g, c]
 //     grad_w[g*K + k, c] = sum_j partial[j, g, k, c]
 // Channels-last, r is the row (n, o) of the [N*O, G*C] and [N*O, G*K] matrices x and grad_out already are, and
@@ -54,7 +54,7 @@ ${flatten}
     linalg.yield %new_total : f32
   } -> !acc
 ${acc_as_weight}
-  %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}
+  %grad_w = linalg.generic {indexing_maps = [${acc_map}, ${store_map}], iterator_types = ${store_iterators}}
       ins(%acc_weight : ${acc_weight_type}) outs(%dst : !grad_w) {
   ^bb0(%a: f32, %unused: ${out_element}):
 ${narrow}
@@ -62,3 +62,13 @@ ${narrow}
   } -> !grad_w
   return %grad_w : !grad_w
 }
+
+// fragment gather: x's windows as columns (im2col), the gathered form's x_rows: one column per (tap, channel)
+  // x_rows[${rows_dims}] = x_padded[${read_dims}]: the input position s*o + d*f - p_lo, zero in the padding
+${pad}
+  %x_rows_empty = tensor.empty() : !x_rows
+  %x_rows = linalg.generic {indexing_maps = [${read_map}, ${rows_map}], iterator_types = ${iterators}}
+      ins(${padded} : ${padded_type}) outs(%x_rows_empty : !x_rows)${copy_attrs} {
+  ^bb0(%xv: ${element}, %unused: ${element}):
+    linalg.yield %xv : ${element}
+  } -> !x_rows

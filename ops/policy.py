@@ -180,14 +180,15 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     chunk), G = 1 and an image a chunk left out (``weight_gemm``; s, an image's segment, where ``gemm_split`` cuts
     them; j where the split is one chunk); positions (rows) a step as ``reduction`` where they divide the segment's
     (the chunk's)."""
-    workgroup = problem.kind == "dense" and _float32_gemm(problem) and _simt_workgroup(problem, spec)
+    workgroup = (problem.kind == "dense" and _float32_gemm(problem)
+                 and _simt_workgroup(problem, spec, weight_gemm.columns(problem)))
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
     chunks = gemm_split(problem)
     cut = weight_gemm.segments(problem, chunks)
     lead = [1] * ((chunks > 1) + (cut > 1))  # (j, s)
-    if problem.channels_last:
+    if weight_gemm.twin(problem).channels_last:
         reduction = [_simt_step(spec, weight_gemm.rows(problem) // chunks)]
     else:
         reduction = [1] * (problem.batch // chunks > 1) + [
@@ -202,15 +203,16 @@ def _simt_step(spec: dict, length: int) -> int:
     return spec["reduction"] if length % spec["reduction"] == 0 else 1
 
 
-def _simt_workgroup(problem, spec: dict) -> tuple[int, int] | None:
+def _simt_workgroup(problem, spec: dict, columns: int | None = None) -> tuple[int, int] | None:
     """The (k, c) a workgroup of ``spec`` for a float32 problem computed in float32, dense or grouped, a side for
-    each of a group's channel counts (``data_tiles.fit_side``); None where a side has none."""
+    each of a group's channel counts (``data_tiles.fit_side``; the c side for ``columns`` where given, the gathered
+    gemm form's taps x channels); None where a side has none."""
     if problem.kind not in ("dense", "grouped") or problem.dtype != "float32" or problem.is_split:
         return None
     least = spec.get("min_workgroup", min(spec["workgroup"]))
     sides = [data_tiles.fit_side(channels, side, thread, least, spec.get("fit"))
-             for channels, side, thread in zip((problem.out_channels, problem.in_channels), spec["workgroup"],
-                                               spec["thread"])]
+             for channels, side, thread in zip((problem.out_channels, columns or problem.in_channels),
+                                               spec["workgroup"], spec["thread"])]
     return tuple(sides) if all(sides) else None
 
 
@@ -280,6 +282,12 @@ GEMM_MIN_CHUNK_TERMS = 256
 GEMM_SEGMENT_ACCUMULATORS = 1 << 18
 
 
+# The gathered gemm form's columns (x's windows, im2col: N x O x taps x C elements) are a transient: at most this many
+# bytes, beyond which the generic serves. r3d_18's first stage at batch 8 gathers 2.9 GB and ran 2.1x faster so
+# (docs/perf/h200-im2col-gemm/exp27.log); a model at 4 GiB a layer would hold that much more memory for it.
+GEMM_GATHER_MAX_BYTES = 1 << 32
+
+
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
 # no convolution pipeline, so the im2col, depthwise and taps forms exist; the table's rule per kind picks the first.
 CPU_CONTRACTIONS = {"dense": ("generic", "im2col"), "grouped": ("generic", "im2col", "taps"),
@@ -331,7 +339,7 @@ def gemm_split(problem) -> int:
     than GEMM_SEGMENT_ACCUMULATORS partial sums each image's positions in segments too (``_segments``)."""
     rows = weight_gemm.rows(problem)
     weight = math.prod(problem.weight_shape)
-    if problem.channels_last:
+    if weight_gemm.twin(problem).channels_last:  # a gathered problem's rows are channels-last's
         choices = [j for j in range(1, rows // GEMM_BLOCK + 1) if rows % (j * GEMM_BLOCK) == 0
                    and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
     else:
@@ -412,10 +420,15 @@ def _weight_forms(problem, target: Target) -> list:
 
 
 def _simt_gemm(problem) -> bool:
-    """Whether ``problem`` is a float32 channels-first one-tap unpadded problem, whose gemm form ``takes_gemm`` leaves
-    out: a GPU's forms have it last where a table rule tiles it (``weight_gemm_tiles``; the rule puts it first)."""
-    return (not takes_gemm(problem) and weight_gemm.applies(problem) and problem.dtype == "float32"
-            and not problem.channels_last)
+    """Whether ``problem`` is a float32 one whose gemm form ``takes_gemm`` leaves out: channels-first one-tap and
+    unpadded, or of one group with its windows gathered (``weight_gemm.gathers``) in any layout, their columns at most
+    GEMM_GATHER_MAX_BYTES. A GPU's forms have it last where a table rule tiles it (``weight_gemm_tiles``; the rule
+    puts it first)."""
+    if takes_gemm(problem) or not weight_gemm.applies(problem) or problem.dtype != "float32":
+        return False
+    if weight_gemm.gathers(problem):
+        return weight_gemm.gathered_bytes(problem) <= GEMM_GATHER_MAX_BYTES
+    return not problem.channels_last
 
 
 def _float32_gemm(problem) -> bool:

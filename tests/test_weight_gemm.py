@@ -1,7 +1,8 @@
-"""grouped_conv_bwd_weight's gemm form (ops/operators/weight_gemm.py): a one-tap, unpadded weight gradient as the
-GEMM it is. Its module matches the float64 definition on the CPU in every layout, dtype, stride and split (at a
-ResNet layer's size too); the GPU targets take it first for such problems, with the reduction split by rule; and
-the compiled GPU code contracts it with matrix instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
+"""grouped_conv_bwd_weight's gemm form (ops/operators/weight_gemm.py): a weight gradient as the GEMM it is, of x
+itself for a one-tap unpadded filter, else of x's windows gathered into columns (im2col; one group). Its module
+matches the float64 definition on the CPU in every layout, dtype, stride, padding, dilation and split (at a ResNet
+layer's size too); the GPU targets take it first for one-tap problems, with the reduction split by rule; and the
+compiled GPU code contracts it with matrix instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
 
 from __future__ import annotations
 
@@ -47,6 +48,22 @@ CASES = {
     "2d_nchw_segments": (dict(layout="NCHW"), 20),
     "2d_nchw_s2_g2_segments": (dict(layout="NCHW", groups=2, in_channels=3, out_channels=5, stride=2,
                                     input_spatial=(6, 6)), 12),
+    # gathered (weight_gemm.gathers): taps, padding, both layouts (channels-first through its channels-last twin),
+    # strides, dilation, a filter of unequal sides, 1-D to 3-D, a padded one-tap filter
+    "gathered_2d_nhwc_3x3": (dict(batch=3, filter_spatial=(3, 3), padding=1), 3),
+    "gathered_2d_nchw_3x3": (dict(filter_spatial=(3, 3), padding=1, layout="NCHW"), 2),
+    "gathered_2d_nhwc_s2_3x2": (dict(batch=2, in_channels=5, out_channels=4, input_spatial=(9, 8),
+                                     filter_spatial=(3, 2), padding=(1, 0), stride=2), 4),
+    "gathered_2d_nchw_dilated": (dict(batch=2, in_channels=5, out_channels=4, input_spatial=(9, 8),
+                                      filter_spatial=(3, 3), padding=2, dilation=2, stride=(2, 1), layout="NCHW"), 1),
+    "gathered_3d_ndhwc": (dict(batch=2, in_channels=3, out_channels=5, input_spatial=(4, 5, 6),
+                               filter_spatial=(3, 3, 3), padding=1, layout="NDHWC"), 4),
+    "gathered_3d_ncdhw_s2": (dict(batch=2, in_channels=3, out_channels=5, input_spatial=(4, 5, 6),
+                                  filter_spatial=(3, 3, 3), padding=1, stride=2, layout="NCDHW"), 2),
+    "gathered_1d_nwc_5": (dict(batch=3, in_channels=4, out_channels=6, input_spatial=(11,), filter_spatial=(5,),
+                               padding=2, layout="NWC"), 4),
+    "gathered_1d_ncw_padded_one_tap": (dict(batch=3, in_channels=4, out_channels=6, input_spatial=(11,),
+                                            padding=1, layout="NCW"), 2),
 }
 
 
@@ -63,6 +80,17 @@ def test_the_gemm_form_matches_the_definition_at_a_resnet_layers_size(rng):
     than the check samples), its reduction in the chunks the GPU rule gives."""
     problem = _problem(batch=2, in_channels=64, out_channels=64, input_spatial=(56, 56), dtype="bfloat16")
     assert math.prod(problem.input_shape) > 1 << 18
+    error = _error(problem, policy.gemm_split(problem), rng)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_the_gathered_gemm_form_matches_the_definition_at_a_resnet_layers_size(rng, layout):
+    """ResNet-50's first 3x3 layer (64 -> 64 at 56x56, padding 1) at batch 2 in float32 (x: 401,408 elements, more
+    than the check samples), in the chunks the GPU rule gives: 2 x 56 x 56 x 576 gathered columns."""
+    problem = _problem(batch=2, in_channels=64, out_channels=64, input_spatial=(56, 56), filter_spatial=(3, 3),
+                       padding=1, layout=layout)
+    assert math.prod(problem.input_shape) > 1 << 18 and weight_gemm.gathers(problem)
     error = _error(problem, policy.gemm_split(problem), rng)
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
@@ -89,10 +117,10 @@ def _error(problem, chunks: int, rng) -> float:
 
 @pytest.mark.parametrize("params", [dict(filter_spatial=(3, 3), padding=1), dict(padding=1),
                                     dict(filter_spatial=(1, 3))])
-def test_the_gemm_form_refuses_taps_and_padding(params):
-    problem = _problem(**params)
-    assert not weight_gemm.applies(problem)
-    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the gemm form needs a one-tap filter"):
+def test_the_gemm_form_refuses_taps_and_padding_of_several_groups(params):
+    problem = _problem(groups=2, in_channels=4, out_channels=6, **params)
+    assert not weight_gemm.applies(problem) and weight_gemm.applies(_problem(**params))
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: the gemm form needs one group, or a one-tap "):
         op.render(problem, op.Form(contraction="gemm"))
 
 

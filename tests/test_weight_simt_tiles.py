@@ -1,8 +1,8 @@
 """The CUDA rules that tile a float32 weight gradient for IREE's SIMT pipeline
 (docs/perf/h100-f32-weight-tiles, docs/perf/h100-f32-data-tiles): the generic of several taps (``policy.
 weight_simt_tiles``: dense in 32 x 32 tiles, grouped a group a workgroup, and the stem's few input channels a row of
-taps a workgroup) and the gemm form of one tap (``policy.weight_gemm_tiles``, the form put first where the tiles
-take it). Which problems they take, the
+taps a workgroup) and the gemm form (``policy.weight_gemm_tiles``, the form put first where the tiles take it: of
+one tap, or of one group with x's windows gathered, ``weight_gemm.gathers``). Which problems they take, the
 configuration they pin, and that the modules they pin it on (written without their unit dims) compute the
 reference."""
 
@@ -29,6 +29,11 @@ def _tiles(problem, target=CUDA, form=None) -> dict:
     return tile_lists(policy.configs_for(problem, target, form).get(0, ""))
 
 
+def _generic(problem, target=CUDA):
+    """The problem's batch-split generic form on ``target``."""
+    return weight.Form(batch_split=policy.default_batch_split(problem, target))
+
+
 @pytest.mark.parametrize("params, workgroup, reduction", [
     # batch 32 in 32 chunks of one image (j, k, c, f0, f1; the unit image dim left out): every tap a workgroup (576
     # threads), two positions a step
@@ -46,11 +51,14 @@ def _tiles(problem, target=CUDA, form=None) -> dict:
     (dict(layout="NHWC"), [1, 32, 3, 3, 32, 0, 0], [0] * 5 + [1, 2]),
 ])
 def test_the_rule_tiles_dense_float32_problems_of_several_taps(params, workgroup, reduction):
-    tiles = _tiles(_problem(**params))
+    """The generic's tiles (where the gathered gemm form does not serve: the GPU's forms keep it after that)."""
+    problem = _problem(**params)
+    tiles = _tiles(problem, form=_generic(problem))
     assert tiles and [t for t in tiles["thread"][1:] if t > 1] == [4, 4]
     assert workgroup is None or tiles["workgroup"] == workgroup
     assert reduction is None or tiles["reduction"] == reduction
-    assert not _tiles(_problem(**params), ROCM) and not _tiles(_problem(**params), CPU)  # CUDA's table only
+    for target in (ROCM, CPU):  # CUDA's table only
+        assert not _tiles(problem, target, _generic(problem, target))
 
 
 @pytest.mark.parametrize("params", [
@@ -79,7 +87,7 @@ def test_the_rule_leaves_other_problems_to_their_own_tiles(params):
 ], ids=["2d", "strided_unit_chunks", "3d", "grouped", "stem", "channels_last"])
 def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
     problem = _problem(**params)
-    spec = policy.module_spec(problem, CUDA)
+    spec = policy.module_spec(problem, CUDA, options=_generic(problem))
     assert "thread = [1, " in spec.mlir
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= 1e-5 * scale
@@ -226,3 +234,50 @@ def test_the_stem_takes_a_row_of_taps_a_workgroup():
     assert tiles["reduction"][6:] == [1, 1, 4]  # (a chunk of one image left out) depth, rows, four positions a step
     # a 3x3 stem of 32 channels (MobileNetV2's, EfficientNet-B0's): 48 threads, fewer than the rule's 128
     assert not _tiles(_problem(in_channels=3, out_channels=32, input_spatial=(224, 224), stride=2))
+
+
+@pytest.mark.parametrize("params, chunks, workgroup", [
+    # ResNet-50's 3x3 layers at batch 32 (docs/perf/h200-im2col-gemm/exp27.log): 576 columns (9 taps x 64), 196
+    # chunks of 512 rows; 2,304 columns; 4,608 columns at 7x7 in one chunk (1,568 rows, no split of whole blocks)
+    (dict(input_spatial=(56, 56)), 196, [1, 32, 32, 0]),
+    (dict(input_spatial=(14, 14), in_channels=256, out_channels=256, layout="NHWC"), 14, [1, 32, 32, 0]),
+    (dict(input_spatial=(7, 7), in_channels=512, out_channels=512), 1, [32, 32, 0]),
+    # r3d_18's strided 3x3x3 layer 64 -> 128 at batch 8: 1,728 columns
+    (dict(batch=8, input_spatial=(16, 56, 56), filter_spatial=(3, 3, 3), stride=2, out_channels=128,
+          layout="NCDHW"), 28, [1, 32, 32, 0]),
+])
+def test_dense_float32_problems_of_several_taps_take_the_gathered_gemm_form(params, chunks, workgroup):
+    """The gemm form with x's windows gathered (``weight_gemm.gathers``) goes first on CUDA, under the one-tap rule's
+    tiles over (k, taps x c), the generic after it; channels-first through its channels-last twin's rows. The
+    generic keeps other targets (no rule tiles the gemm form there)."""
+    problem = _problem(**params)
+    first, second = policy.forms_for(problem, CUDA)[:2]
+    assert first == weight.Form(batch_split=chunks, contraction="gemm") and second.contraction == "generic"
+    assert weight_gemm.gathers(problem) and weight_gemm.twin(problem).channels_last
+    tiles = _tiles(problem, form=first)
+    assert tiles["workgroup"] == workgroup and tiles["thread"][-3:-1] == [4, 4]
+    for target in (ROCM, CPU):
+        assert all(f.contraction != "gemm" for f in policy.forms_for(problem, target))
+
+
+@pytest.mark.parametrize("params", [
+    dict(groups=2, in_channels=32, out_channels=32),                     # grouped: the gemm form takes one group
+    dict(dtype="bfloat16"),                                              # 16-bit: the matrix pipelines' rules
+    dict(precision="bf16x3"),                                            # split: its bfloat16 problem's
+    dict(in_channels=3, input_spatial=(56, 56), filter_spatial=(7, 7), padding=3, stride=2),  # 147 columns
+    # r3d_18's first stage at batch 32: 11 GB of columns, past GEMM_GATHER_MAX_BYTES
+    dict(batch=32, input_spatial=(16, 56, 56), filter_spatial=(3, 3, 3), layout="NDHWC"),
+])
+def test_the_gathered_gemm_form_leaves_other_problems_to_the_generic(params):
+    problem = _problem(**params).computed_as
+    assert policy.forms_for(problem, CUDA)[0].contraction == "generic"
+
+
+def test_the_gathered_gemm_module_computes_the_reference(rng, tmp_path):
+    """The CUDA module of a padded, strided 3x3 channels-first layer (its transposes, gather, pinned contraction and
+    chunk sum), compiled for the CPU, against the float64 definition."""
+    problem = _problem(batch=2, in_channels=32, out_channels=64, input_spatial=(9, 7), stride=2)
+    spec = policy.module_spec(problem, CUDA)
+    assert "linalg.transpose" in spec.mlir and "thread = [4, 4, 0]" in spec.mlir  # one chunk: j left out
+    error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
+    assert error <= 1e-5 * scale

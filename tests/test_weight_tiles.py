@@ -53,10 +53,13 @@ def test_other_weight_gradients_keep_irees_tiles(problem):
 
 
 def test_a_float32_one_takes_the_simt_tiles_instead():
-    """Unsplit (TF32 off), no matrix tile: the float32 SIMT rule's (tests/test_weight_simt_tiles.py)."""
+    """Unsplit (TF32 off), no matrix tile: the gathered gemm form's SIMT tiles, and the generic's SIMT rule after it
+    (tests/test_weight_simt_tiles.py)."""
     problem = _split(precision="float32")
     assert GEMM_TILE not in policy.module_spec(problem, CUDA).mlir
-    assert "thread = [1, 4, 4, 1, 1, 1" in _tile(problem)
+    assert "thread = [4, 4, 0]" in _tile(problem)  # the gemm form of one chunk: (k, c) a thread, the rows reduced
+    generic = weight.Form(batch_split=policy.default_batch_split(problem, CUDA))
+    assert "thread = [1, 4, 4, 1, 1, 1" in policy.configs_for(problem, CUDA, generic)[0]
 
 
 def test_no_tile_on_rocm_or_the_cpu():

@@ -8,8 +8,9 @@ the channels as in PyTorch and CK's NHWGC: x holds ``G*C`` channels, grad_out ``
 the output positions (the forward's identity ``s*o + d*f = i + p_lo`` read from the weight's side), on GPUs in
 J batch chunks of partial sums that a second, small dispatch adds (``default_batch_split``). That generic and the
 module around every form's contraction are here; the other forms have their modules: ``weight_gemm`` (one-tap
-filters, no padding), ``weight_im2col``, ``weight_per_image`` (``per_image``, ``per_image_nn``), ``weight_taps``,
-``weight_shifted``, ``weight_depthwise``, and ``split_precision`` (bfloat16 x 3) around any of them.
+filters with no padding; or one group, x's windows gathered), ``weight_im2col``, ``weight_per_image``
+(``per_image``, ``per_image_nn``), ``weight_taps``, ``weight_shifted``, ``weight_depthwise``, and
+``split_precision`` (bfloat16 x 3) around any of them.
 """
 
 from __future__ import annotations
@@ -119,9 +120,9 @@ class Form:
     ``batch_split``: J, the chunks the batch is reduced in (J partial sums in parallel, then their sum; it must
     divide the batch; the gemm form's divide its rows, ``weight_gemm.rows``, or cut each image's positions
     channels-first, ``weight_gemm.segments``). ``contraction``: the
-    convolution-form ``linalg.generic`` (``"generic"``), for one-tap filters with no padding the GEMM they are
-    (``"gemm"``, ``weight_gemm``), the windows gathered and contracted by a batch_matmul per group
-    (``"im2col"``), for channels-first layouts the windows
+    convolution-form ``linalg.generic`` (``"generic"``), the GEMM it is (``"gemm"``, ``weight_gemm``: of x's rows
+    for one-tap filters with no padding, else, for one group, of x's windows gathered into columns), the windows
+    gathered and contracted by a batch_matmul per group (``"im2col"``), for channels-first layouts the windows
     contracted by a batch_matmul per image and group, then summed over the images (``"per_image"``; with one
     operand laid out (o, channels) first, so that no matmul reduces along a row, in either layout:
     ``"per_image_nn"``), for problems of few channels a group one sum per tap, image, group and (k, c) in one
@@ -256,7 +257,7 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     chunks = form.batch_split
     if form.contraction == "gemm":
         return weight_gemm.render(problem, chunks, dtypes.mlir_element_type(result_dtype(problem)),
-                                  mlir.transients(lowering.transients), lowering.configs.get(0))
+                                  mlir.transients(lowering.transients), lowering.configs.get(0), lowering.copy)
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",

@@ -1,15 +1,17 @@
-"""The weight gradient of a one-tap filter with no padding as the GEMM it is (``mlir/weight_gemm.mlir``):
-grouped_conv_bwd_weight's ``gemm`` form. x is cut to the positions the outputs read, both activations are
-reshaped (for free) into row chunks, and one contraction with plain index maps sums each chunk; a second adds
-the chunks."""
+"""The weight gradient as the GEMM it is (``mlir/weight_gemm.mlir``): grouped_conv_bwd_weight's ``gemm`` form. x is
+cut to the positions the outputs read (one tap, no padding), or its windows are gathered into columns (``gathers``:
+im2col, a column per tap and channel), both activations are reshaped (for free) into row chunks, and one
+contraction with plain index maps sums each chunk; a second adds the chunks."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .. import dtypes
 from .. import render as mlir
 from ..geometry import ceil_div
+from ..layouts import layouts_of_rank
 from ..problem import GEMM_BLOCK, ConvBwdWeightProblem
 from ..validation import check
 
@@ -17,13 +19,31 @@ OP = "grouped_conv_bwd_weight"
 
 
 def applies(problem: ConvBwdWeightProblem) -> bool:
-    """Whether the gemm form can take ``problem``: one filter tap, no padding."""
-    return problem.one_tap_unpadded
+    """Whether the gemm form can take ``problem``: one filter tap and no padding, or one group (``gathers``)."""
+    return problem.one_tap_unpadded or problem.groups == 1
+
+
+def gathers(problem: ConvBwdWeightProblem) -> bool:
+    """Whether the form gathers x's windows into columns first (im2col): a filter of several taps, or padding."""
+    return not problem.one_tap_unpadded
+
+
+def columns(problem: ConvBwdWeightProblem) -> int:
+    """The GEMM's columns a group: C, times the filter's taps where the windows are gathered (``gathers``)."""
+    return problem.in_channels * math.prod(problem.filter_spatial)
+
+
+def gathered_bytes(problem: ConvBwdWeightProblem) -> int:
+    """The bytes of x's windows gathered into columns (``gathers``): N x O x taps x C elements."""
+    return (problem.batch * math.prod(problem.output_spatial) * math.prod(problem.filter_spatial)
+            * problem.groups * problem.in_channels * dtypes.numpy_dtype(problem.dtype).itemsize)
 
 
 def rows(problem: ConvBwdWeightProblem) -> int:
     """What the chunks split: the rows (n, o) channels-last, with zero rows after them up to whole GEMM_BLOCKs
-    (``zero_rows``); the images channels-first (more chunks than images: ``segments``)."""
+    (``zero_rows``); the images channels-first (more chunks than images: ``segments``). A gathered problem's are
+    its channels-last ``twin``'s."""
+    problem = twin(problem)
     if not problem.channels_last:
         return problem.batch
     return ceil_div(problem.batch * math.prod(problem.output_spatial), GEMM_BLOCK) * GEMM_BLOCK
@@ -32,7 +52,7 @@ def rows(problem: ConvBwdWeightProblem) -> int:
 def segments(problem: ConvBwdWeightProblem, chunks: int) -> int:
     """S, the segments each image's positions are cut into: channels-first, ``chunks`` a whole number S > 1 of
     the batch, one image a chunk cut into S runs of its positions; 1 otherwise (the chunks divide ``rows``)."""
-    if problem.channels_last or chunks <= problem.batch or chunks % problem.batch:
+    if twin(problem).channels_last or chunks <= problem.batch or chunks % problem.batch:
         return 1
     return chunks // problem.batch
 
@@ -52,69 +72,162 @@ def zero_rows(problem: ConvBwdWeightProblem) -> int:
     """The zero rows a channels-last problem's activations get after their N*O rows: IREE 3.13's matrix pipelines
     read a reduction in whole blocks of its K tile, on past its end (``problem.GEMM_BLOCK``); a zero row adds
     nothing to any sum."""
-    return rows(problem) - problem.batch * math.prod(problem.output_spatial) if problem.channels_last else 0
+    return rows(problem) - problem.batch * math.prod(problem.output_spatial) if twin(problem).channels_last else 0
 
 
-def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transients: str, config: str | None) -> str:
+def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transients: str, config: str | None,
+           copy: dict | None = None) -> str:
     """The problem's module in ``chunks`` chunks of its ``rows``, grad_w stored as ``out_element``; ``config``
-    pins the contraction, which then leaves its unit dims out (``_units``)."""
-    check(applies(problem), f"{OP}: the gemm form needs a one-tap filter and no padding, but got {problem.name}")
+    pins the contraction, which then leaves its unit dims out (``_units``); ``copy`` tiles the gather (GPUs). A
+    gathered channels-first problem is computed as its channels-last ``twin``, its activations and grad_w
+    transposed."""
+    check(applies(problem), f"{OP}: the gemm form needs one group, or a one-tap filter and no padding, but got "
+                            f"{problem.name}")
     check(splits(problem, chunks),
           f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)} (or, channels-first, be a whole "
           f"number of them that divides each image's positions), but got {chunks!r}")
-    element = dtypes.mlir_element_type(problem.dtype)
-    rows_shape = _rows_shape(problem)
-    x_rows, x_value, x_type = _x_rows(problem, rows_shape)
-    if zero_rows(problem):
-        x_rows = f"{mlir.render('grouped_conv_bwd_weight.zero_element', element=element)}\n{x_rows}"
-    widen_g, g32 = mlir.widen("%gv", element, "%g32")
-    widen_x, x32 = mlir.widen("%xv", element, "%x32")
-    narrow, stored = mlir.narrow("%a", out_element, "%v")
-    units = _units(problem, chunks) if config else frozenset()
-    cut = segments(problem, chunks)
+    inner, element = twin(problem), dtypes.mlir_element_type(problem.dtype)
+    rows_shape = _rows_shape(inner)
+    units = _units(inner, chunks) if config else frozenset()
+    cut = segments(inner, chunks)
     left_out = units | ({"s"} if cut == 1 else set())  # one segment an image: no segment dim either
-    grad_out_map, x_map, partial_map, iterators = _maps(problem, left_out)
-    weight_dims = mlir.dims("d", problem.rank + 2)
-    x_chunks_shape = _chunks_shape(problem, chunks, problem.in_channels, left_out)
-    grad_out_chunks_shape = _chunks_shape(problem, chunks, problem.out_channels, left_out)
-    flat_shape = [chunks, problem.groups * problem.out_channels, problem.in_channels]  # the partial sums (J, G*K, C)
+    x_chunks_shape = _chunks_shape(inner, chunks, columns(inner), left_out)
+    grad_out_chunks_shape = _chunks_shape(inner, chunks, inner.out_channels, left_out)
+    x_rows, x_chunks, grad_out_chunks = _operands(problem, inner, rows_shape, x_chunks_shape, grad_out_chunks_shape,
+                                                  left_out, copy)
+    flat_shape = [chunks, inner.groups * inner.out_channels, columns(inner)]  # the partial sums (J, G*K, C)
     return mlir.render(
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
-        outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=max(1, rows(problem) // chunks),
-        segments_note="" if cut == 1 else (f"\n// With more chunks than images, each image's positions are cut into "
-                                           f"{cut} runs (s), a chunk each: n is one image."),
+        outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=max(1, rows(inner) // chunks),
+        gather_note=_gather_note(problem), segments_note="" if cut == 1 else (
+            f"\n// With more chunks than images, each image's positions are cut into {cut} runs (s), a chunk each: "
+            f"n is one image."),
         x_type=mlir.tensor(problem.input_shape, element), grad_out_type=mlir.tensor(problem.output_shape, element),
         grad_w_type=mlir.tensor(problem.weight_shape, out_element), x_rows_type=mlir.tensor(rows_shape, element),
         x_chunks_type=mlir.tensor(x_chunks_shape, element),
         grad_out_chunks_type=mlir.tensor(grad_out_chunks_shape, element),
-        partial_type=mlir.tensor(_kept([chunks // cut, cut, problem.groups, problem.out_channels,
-                                        problem.in_channels], ["j", "s", "g", "k", "c"], left_out), "f32"),
+        partial_type=mlir.tensor(_kept([chunks // cut, cut, inner.groups, inner.out_channels, columns(inner)],
+                                       ["j", "s", "g", "k", "c"], left_out), "f32"),
         partial="%partial" if _flattens(left_out) else "%partial_flat", flatten=_flatten(left_out, flat_shape),
-        partial_flat_type=mlir.tensor(flat_shape, "f32"),
-        acc_type=mlir.tensor([problem.groups * problem.out_channels, problem.in_channels], "f32"),
-        transients=transients, x_rows=x_rows,
-        x_chunks=_to_chunks(problem, x_value, x_type, rows_shape, x_chunks_shape, "x", element, left_out),
-        grad_out_chunks=_to_chunks(problem, "%grad_out", "!grad_out", list(problem.output_shape),
-                                   grad_out_chunks_shape, "grad_out", element, left_out),
-        grad_out_map=grad_out_map, x_map=x_map, partial_map=partial_map, iterators=iterators,
+        partial_flat_type=mlir.tensor(flat_shape, "f32"), acc_type=mlir.tensor(flat_shape[1:], "f32"),
+        transients=transients, x_rows=x_rows, x_chunks=x_chunks, grad_out_chunks=grad_out_chunks,
+        **dict(zip(("grad_out_map", "x_map", "partial_map", "iterators"), _maps(inner, left_out))),
         dispatch_config=f" attrs = {{compilation_info = {config}}}" if config else "",
-        to_accumulator=mlir.indent(f"{widen_g}\n{widen_x}", 4) if widen_x else "    // f32 inputs: no extension",
-        element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=x32),
         chunks_map=mlir.affine_map(["d0", "d1", "d2"], ["d2", "d0", "d1"]),
         chunks_out_map=mlir.affine_map(["d0", "d1", "d2"], ["d0", "d1"]),
-        acc_as_weight=_acc_as_weight(problem), acc_weight_type=mlir.tensor(problem.weight_shape, "f32"),
-        store_map=mlir.affine_map(weight_dims, weight_dims),
-        store_iterators=mlir.iterators(["parallel"] * (problem.rank + 2)), out_element=out_element,
-        narrow=mlir.indent(narrow, 4), stored=stored,
+        acc_as_weight=_acc_as_weight(inner), acc_weight_type=mlir.tensor(inner.weight_shape, "f32"),
+        **_body(element, out_element), **_store(problem, inner),
     )
 
 
+def twin(problem: ConvBwdWeightProblem) -> ConvBwdWeightProblem:
+    """The problem whose layout the GEMM reads: itself, or for a gathered channels-first one (``gathers``) its
+    channels-last twin (x and grad_out transposed channels-last first, grad_w transposed back after: a channels-first
+    GEMM reduces along both operands' rows, and took 1.9-2.2x the time of the transposes and the channels-last GEMM
+    on ResNet-50's seven 3x3 layers, docs/perf/h200-im2col-gemm/exp26.log against exp27.log)."""
+    if problem.channels_last or not gathers(problem):
+        return problem
+    return dataclasses.replace(problem, layout=layouts_of_rank(problem.rank)[0])
+
+
+def _operands(problem, inner, rows_shape, x_chunks_shape, grad_out_chunks_shape, left_out, copy) -> tuple:
+    """(x_rows's lines, the x chunks', grad_out chunks') of ``problem`` read as ``inner`` (``twin``): x cut or
+    gathered, transposed first where ``inner`` is another layout's; zero rows after both where they need them."""
+    element = dtypes.mlir_element_type(problem.dtype)
+    x, grad_out = ("%x", "!x"), ("%grad_out", "!grad_out")
+    turned = []
+    if inner is not problem:
+        x = _transposed(problem, "%x", "!x", inner.input_shape, element, turned)
+        grad_out = _transposed(problem, "%grad_out", "!grad_out", inner.output_shape, element, turned)
+    lines, x_value, x_type = _gather(inner, rows_shape, element, copy, x) if gathers(inner) else _x_rows(inner,
+                                                                                                        rows_shape)
+    if zero_rows(inner) or any(lo or hi for lo, hi in inner.padding):
+        lines = f"{mlir.render('grouped_conv_bwd_weight.zero_element', element=element)}\n{lines}"
+    x_chunks = _to_chunks(inner, x_value, x_type, rows_shape, x_chunks_shape, "x", element, left_out)
+    grad_out_chunks = _to_chunks(inner, *grad_out, list(inner.output_shape), grad_out_chunks_shape, "grad_out",
+                                 element, left_out)
+    return "\n".join([*turned, lines]), x_chunks, grad_out_chunks
+
+
+def _transposed(problem, value: str, value_type: str, last_shape, element: str, lines: list) -> tuple:
+    """(value, type) of a channels-first activation transposed channels-last, its lines appended to ``lines``."""
+    result, result_type = f"{value}_last", mlir.tensor(last_shape, element)
+    lines.append(mlir.render(
+        "common.transpose", result=result, source=value, source_type=value_type, result_type=result_type,
+        permutation=mlir.index_list([0, *range(2, problem.rank + 2), 1])))
+    return result, result_type
+
+
+def _body(element: str, out_element: str) -> dict:
+    """The contraction's body and the store's narrowing."""
+    widen_g, g32 = mlir.widen("%gv", element, "%g32")
+    widen_x, x32 = mlir.widen("%xv", element, "%x32")
+    narrow, stored = mlir.narrow("%a", out_element, "%v")
+    return dict(
+        to_accumulator=mlir.indent(f"{widen_g}\n{widen_x}", 4) if widen_x else "    // f32 inputs: no extension",
+        element=element, multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=x32),
+        out_element=out_element, narrow=mlir.indent(narrow, 4), stored=stored)
+
+
+def _store(problem: ConvBwdWeightProblem, inner: ConvBwdWeightProblem) -> dict:
+    """The store's maps over grad_w's dims: the sums read as they lie, or from ``inner``'s (k, f.., c) where grad_w is
+    channels-first (k, c, f..)."""
+    dims = mlir.dims("d", problem.rank + 2)
+    read = dims if inner is problem else [dims[0], *dims[2:], dims[1]]
+    return dict(acc_map=mlir.affine_map(dims, read), store_map=mlir.affine_map(dims, dims),
+                store_iterators=mlir.iterators(["parallel"] * (problem.rank + 2)))
+
+
 def _rows_shape(problem: ConvBwdWeightProblem) -> list[int]:
-    """x cut to the read positions: the output's spatial sizes with x's batch and channels."""
-    channels = problem.groups * problem.in_channels
+    """x cut to the read positions: the output's spatial sizes with x's batch and channels; gathered (channels-last:
+    ``twin``), the channels preceded by the filter's taps, as grad_w lays them out."""
+    channels = [problem.groups * problem.in_channels]
     spatial = list(problem.output_spatial)
-    return [problem.batch, *spatial, channels] if problem.channels_last else [problem.batch, channels, *spatial]
+    if gathers(problem):
+        channels = [*problem.filter_spatial, *channels]
+    return [problem.batch, *spatial, *channels] if problem.channels_last else [problem.batch, *channels, *spatial]
+
+
+def _gather_note(problem: ConvBwdWeightProblem) -> str:
+    """The template's words on the gathered form (``gathers``), or none."""
+    if not gathers(problem):
+        return ""
+    turned = "" if problem.channels_last else (
+        "\n// Channels-first, x and grad_out are first transposed channels-last, and grad_w back from (k, f, c) after.")
+    return (f"\n// This filter has {math.prod(problem.filter_spatial)} taps (or padding): x's windows are first "
+            f"gathered into columns (im2col),\n//     x_rows[n, o, (f, c)] = x[n, s*o + d*f - p_lo, c]      (zero "
+            f"where that is padding)\n// and the same GEMM runs over its {columns(problem)} columns (f, c) for C, "
+            f"one tap's channels after another.{turned}")
+
+
+def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, copy: dict | None,
+            source: tuple[str, str]) -> tuple[str, str, str]:
+    """(lines, value, type) of x's windows gathered into ``rows_shape`` (``gathers``) from channels-last x
+    (``source``: value, type): x zero-padded, then one data-movement generic over (n, o.., f.., o_last, c), the
+    last output axis with the channels so that a copy workgroup's rows run along it (``copy``: its tiling)."""
+    rank = problem.rank
+    o, f = mlir.dims("o", rank), mlir.dims("f", rank)
+    windows = [mlir.window(o[a], f[a], problem.stride[a], problem.dilation[a]) for a in range(rank)]
+    low, high = ([pad[side] for pad in problem.padding] for side in (0, 1))
+    padded_shape = [problem.batch, *(size + lo + hi for size, lo, hi in zip(problem.input_spatial, low, high)),
+                    problem.in_channels]
+    (padded, padded_type), pad = source, "  // no padding: the windows read x as it is"
+    if any(low) or any(high):
+        pad_type = mlir.tensor(padded_shape, element)
+        pad = mlir.indent(mlir.render(
+            "common.zero_pad", result="%x_padded", source=padded, low=mlir.index_list([0, *low, 0]),
+            high=mlir.index_list([0, *high, 0]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
+            zero="%zero_element", element=element, source_type=padded_type, result_type=pad_type), 2)
+        padded, padded_type = "%x_padded", pad_type
+    loops, rows_dims, read = ["n", *o[:-1], *f, o[-1], "c"], ["n", *o, *f, "c"], ["n", *windows, "c"]
+    loop_shape = [problem.batch, *problem.output_spatial[:-1], *problem.filter_spatial, problem.output_spatial[-1],
+                  problem.in_channels]
+    return mlir.render(
+        "weight_gemm.gather", rows_dims=", ".join(rows_dims), read_dims=", ".join(read), pad=pad, padded=padded,
+        padded_type=padded_type, read_map=mlir.affine_map(loops, read), rows_map=mlir.affine_map(loops, rows_dims),
+        iterators=mlir.iterators(["parallel"] * len(loops)), element=element,
+        copy_attrs=mlir.copy_attrs(loop_shape, copy)), "%x_rows", "!x_rows"
 
 
 def _x_rows(problem: ConvBwdWeightProblem, rows_shape: list[int]) -> tuple[str, str, str]:
@@ -183,12 +296,13 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
     channels-last followed by its zero rows (``zero_rows``), then split into chunks and groups (the ``units``
     left out)."""
     rank = problem.rank
-    if problem.channels_last:
-        merge, merged = [list(range(rank + 1)), [rank + 1]], [shape[0] * math.prod(shape[1:-1]), shape[-1]]
+    if problem.channels_last:  # (n, o..) rows, then the channels (and taps, gathered)
+        merge = [list(range(rank + 1)), list(range(rank + 1, len(shape)))]
         split = _split([["j", "r"], ["g", "c"]], units)
-    else:
-        merge, merged = [[0], [1], list(range(2, rank + 2))], [shape[0], shape[1], math.prod(shape[2:])]
+    else:  # n, then the channels (and taps), then the positions
+        merge = [[0], list(range(1, len(shape) - rank)), list(range(len(shape) - rank, len(shape)))]
         split = _split([["j", "n"], ["g", "c"], ["s", "p"]], units)
+    merged = [math.prod(shape[i] for i in group) for group in merge]
     merged_type = mlir.tensor(merged, element)
     direct = len(chunks_shape) == len(merged)  # every unit left out: the merged (and padded) tensor is the chunks
     padded = zero_rows(problem) > 0
