@@ -185,11 +185,11 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
-    chunks = gemm_split(problem)
-    cut = weight_gemm.segments(problem, chunks)
+    chunks, read = gemm_split(problem), weight_gemm.twin(problem, gemm_transposes(problem))
+    cut = weight_gemm.segments(read, chunks)
     lead = [1] * ((chunks > 1) + (cut > 1))  # (j, s)
-    if weight_gemm.twin(problem).channels_last:
-        reduction = [_simt_step(spec, weight_gemm.rows(problem) // chunks)]
+    if read.channels_last:
+        reduction = [_simt_step(spec, weight_gemm.rows(read) // chunks)]
     else:
         reduction = [1] * (problem.batch // chunks > 1) + [
             _simt_step(spec, math.prod(problem.output_spatial) // cut)]
@@ -282,6 +282,15 @@ GEMM_MIN_CHUNK_TERMS = 256
 GEMM_SEGMENT_ACCUMULATORS = 1 << 18
 
 
+# A float32 channels-first one-tap weight gradient's gemm form reads its activations transposed channels-last
+# (``gemm_transposes``) where C x K / (C + K) is at least this many channels and the channels-last split gives at
+# least that many partial sums: on an H200, the 26 of 87 models-suite layers so chosen ran 1.1-2.8x faster (ResNet-50's
+# 1x1 layers 1.3-2.8x), none slower; layers of fewer channels or partial sums ran up to 2.1x slower, the
+# transposes' passes and the channels-last split's whole 32-row chunks outweighing their GEMM
+# (docs/perf/h200-im2col-gemm/exp28.log).
+GEMM_TRANSPOSE_MIN_CHANNELS = 40
+GEMM_TRANSPOSE_MIN_PARTIALS = 1 << 21
+
 # The gathered gemm form's columns (x's windows, im2col: N x O x taps x C elements) are a transient: at most this many
 # bytes, beyond which the generic serves. r3d_18's first stage at batch 8 gathers 2.9 GB and ran 2.1x faster so
 # (docs/perf/h200-im2col-gemm/exp27.log); a model at 4 GiB a layer would hold that much more memory for it.
@@ -334,12 +343,33 @@ def takes_gemm(problem) -> bool:
 
 def gemm_split(problem) -> int:
     """J of the backward-weight gemm form: the fewest chunks giving GPU_PARALLEL_ACCUMULATORS partial sums, of at
-    least GEMM_MIN_CHUNK_TERMS terms each (else the most such; 1 where none is). Channels-last, the rows split in
-    chunks of whole GEMM_BLOCK blocks; channels-first, the images, and a float32 problem whose images give fewer
-    than GEMM_SEGMENT_ACCUMULATORS partial sums each image's positions in segments too (``_segments``)."""
+    least GEMM_MIN_CHUNK_TERMS terms each (else the most such; 1 where none is). Channels-last (or read so,
+    ``gemm_transposes``), the rows split in chunks of whole GEMM_BLOCK blocks; channels-first, the images, and a
+    float32 problem whose images give fewer than GEMM_SEGMENT_ACCUMULATORS partial sums each image's positions in
+    segments too (``_segments``)."""
+    return _rows_split(weight_gemm.twin(problem, gemm_transposes(problem)))
+
+
+def gemm_transposes(problem) -> bool:
+    """Whether the gemm form reads a channels-first problem's activations transposed channels-last
+    (``weight_gemm.twin``): gathered, always; a float32 one-tap problem where the GEMM outweighs the transposes, C x
+    K / (C + K) (its multiply-adds per element the transposes move) at least GEMM_TRANSPOSE_MIN_CHANNELS, and where
+    the channels-last split still fills the GPU, at least GEMM_TRANSPOSE_MIN_PARTIALS partial sums."""
+    if problem.channels_last or not weight_gemm.applies(problem):
+        return False
+    if weight_gemm.gathers(problem):
+        return True
+    c, k = problem.in_channels, problem.out_channels
+    if problem.dtype != "float32" or c * k < GEMM_TRANSPOSE_MIN_CHANNELS * (c + k):
+        return False
+    return _rows_split(weight_gemm.twin(problem, True)) * math.prod(problem.weight_shape) >= GEMM_TRANSPOSE_MIN_PARTIALS
+
+
+def _rows_split(problem) -> int:
+    """``gemm_split``'s J for the problem the GEMM reads, in its layout."""
     rows = weight_gemm.rows(problem)
     weight = math.prod(problem.weight_shape)
-    if weight_gemm.twin(problem).channels_last:  # a gathered problem's rows are channels-last's
+    if problem.channels_last:
         choices = [j for j in range(1, rows // GEMM_BLOCK + 1) if rows % (j * GEMM_BLOCK) == 0
                    and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
     else:
@@ -404,7 +434,8 @@ def _weight_forms(problem, target: Target) -> list:
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
-        gemm = [Form(batch_split=gemm_split(problem), contraction="gemm")] if weight_gemm.applies(problem) else []
+        gemm = ([Form(batch_split=gemm_split(problem), contraction="gemm", transpose=gemm_transposes(problem))]
+                if weight_gemm.applies(problem) else [])
         tiled = [form for form in gemm if _simt_gemm(problem) and configs_for(problem, target, form)]
         first, last = (gemm, []) if takes_gemm(problem) else ([], tiled)
         rows = [dataclasses.replace(generic, row_split=True)] if problem.kind == "depthwise" else []

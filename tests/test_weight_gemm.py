@@ -107,10 +107,26 @@ def test_the_gemm_form_with_zero_rows_matches_the_definition_at_r3d_18s_size(rng
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
-def _error(problem, chunks: int, rng) -> float:
+@pytest.mark.parametrize("params, chunks", [
+    (dict(layout="NCHW", stride=2, input_spatial=(9, 8)), 2),             # 4 x 5 x 4 = 80 rows, 96 with zero rows
+    (dict(layout="NCDHW", input_spatial=(4, 5, 6), in_channels=3, out_channels=5), 8),
+    (dict(layout="NCW", input_spatial=(10,), batch=2, dtype="bfloat16", out_dtype="float32"), 1),
+])
+def test_the_transposed_gemm_form_matches_the_definition(rng, params, chunks):
+    """A channels-first one-tap problem read transposed channels-last (``Form.transpose``, ``weight_gemm.twin``):
+    its rows split as channels-last ones, grad_w transposed back."""
+    problem = _problem(**params)
+    assert weight_gemm.twin(problem, True).channels_last and weight_gemm.splits(weight_gemm.twin(problem, True), chunks)
+    error = _error(problem, chunks, rng, transpose=True)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+    with pytest.raises(ValueError, match="transpose takes the gemm form"):
+        op.Form(transpose=True)
+
+
+def _error(problem, chunks: int, rng, transpose: bool = False) -> float:
     inputs = op.random_inputs(problem, rng)
     (shape, dtype), = op.results(problem)
-    form = op.Form(batch_split=chunks, contraction="gemm")
+    form = op.Form(batch_split=chunks, contraction="gemm", transpose=transpose)
     got = run(problem, inputs, "local-task", poisoned(shape, dtype, "local-task"), form=form).to_host()
     return verify.relative_error(got, op.reference(problem, inputs))
 

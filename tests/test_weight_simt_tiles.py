@@ -93,15 +93,17 @@ def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
     assert error <= 1e-5 * scale
 
 
-@pytest.mark.parametrize("params, reduction", [
-    (dict(input_spatial=(56, 56), in_channels=256), [0, 0, 0, 2]),          # 32 chunks of an image: n left out
-    (dict(input_spatial=(14, 14), in_channels=1024, out_channels=256), [0, 0, 0, 1, 2]),
-    (dict(input_spatial=(7, 7), in_channels=2048, out_channels=512), [0, 0, 0, 1, 1]),  # 49 positions: one a step
+@pytest.mark.parametrize("params, reduction, transpose", [
+    # read channels-last (policy.gemm_transposes): 256 -> 64 in 392 chunks of 256 rows, 1024 -> 256 in 14 of 448
+    (dict(input_spatial=(56, 56), in_channels=256), [0, 0, 0, 2], True),
+    (dict(input_spatial=(14, 14), in_channels=1024, out_channels=256), [0, 0, 0, 2], True),
+    (dict(input_spatial=(7, 7), in_channels=2048, out_channels=512), [0, 0, 0, 1, 1], False),  # 49 positions: one a step
 ])
-def test_one_tap_problems_take_the_gemm_form_under_the_same_tiles(params, reduction):
+def test_one_tap_problems_take_the_gemm_form_under_the_same_tiles(params, reduction, transpose):
     problem = _problem(filter_spatial=(1, 1), padding=0, out_channels=params.pop("out_channels", 64), **params)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm" and policy.forms_for(problem, CUDA)[1].contraction == "generic"
+    assert form.transpose == transpose == policy.gemm_transposes(problem)
     tiles = _tiles(problem, form=form)
     assert tiles["workgroup"][:3] == [1, 32, 32] and tiles["thread"][:3] == [1, 4, 4]
     assert tiles["reduction"] == reduction
@@ -165,8 +167,8 @@ def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     (dict(in_channels=32, out_channels=16, input_spatial=(112, 112)), 512, [1, 1, 16, 32, 0], [0] * 4 + [2]),
     # ResNet-50's 64 -> 64 at 56x56: 131,072 partial sums from the images, 2 segments of 1,568 positions
     (dict(in_channels=64, out_channels=64, input_spatial=(56, 56)), 64, [1, 1, 32, 32, 0], [0] * 4 + [2]),
-    # 64 -> 256: the images give 524,288, enough: an image a chunk, as before
-    (dict(in_channels=64, out_channels=256, input_spatial=(56, 56)), 32, [1, 32, 32, 0], [0] * 3 + [2]),
+    # 48 -> 96 at 28x28: the images give 147,456, 2 segments of 392 positions
+    (dict(in_channels=48, out_channels=96, input_spatial=(28, 28)), 64, [1, 1, 32, 24, 0], [0] * 4 + [2]),
 ])
 def test_few_weights_cut_each_images_positions_into_segments(params, chunks, workgroup, reduction):
     """A float32 channels-first one-tap gradient of few weights (``policy.GEMM_SEGMENT_ACCUMULATORS``) gets a chunk
@@ -174,6 +176,7 @@ def test_few_weights_cut_each_images_positions_into_segments(params, chunks, wor
     problem = _problem(filter_spatial=(1, 1), padding=0, **params)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm" and form.batch_split == chunks == policy.gemm_split(problem)
+    assert not form.transpose  # C x K / (C + K) under 40: read as the activations lie
     tiles = _tiles(problem, form=form)
     assert tiles["workgroup"] == workgroup and tiles["reduction"] == reduction
 
@@ -252,7 +255,8 @@ def test_dense_float32_problems_of_several_taps_take_the_gathered_gemm_form(para
     generic keeps other targets (no rule tiles the gemm form there)."""
     problem = _problem(**params)
     first, second = policy.forms_for(problem, CUDA)[:2]
-    assert first == weight.Form(batch_split=chunks, contraction="gemm") and second.contraction == "generic"
+    assert first == weight.Form(batch_split=chunks, contraction="gemm", transpose=not problem.channels_last)
+    assert second.contraction == "generic"
     assert weight_gemm.gathers(problem) and weight_gemm.twin(problem).channels_last
     tiles = _tiles(problem, form=first)
     assert tiles["workgroup"] == workgroup and tiles["thread"][-3:-1] == [4, 4]

@@ -132,11 +132,14 @@ class Form:
     depthwise problems channels-first on a GPU, partial sums along the last output axis (``"columns"``,
     ``weight_columns``); all but the generic and gemm reduce the whole batch at once. ``row_split`` (the generic):
     the first spatial axis's output rows are partial sums too (summed with the chunks), so that a reduction of few
-    weights over many positions (a depthwise layer's) runs in parallel over them."""
+    weights over many positions (a depthwise layer's) runs in parallel over them. ``transpose`` (the gemm form): a
+    channels-first problem's activations are read transposed channels-last (``weight_gemm.twin``; a gathered one's
+    always are)."""
 
     batch_split: int = 1
     contraction: str = "generic"
     row_split: bool = False
+    transpose: bool = False
 
     def __post_init__(self):
         one_of(OP, "contraction", self.contraction,
@@ -144,6 +147,8 @@ class Form:
                 "columns"))
         check(not self.row_split or self.contraction == "generic",
               f"{OP}: row_split takes the generic form, but the contraction is {self.contraction!r}")
+        check(not self.transpose or self.contraction == "gemm",
+              f"{OP}: transpose takes the gemm form, but the contraction is {self.contraction!r}")
 
 
 def form_candidates(problem: ConvBwdWeightProblem) -> list[Form]:
@@ -257,7 +262,8 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     chunks = form.batch_split
     if form.contraction == "gemm":
         return weight_gemm.render(problem, chunks, dtypes.mlir_element_type(result_dtype(problem)),
-                                  mlir.transients(lowering.transients), lowering.configs.get(0), lowering.copy)
+                                  mlir.transients(lowering.transients), lowering.configs.get(0), lowering.copy,
+                                  form.transpose)
     check(
         isinstance(chunks, int) and chunks >= 1 and problem.batch % chunks == 0,
         f"{OP}: batch_split must divide the batch {problem.batch}, but got {chunks!r}",

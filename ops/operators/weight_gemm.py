@@ -41,9 +41,8 @@ def gathered_bytes(problem: ConvBwdWeightProblem) -> int:
 
 def rows(problem: ConvBwdWeightProblem) -> int:
     """What the chunks split: the rows (n, o) channels-last, with zero rows after them up to whole GEMM_BLOCKs
-    (``zero_rows``); the images channels-first (more chunks than images: ``segments``). A gathered problem's are
-    its channels-last ``twin``'s."""
-    problem = twin(problem)
+    (``zero_rows``); the images channels-first (more chunks than images: ``segments``). Of the problem the GEMM
+    reads (``twin``)."""
     if not problem.channels_last:
         return problem.batch
     return ceil_div(problem.batch * math.prod(problem.output_spatial), GEMM_BLOCK) * GEMM_BLOCK
@@ -52,7 +51,7 @@ def rows(problem: ConvBwdWeightProblem) -> int:
 def segments(problem: ConvBwdWeightProblem, chunks: int) -> int:
     """S, the segments each image's positions are cut into: channels-first, ``chunks`` a whole number S > 1 of
     the batch, one image a chunk cut into S runs of its positions; 1 otherwise (the chunks divide ``rows``)."""
-    if twin(problem).channels_last or chunks <= problem.batch or chunks % problem.batch:
+    if problem.channels_last or chunks <= problem.batch or chunks % problem.batch:
         return 1
     return chunks // problem.batch
 
@@ -72,21 +71,21 @@ def zero_rows(problem: ConvBwdWeightProblem) -> int:
     """The zero rows a channels-last problem's activations get after their N*O rows: IREE 3.13's matrix pipelines
     read a reduction in whole blocks of its K tile, on past its end (``problem.GEMM_BLOCK``); a zero row adds
     nothing to any sum."""
-    return rows(problem) - problem.batch * math.prod(problem.output_spatial) if twin(problem).channels_last else 0
+    return rows(problem) - problem.batch * math.prod(problem.output_spatial) if problem.channels_last else 0
 
 
 def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transients: str, config: str | None,
-           copy: dict | None = None) -> str:
+           copy: dict | None = None, transpose: bool = False) -> str:
     """The problem's module in ``chunks`` chunks of its ``rows``, grad_w stored as ``out_element``; ``config``
     pins the contraction, which then leaves its unit dims out (``_units``); ``copy`` tiles the gather (GPUs). A
-    gathered channels-first problem is computed as its channels-last ``twin``, its activations and grad_w
-    transposed."""
+    channels-first problem, gathered or with ``transpose``, is computed as its channels-last ``twin``, its
+    activations and grad_w transposed."""
     check(applies(problem), f"{OP}: the gemm form needs one group, or a one-tap filter and no padding, but got "
                             f"{problem.name}")
-    check(splits(problem, chunks),
-          f"{OP}: the gemm form's batch_split must divide its rows {rows(problem)} (or, channels-first, be a whole "
+    inner, element = twin(problem, transpose), dtypes.mlir_element_type(problem.dtype)
+    check(splits(inner, chunks),
+          f"{OP}: the gemm form's batch_split must divide its rows {rows(inner)} (or, channels-first, be a whole "
           f"number of them that divides each image's positions), but got {chunks!r}")
-    inner, element = twin(problem), dtypes.mlir_element_type(problem.dtype)
     rows_shape = _rows_shape(inner)
     units = _units(inner, chunks) if config else frozenset()
     cut = segments(inner, chunks)
@@ -121,12 +120,14 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
     )
 
 
-def twin(problem: ConvBwdWeightProblem) -> ConvBwdWeightProblem:
-    """The problem whose layout the GEMM reads: itself, or for a gathered channels-first one (``gathers``) its
-    channels-last twin (x and grad_out transposed channels-last first, grad_w transposed back after: a channels-first
-    GEMM reduces along both operands' rows, and took 1.9-2.2x the time of the transposes and the channels-last GEMM
-    on ResNet-50's seven 3x3 layers, docs/perf/h200-im2col-gemm/exp26.log against exp27.log)."""
-    if problem.channels_last or not gathers(problem):
+def twin(problem: ConvBwdWeightProblem, transpose: bool = False) -> ConvBwdWeightProblem:
+    """The problem whose layout the GEMM reads: itself, or for a channels-first one that is gathered (``gathers``)
+    or asked to ``transpose`` its channels-last twin: x and grad_out transposed channels-last first, grad_w
+    transposed back after. A channels-first GEMM reduces along both operands' rows; gathered, it took 1.9-2.2x the
+    time of the transposes and the channels-last GEMM on ResNet-50's seven 3x3 layers, so that a gathered problem
+    always reads its twin (docs/perf/h200-im2col-gemm/exp26.log against exp27.log); a one-tap problem where the
+    policy's rule says (``policy.gemm_transposes``)."""
+    if problem.channels_last or not (gathers(problem) or transpose):
         return problem
     return dataclasses.replace(problem, layout=layouts_of_rank(problem.rank)[0])
 
@@ -140,8 +141,8 @@ def _operands(problem, inner, rows_shape, x_chunks_shape, grad_out_chunks_shape,
     if inner is not problem:
         x = _transposed(problem, "%x", "!x", inner.input_shape, element, turned)
         grad_out = _transposed(problem, "%grad_out", "!grad_out", inner.output_shape, element, turned)
-    lines, x_value, x_type = _gather(inner, rows_shape, element, copy, x) if gathers(inner) else _x_rows(inner,
-                                                                                                        rows_shape)
+    lines, x_value, x_type = (_gather(inner, rows_shape, element, copy, x) if gathers(inner)
+                              else _x_rows(inner, rows_shape, x))
     if zero_rows(inner) or any(lo or hi for lo, hi in inner.padding):
         lines = f"{mlir.render('grouped_conv_bwd_weight.zero_element', element=element)}\n{lines}"
     x_chunks = _to_chunks(inner, x_value, x_type, rows_shape, x_chunks_shape, "x", element, left_out)
@@ -230,15 +231,17 @@ def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, 
         copy_attrs=mlir.copy_attrs(loop_shape, copy)), "%x_rows", "!x_rows"
 
 
-def _x_rows(problem: ConvBwdWeightProblem, rows_shape: list[int]) -> tuple[str, str, str]:
-    """(lines, value, type) of x at the positions s*o: a strided slice, or x itself where that is all of x."""
+def _x_rows(problem: ConvBwdWeightProblem, rows_shape: list[int], source: tuple[str, str]) -> tuple[str, str, str]:
+    """(lines, value, type) of x (``source``: value, type) at the positions s*o: a strided slice, or x itself where
+    that is all of x."""
     if rows_shape == list(problem.input_shape):
-        return "  // every position of x is read: the rows are x itself", "%x", "!x"
+        return "  // every position of x is read: the rows are x itself", *source
     spatial_strides = list(problem.stride)
     strides = [1, *spatial_strides, 1] if problem.channels_last else [1, 1, *spatial_strides]
     return mlir.indent(mlir.render(
-        "common.slice", result="%x_rows", source="%x", offsets=mlir.index_list([0] * len(rows_shape)),
-        sizes=mlir.index_list(rows_shape), strides=mlir.index_list(strides), source_type="!x", result_type="!x_rows",
+        "common.slice", result="%x_rows", source=source[0], offsets=mlir.index_list([0] * len(rows_shape)),
+        sizes=mlir.index_list(rows_shape), strides=mlir.index_list(strides), source_type=source[1],
+        result_type="!x_rows",
     ), 2), "%x_rows", "!x_rows"
 
 
