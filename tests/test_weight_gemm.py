@@ -62,6 +62,11 @@ CASES = {
                                   filter_spatial=(3, 3, 3), padding=1, stride=2, layout="NCDHW"), 2),
     "gathered_1d_nwc_5": (dict(batch=3, in_channels=4, out_channels=6, input_spatial=(11,), filter_spatial=(5,),
                                padding=2, layout="NWC"), 4),
+    # 3 channels and a zero one gathered (weight_gemm.COLUMN_GRAIN), cut from grad_w: a 7x7 and a 3x7x7 stem
+    "gathered_2d_nchw_stem": (dict(batch=2, in_channels=3, out_channels=16, input_spatial=(20, 18),
+                                   filter_spatial=(7, 7), padding=3, stride=2, layout="NCHW"), 4),
+    "gathered_3d_ndhwc_stem": (dict(batch=2, in_channels=3, out_channels=8, input_spatial=(4, 10, 10),
+                                    filter_spatial=(3, 7, 7), padding=(1, 3, 3), stride=(1, 2, 2), layout="NDHWC"), 2),
     "gathered_1d_ncw_padded_one_tap": (dict(batch=3, in_channels=4, out_channels=6, input_spatial=(11,),
                                             padding=1, layout="NCW"), 2),
 }

@@ -227,16 +227,17 @@ def test_the_stem_takes_a_row_of_taps_a_workgroup():
     threads no rule."""
     stem = dict(in_channels=3, input_spatial=(224, 224), filter_spatial=(7, 7), padding=3, stride=2)
     problem = _problem(**stem)
-    tiles = _tiles(problem)
+    tiles = _tiles(problem, form=_generic(problem))
     assert tiles["workgroup"] == [1, 64, 1, 1, 7, 0, 0] and tiles["thread"] == [1, 2, 1, 1, 1, 0, 0]
-    assert "workgroup_size = [224, 1, 1]" in policy.configs_for(problem, CUDA)[0]
+    assert "workgroup_size = [224, 1, 1]" in policy.configs_for(problem, CUDA, _generic(problem))[0]
     video = _problem(batch=8, in_channels=3, input_spatial=(16, 112, 112), filter_spatial=(3, 7, 7),
                      padding=(1, 3, 3), stride=(1, 2, 2), layout="NCDHW")
-    tiles = _tiles(video)
+    tiles = _tiles(video, form=_generic(video))
     assert tiles["workgroup"][:6] == [1, 64, 1, 1, 1, 7] and tiles["thread"][:6] == [1, 2, 1, 1, 1, 1]
     assert tiles["reduction"][6:] == [1, 1, 4]  # (a chunk of one image left out) depth, rows, four positions a step
     # a 3x3 stem of 32 channels (MobileNetV2's, EfficientNet-B0's): 48 threads, fewer than the rule's 128
-    assert not _tiles(_problem(in_channels=3, out_channels=32, input_spatial=(224, 224), stride=2))
+    small = _problem(in_channels=3, out_channels=32, input_spatial=(224, 224), stride=2)
+    assert not _tiles(small, form=_generic(small))
 
 
 @pytest.mark.parametrize("params, chunks, workgroup", [
@@ -268,7 +269,6 @@ def test_dense_float32_problems_of_several_taps_take_the_gathered_gemm_form(para
     dict(groups=2, in_channels=32, out_channels=32),                     # grouped: the gemm form takes one group
     dict(dtype="bfloat16"),                                              # 16-bit: the matrix pipelines' rules
     dict(precision="bf16x3"),                                            # split: its bfloat16 problem's
-    dict(in_channels=3, input_spatial=(56, 56), filter_spatial=(7, 7), padding=3, stride=2),  # 147 columns
     # r3d_18's first stage at batch 32: 11 GB of columns, past GEMM_GATHER_MAX_BYTES
     dict(batch=32, input_spatial=(16, 56, 56), filter_spatial=(3, 3, 3), layout="NDHWC"),
 ])
@@ -277,11 +277,37 @@ def test_the_gathered_gemm_form_leaves_other_problems_to_the_generic(params):
     assert policy.forms_for(problem, CUDA)[0].contraction == "generic"
 
 
+@pytest.mark.parametrize("params, chunks, workgroup", [
+    # ResNet-50's 7x7 stem at batch 32: 3 channels padded to 4 (weight_gemm.COLUMN_GRAIN), 196 columns, 28 wide
+    (dict(input_spatial=(224, 224), filter_spatial=(7, 7), padding=3, stride=2), 448, [1, 32, 28, 0]),
+    # r3d_18's 3x7x7 stem at batch 8: 588 columns, 28 wide; EfficientNet-B0's 3x3 (3 -> 32) at batch 32: 36 wide
+    (dict(batch=8, input_spatial=(16, 112, 112), filter_spatial=(3, 7, 7), padding=(1, 3, 3), stride=(1, 2, 2),
+          layout="NCDHW"), 196, [1, 32, 28, 0]),
+    (dict(input_spatial=(224, 224), out_channels=32, stride=2, layout="NHWC"), 1568, [1, 32, 36, 0]),
+])
+def test_stems_of_three_channels_take_the_gathered_gemm_form_padded_to_four(params, chunks, workgroup):
+    """A stem's 3 input channels get a zero channel in the gathered columns (docs/perf/h200-im2col-gemm/exp29.log:
+    the stems' weight gradients 1.6-2.9x faster, MobileNetV2's channels-last 0.96x), so that its columns fit the
+    rule's 4-wide thread steps."""
+    problem = _problem(in_channels=3, **params)
+    assert weight_gemm.gathered_channels(problem) == 4 and weight_gemm.columns(problem) % 4 == 0
+    form = policy.forms_for(problem, CUDA)[0]
+    assert form == weight.Form(batch_split=chunks, contraction="gemm", transpose=not problem.channels_last)
+    assert _tiles(problem, form=form)["workgroup"] == workgroup
+
+
 def test_the_gathered_gemm_module_computes_the_reference(rng, tmp_path):
     """The CUDA module of a padded, strided 3x3 channels-first layer (its transposes, gather, pinned contraction and
-    chunk sum), compiled for the CPU, against the float64 definition."""
+    chunk sum), and of a 7x7 stem's (3 channels and a zero one, cut from grad_w), compiled for the CPU, against the
+    float64 definition."""
     problem = _problem(batch=2, in_channels=32, out_channels=64, input_spatial=(9, 7), stride=2)
     spec = policy.module_spec(problem, CUDA)
     assert "linalg.transpose" in spec.mlir and "thread = [4, 4, 0]" in spec.mlir  # one chunk: j left out
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
+    assert error <= 1e-5 * scale
+    stem = _problem(batch=2, in_channels=3, input_spatial=(30, 28), filter_spatial=(7, 7), padding=3, stride=2,
+                    layout="NHWC")
+    spec = policy.module_spec(stem, CUDA)
+    assert "%acc_padded" in spec.mlir and "thread = [4, 4, 0]" in spec.mlir  # 448 rows: one chunk
+    error, scale = gpu_module_on_cpu(stem, spec, weight, rng, tmp_path / "stem", stem.weight_shape)
     assert error <= 1e-5 * scale

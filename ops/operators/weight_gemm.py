@@ -28,15 +28,26 @@ def gathers(problem: ConvBwdWeightProblem) -> bool:
     return not problem.one_tap_unpadded
 
 
+# A gathered problem's channels are zero-padded to whole groups of this many (a stem's 3 to 4), so that its columns,
+# taps x channels, come in the 4-wide steps a SIMT tile's thread takes (``policy.weight_gemm_tiles``): ResNet-50's 7x7
+# stem has 147 columns, which no such tile divides, and 196 padded (docs/perf/h200-im2col-gemm/exp29.log).
+COLUMN_GRAIN = 4
+
+
+def gathered_channels(problem: ConvBwdWeightProblem) -> int:
+    """C as the gathered columns hold it: whole COLUMN_GRAINs where the windows are gathered (``gathers``)."""
+    return ceil_div(problem.in_channels, COLUMN_GRAIN) * COLUMN_GRAIN if gathers(problem) else problem.in_channels
+
+
 def columns(problem: ConvBwdWeightProblem) -> int:
-    """The GEMM's columns a group: C, times the filter's taps where the windows are gathered (``gathers``)."""
-    return problem.in_channels * math.prod(problem.filter_spatial)
+    """The GEMM's columns a group: C, or taps x ``gathered_channels`` where the windows are gathered."""
+    return gathered_channels(problem) * math.prod(problem.filter_spatial)
 
 
 def gathered_bytes(problem: ConvBwdWeightProblem) -> int:
-    """The bytes of x's windows gathered into columns (``gathers``): N x O x taps x C elements."""
-    return (problem.batch * math.prod(problem.output_spatial) * math.prod(problem.filter_spatial)
-            * problem.groups * problem.in_channels * dtypes.numpy_dtype(problem.dtype).itemsize)
+    """The bytes of x's windows gathered into columns (``gathers``): N x O x ``columns`` elements."""
+    return (problem.batch * math.prod(problem.output_spatial) * problem.groups * columns(problem)
+            * dtypes.numpy_dtype(problem.dtype).itemsize)
 
 
 def rows(problem: ConvBwdWeightProblem) -> int:
@@ -186,7 +197,7 @@ def _rows_shape(problem: ConvBwdWeightProblem) -> list[int]:
     channels = [problem.groups * problem.in_channels]
     spatial = list(problem.output_spatial)
     if gathers(problem):
-        channels = [*problem.filter_spatial, *channels]
+        channels = [*problem.filter_spatial, gathered_channels(problem)]
     return [problem.batch, *spatial, *channels] if problem.channels_last else [problem.batch, *channels, *spatial]
 
 
@@ -199,7 +210,13 @@ def _gather_note(problem: ConvBwdWeightProblem) -> str:
     return (f"\n// This filter has {math.prod(problem.filter_spatial)} taps (or padding): x's windows are first "
             f"gathered into columns (im2col),\n//     x_rows[n, o, (f, c)] = x[n, s*o + d*f - p_lo, c]      (zero "
             f"where that is padding)\n// and the same GEMM runs over its {columns(problem)} columns (f, c) for C, "
-            f"one tap's channels after another.{turned}")
+            f"one tap's channels after another.{turned}{_zero_channels_note(problem)}")
+
+
+def _zero_channels_note(problem: ConvBwdWeightProblem) -> str:
+    more = gathered_channels(problem) - problem.in_channels
+    return "" if not more else (f"\n// x gets {more} zero channel{'s' * (more > 1)} after its {problem.in_channels} "
+                                f"(whole {COLUMN_GRAIN}s of columns a tap); their sums are cut from grad_w.")
 
 
 def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, copy: dict | None,
@@ -211,19 +228,20 @@ def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, 
     o, f = mlir.dims("o", rank), mlir.dims("f", rank)
     windows = [mlir.window(o[a], f[a], problem.stride[a], problem.dilation[a]) for a in range(rank)]
     low, high = ([pad[side] for pad in problem.padding] for side in (0, 1))
+    more = gathered_channels(problem) - problem.in_channels  # zero channels after x's (COLUMN_GRAIN)
     padded_shape = [problem.batch, *(size + lo + hi for size, lo, hi in zip(problem.input_spatial, low, high)),
-                    problem.in_channels]
+                    problem.in_channels + more]
     (padded, padded_type), pad = source, "  // no padding: the windows read x as it is"
-    if any(low) or any(high):
+    if any(low) or any(high) or more:
         pad_type = mlir.tensor(padded_shape, element)
         pad = mlir.indent(mlir.render(
             "common.zero_pad", result="%x_padded", source=padded, low=mlir.index_list([0, *low, 0]),
-            high=mlir.index_list([0, *high, 0]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
+            high=mlir.index_list([0, *high, more]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
             zero="%zero_element", element=element, source_type=padded_type, result_type=pad_type), 2)
         padded, padded_type = "%x_padded", pad_type
     loops, rows_dims, read = ["n", *o[:-1], *f, o[-1], "c"], ["n", *o, *f, "c"], ["n", *windows, "c"]
     loop_shape = [problem.batch, *problem.output_spatial[:-1], *problem.filter_spatial, problem.output_spatial[-1],
-                  problem.in_channels]
+                  problem.in_channels + more]
     return mlir.render(
         "weight_gemm.gather", rows_dims=", ".join(rows_dims), read_dims=", ".join(read), pad=pad, padded=padded,
         padded_type=padded_type, read_map=mlir.affine_map(loops, read), rows_map=mlir.affine_map(loops, rows_dims),
@@ -354,10 +372,17 @@ def _maps(problem: ConvBwdWeightProblem, units: frozenset = frozenset()) -> tupl
 
 
 def _acc_as_weight(problem: ConvBwdWeightProblem) -> str:
-    """%acc (G*K, C) as the weight's shape, its unit taps added (a free reshape)."""
+    """%acc (G*K, C) as the weight's shape, its unit taps added (a free reshape); gathered with zero channels
+    (``gathered_channels``), (G*K, taps x those) as (G*K, f.., C + zeros), then x's C channels cut from it."""
     groups = [[0], list(range(1, problem.rank + 2))]
-    return mlir.indent(mlir.render(
-        "common.expand", result="%acc_weight", source="%acc", reassociation=groups,
-        shape=mlir.index_list(problem.weight_shape), source_type="!acc",
-        result_type=mlir.tensor(problem.weight_shape, "f32"),
-    ), 2)
+    shape = [*problem.weight_shape[:-1], gathered_channels(problem)] if problem.channels_last else problem.weight_shape
+    padded = list(shape) != list(problem.weight_shape)
+    lines = [mlir.render(
+        "common.expand", result="%acc_padded" if padded else "%acc_weight", source="%acc", reassociation=groups,
+        shape=mlir.index_list(shape), source_type="!acc", result_type=mlir.tensor(shape, "f32"))]
+    if padded:
+        lines.append(mlir.render(
+            "common.slice", result="%acc_weight", source="%acc_padded", offsets=mlir.index_list([0] * len(shape)),
+            sizes=mlir.index_list(problem.weight_shape), strides=mlir.index_list([1] * len(shape)),
+            source_type=mlir.tensor(shape, "f32"), result_type=mlir.tensor(problem.weight_shape, "f32")))
+    return mlir.indent("\n".join(lines), 2)
