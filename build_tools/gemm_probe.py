@@ -35,7 +35,8 @@ def problem(layer, cfg):
 def form_of(p, which):
     basis = p.computed_as
     if which == "gemm":
-        return bw.Form(batch_split=policy.gemm_split(basis), contraction="gemm")
+        return bw.Form(batch_split=policy.gemm_split(basis), contraction="gemm",
+                       transpose=policy.gemm_transposes(basis))
     return bw.Form(batch_split=policy.default_batch_split(basis, CUDA))
 
 
