@@ -5,8 +5,8 @@
 // to the positions the outputs read (a strided slice; x itself when s = 1), and then
 //     grad_w[g*K + k, c] = sum_{n, o} grad_out[n, o, g*K + k] * x_rows[n, o, g*C + c]      x_rows[n, o] = x[n, s*o]
 // a matmul per group, grad_out's rows transposed (K x N*O) times x's (N*O x C), with a long reduction: here
-// ${reduction_length} terms per weight element against ${outputs} weight elements.${gather_note} The reduction is
-// split into J = ${chunks} chunks (free reshapes), J partial sums in parallel, then their sum:
+// ${reduction_length} terms per weight element against ${outputs} weight elements.${gather_note}
+// The reduction is split into J = ${chunks} chunks (free reshapes), J partial sums in parallel, then their sum:
 //     partial[j, g, k, c] = sum_{r in chunk j} grad_out[r, g, k] * x_rows[r, g, c]
 //     grad_w[g*K + k, c] = sum_j partial[j, g, k, c]
 // Channels-last, r is the row (n, o) of the [N*O, G*C] and [N*O, G*K] matrices x and grad_out already are, and

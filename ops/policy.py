@@ -285,7 +285,7 @@ GEMM_SEGMENT_ACCUMULATORS = 1 << 18
 # A float32 channels-first one-tap weight gradient's gemm form reads its activations transposed channels-last
 # (``gemm_transposes``) where C x K / (C + K) is at least this many channels and the channels-last split gives at
 # least that many partial sums: on an H200, the 26 of 87 models-suite layers so chosen ran 1.1-2.8x faster (ResNet-50's
-# 1x1 layers 1.3-2.8x), none slower; layers of fewer channels or partial sums ran up to 2.1x slower, the
+# and ResNeXt-50's 1.4-2.8x), none slower; layers of fewer channels or partial sums ran up to 2.1x slower, the
 # transposes' passes and the channels-last split's whole 32-row chunks outweighing their GEMM
 # (docs/perf/h200-im2col-gemm/exp28.log).
 GEMM_TRANSPOSE_MIN_CHANNELS = 40

@@ -110,7 +110,7 @@ def render(problem: ConvBwdWeightProblem, chunks: int, out_element: str, transie
         "weight_gemm", rank=problem.rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         reduction_length=problem.batch * math.prod(problem.output_spatial), block=GEMM_BLOCK,
         outputs=math.prod(problem.weight_shape), chunks=chunks, chunk=max(1, rows(inner) // chunks),
-        gather_note=_gather_note(problem), segments_note="" if cut == 1 else (
+        gather_note=_gather_note(problem) + _turned_note(problem, inner), segments_note="" if cut == 1 else (
             f"\n// With more chunks than images, each image's positions are cut into {cut} runs (s), a chunk each: "
             f"n is one image."),
         x_type=mlir.tensor(problem.input_shape, element), grad_out_type=mlir.tensor(problem.output_shape, element),
@@ -205,15 +205,20 @@ def _gather_note(problem: ConvBwdWeightProblem) -> str:
     """The template's words on the gathered form (``gathers``), or none."""
     if not gathers(problem):
         return ""
-    turned = "" if problem.channels_last else (
-        "\n// Channels-first, x and grad_out are first transposed channels-last, and grad_w back from (k, f, c) after.")
     return (f"\n// This filter has {math.prod(problem.filter_spatial)} taps (or padding): x's windows are first "
             f"gathered into columns (im2col),\n//     x_rows[n, o, (f, c)] = x[n, s*o + d*f - p_lo, c]      (zero "
             f"where that is padding)\n// and the same GEMM runs over its {columns(problem)} columns (f, c) for C, "
-            f"one tap's channels after another.{turned}{_zero_channels_note(problem)}")
+            f"one tap's channels after another.{_zero_channels_note(problem)}")
+
+
+def _turned_note(problem: ConvBwdWeightProblem, inner: ConvBwdWeightProblem) -> str:
+    """The template's words on a channels-first problem read as its channels-last ``twin``, or none."""
+    return "" if inner is problem else ("\n// Channels-first, x and grad_out are first transposed channels-last (the "
+                                        "rows (n, o)), and grad_w back after.")
 
 
 def _zero_channels_note(problem: ConvBwdWeightProblem) -> str:
+    """The template's words on the zero channels a gathered problem's columns get (``gathered_channels``), or none."""
     more = gathered_channels(problem) - problem.in_channels
     return "" if not more else (f"\n// x gets {more} zero channel{'s' * (more > 1)} after its {problem.in_channels} "
                                 f"(whole {COLUMN_GRAIN}s of columns a tap); their sums are cut from grad_w.")
