@@ -67,6 +67,9 @@ CASES = {
                                    filter_spatial=(7, 7), padding=3, stride=2, layout="NCHW"), 4),
     "gathered_3d_ndhwc_stem": (dict(batch=2, in_channels=3, out_channels=8, input_spatial=(4, 10, 10),
                                     filter_spatial=(3, 7, 7), padding=(1, 3, 3), stride=(1, 2, 2), layout="NDHWC"), 2),
+    # 3 channels, no padding and 256 rows (no zero rows): the zero channel alone pads x
+    "gathered_2d_nhwc_unpadded_3_channels": (dict(in_channels=3, out_channels=8, input_spatial=(10, 10),
+                                                  filter_spatial=(3, 3)), 2),
     "gathered_1d_ncw_padded_one_tap": (dict(batch=3, in_channels=4, out_channels=6, input_spatial=(11,),
                                             padding=1, layout="NCW"), 2),
 }

@@ -154,7 +154,7 @@ def _operands(problem, inner, rows_shape, x_chunks_shape, grad_out_chunks_shape,
         grad_out = _transposed(problem, "%grad_out", "!grad_out", inner.output_shape, element, turned)
     lines, x_value, x_type = (_gather(inner, rows_shape, element, copy, x) if gathers(inner)
                               else _x_rows(inner, rows_shape, x))
-    if zero_rows(inner) or any(lo or hi for lo, hi in inner.padding):
+    if zero_rows(inner) or _pads_x(inner):  # both read %zero_element
         lines = f"{mlir.render('grouped_conv_bwd_weight.zero_element', element=element)}\n{lines}"
     x_chunks = _to_chunks(inner, x_value, x_type, rows_shape, x_chunks_shape, "x", element, left_out)
     grad_out_chunks = _to_chunks(inner, *grad_out, list(inner.output_shape), grad_out_chunks_shape, "grad_out",
@@ -224,6 +224,12 @@ def _zero_channels_note(problem: ConvBwdWeightProblem) -> str:
                                 f"(whole {COLUMN_GRAIN}s of columns a tap); their sums are cut from grad_w.")
 
 
+def _pads_x(problem: ConvBwdWeightProblem) -> bool:
+    """Whether the gather reads x zero-padded: its padding, or zero channels (``gathered_channels``)."""
+    return gathers(problem) and (any(lo or hi for lo, hi in problem.padding)
+                                 or gathered_channels(problem) > problem.in_channels)
+
+
 def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, copy: dict | None,
             source: tuple[str, str]) -> tuple[str, str, str]:
     """(lines, value, type) of x's windows gathered into ``rows_shape`` (``gathers``) from channels-last x
@@ -237,7 +243,7 @@ def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, 
     padded_shape = [problem.batch, *(size + lo + hi for size, lo, hi in zip(problem.input_spatial, low, high)),
                     problem.in_channels + more]
     (padded, padded_type), pad = source, "  // no padding: the windows read x as it is"
-    if any(low) or any(high) or more:
+    if _pads_x(problem):
         pad_type = mlir.tensor(padded_shape, element)
         pad = mlir.indent(mlir.render(
             "common.zero_pad", result="%x_padded", source=padded, low=mlir.index_list([0, *low, 0]),
