@@ -185,7 +185,8 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
-    chunks, read = gemm_split(problem), weight_gemm.twin(problem, gemm_transposes(problem))
+    read = weight_gemm.twin(problem, gemm_transposes(problem))
+    chunks = _rows_split(read)  # gemm_split's, of the problem as the GEMM reads it
     cut = weight_gemm.segments(read, chunks)
     lead = [1] * ((chunks > 1) + (cut > 1))  # (j, s)
     if read.channels_last:
