@@ -720,3 +720,22 @@ def test_the_peeled_depthwise_weight_module_matches_the_definition(rng, monkeypa
                               layout="NHWC", dtype="float32")
     assert PEEL_FLAG in policy.module_spec(problem, CPU).extra_flags
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
+
+
+@pytest.mark.parametrize("host, taps", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+def test_channels_first_depthwise_weight_gradients_at_7x7_take_the_taps_form_on_zen4(monkeypatch, host, taps):
+    """At 49 output positions, below the channels-first taps rule's 64, Zen 4 hosts take the taps form (1.27-2.3x
+    the named depthwise op's speed, docs/perf/zen4-depthwise-7x7); other hosts, smaller planes and 3-D problems keep
+    the named op, and 56x56 planes the taps form on every host."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+
+    def first(**params):
+        base = dict(batch=4, groups=960, in_channels=1, out_channels=1, input_spatial=(7, 7), filter_spatial=(3, 3),
+                    padding=1, stride=1, layout="NCHW", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return policy.forms_for(problem, CPU)[0].contraction
+    assert (first() == "taps") == taps
+    assert (first(filter_spatial=(5, 5), padding=2, groups=1152) == "taps") == taps
+    assert first(input_spatial=(6, 6)) == "depthwise"  # 36 positions: not measured
+    assert first(input_spatial=(56, 56), groups=144) == "taps"
+    assert first(input_spatial=(1, 7, 7), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == "generic"
