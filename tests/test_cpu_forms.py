@@ -92,6 +92,9 @@ EXAMPLES = [
                     input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(8, 9), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
+    # 49 output positions, channels-first depthwise: on AVX-512 hosts without AMX, the taps form
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
+                    input_spatial=(7, 7), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
     # strided along the last axis: no taps form; on the AVX-512 + AMX host, the convolution-form generic
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(12, 12), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
