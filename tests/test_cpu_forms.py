@@ -538,7 +538,7 @@ def test_the_gather_flag_rule_gives_its_flag_to_the_per_image_forms_only_and_cho
     channels-first weight gradients with taps take IREE's vectorization of gathers; the other forms' modules, the 1 x 1
     layers, other dtypes and other hosts do not, and the form each problem takes first is the one it took without
     the rule (``only_forms``)."""
-    without = tuple(r for r in policy.rules("llvm-cpu") if "only_forms" not in r)
+    without = tuple(r for r in policy.rules("llvm-cpu") if GATHER_FLAG not in r.get("flags", ()))
     assert len(without) == len(policy.rules("llvm-cpu")) - 1
 
     def flagged(problem, contraction):
@@ -703,7 +703,8 @@ def test_the_peeled_pointwise_module_matches_the_definition(rng, monkeypatch):
 @pytest.mark.parametrize("host, peeled", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
 def test_channels_last_depthwise_weight_gradients_of_stride_one_peel_on_zen4(monkeypatch, host, peeled):
     """MobileNetV2's 144-channel depthwise weight gradient at 56x56, channels-last, ran 2.3-3.1x faster with IREE's peel
-    strategy on Zen 4 (docs/perf/zen4-peel); strided ones (mixed) and channels-first ones keep IREE's default."""
+    strategy on Zen 4 (docs/perf/zen4-peel); strided ones (mixed) keep IREE's default, and channels-first ones take it
+    with reassociation, by their own rule (test_channels_first_depthwise_taps_weight_gradients_reassociate_on_zen4)."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
 
     def flags(**params):
@@ -711,7 +712,8 @@ def test_channels_last_depthwise_weight_gradients_of_stride_one_peel_on_zen4(mon
                     padding=1, stride=1, layout="NHWC", dtype="float32")
         return policy.flags_for(catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params}), CPU)
     assert (PEEL_FLAG in flags()) == peeled
-    assert PEEL_FLAG not in flags(stride=2) and PEEL_FLAG not in flags(layout="NCHW")
+    assert PEEL_FLAG not in flags(stride=2)
+    assert flags(layout="NCHW") == ((REASSOCIATE_FLAG, PEEL_FLAG) if peeled else ())
     assert PEEL_FLAG not in flags(groups=4, in_channels=8, out_channels=8)  # grouped, not depthwise
 
 
@@ -742,3 +744,36 @@ def test_channels_first_depthwise_weight_gradients_at_7x7_take_the_taps_form_on_
     assert first(input_spatial=(6, 6)) == "depthwise"  # 36 positions: not measured
     assert first(input_spatial=(56, 56), groups=144) == "taps"
     assert first(input_spatial=(1, 7, 7), filter_spatial=(1, 3, 3), padding=(0, 1, 1), layout="NCDHW") == "generic"
+
+
+REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
+
+
+@pytest.mark.parametrize("host, flagged", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+def test_channels_first_depthwise_taps_weight_gradients_reassociate_on_zen4(monkeypatch, host, flagged):
+    """The taps form of a stride-1 channels-first depthwise weight gradient keeps vector partial sums on Zen 4 (IREE's
+    reassociation and peel: 1.1-2.6x, docs/perf/zen4-taps-reassociate); other hosts, other forms (the strided
+    layers' named depthwise op), channels-last and grouped problems keep IREE's in-order sums."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+
+    def flags(form=None, **params):
+        base = dict(batch=2, groups=144, in_channels=1, out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3),
+                    padding=1, stride=1, layout="NCHW", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return policy.flags_for(problem, CPU, form or policy.forms_for(problem, CPU)[0])
+    assert (REASSOCIATE_FLAG in flags() and PEEL_FLAG in flags()) == flagged
+    depthwise_op = registry.module(catalog.problem("grouped_conv_bwd_weight", "ck_default")).Form(contraction="depthwise")
+    assert REASSOCIATE_FLAG not in flags(form=depthwise_op)
+    assert REASSOCIATE_FLAG not in flags(stride=2) and REASSOCIATE_FLAG not in flags(layout="NHWC")
+    assert REASSOCIATE_FLAG not in flags(groups=4, in_channels=8, out_channels=8)  # grouped, not depthwise
+
+
+def test_the_reassociated_depthwise_weight_module_matches_the_definition(rng, monkeypatch):
+    """MobileNetV2's 144-channel depthwise layer at 56x56, channels-first, batch 2 (903 K elements of x), its taps
+    form's sums reassociated, against float64."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=144, in_channels=1,
+                              out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=1,
+                              layout="NCHW", dtype="float32")
+    assert REASSOCIATE_FLAG in policy.module_spec(problem, CPU).extra_flags
+    assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
