@@ -751,9 +751,10 @@ REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
 
 @pytest.mark.parametrize("host, flagged", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
 def test_channels_first_depthwise_taps_weight_gradients_reassociate_on_zen4(monkeypatch, host, flagged):
-    """The taps form of a stride-1 channels-first depthwise weight gradient keeps vector partial sums on Zen 4 (IREE's
-    reassociation and peel: 1.1-2.6x, docs/perf/zen4-taps-reassociate); other hosts, other forms (the strided
-    layers' named depthwise op), channels-last and grouped problems keep IREE's in-order sums."""
+    """The taps form of a stride-1 channels-first depthwise or grouped weight gradient, 2-D or 3-D, keeps vector
+    partial sums on Zen 4 (IREE's reassociation and peel: 1.1-2.6x, docs/perf/zen4-taps-reassociate); other hosts,
+    other forms (the strided layers' named depthwise op, 2-D grouped layers' per_image), channels-last and dense
+    problems keep IREE's in-order sums."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
 
     def flags(form=None, **params):
@@ -765,15 +766,24 @@ def test_channels_first_depthwise_taps_weight_gradients_reassociate_on_zen4(monk
     depthwise_op = registry.module(catalog.problem("grouped_conv_bwd_weight", "ck_default")).Form(contraction="depthwise")
     assert REASSOCIATE_FLAG not in flags(form=depthwise_op)
     assert REASSOCIATE_FLAG not in flags(stride=2) and REASSOCIATE_FLAG not in flags(layout="NHWC")
-    assert REASSOCIATE_FLAG not in flags(groups=4, in_channels=8, out_channels=8)  # grouped, not depthwise
+    grouped_3d = dict(groups=4, in_channels=4, out_channels=8, input_spatial=(4, 16, 16), filter_spatial=(3, 3, 3),
+                      layout="NCDHW")  # train.py's cnn3d layer
+    assert (REASSOCIATE_FLAG in flags(**grouped_3d)) == flagged
+    assert REASSOCIATE_FLAG not in flags(groups=4, in_channels=8, out_channels=8)  # 2-D grouped: per_image first
+    assert REASSOCIATE_FLAG not in flags(groups=1, in_channels=8, out_channels=8)  # dense
 
 
-def test_the_reassociated_depthwise_weight_module_matches_the_definition(rng, monkeypatch):
-    """MobileNetV2's 144-channel depthwise layer at 56x56, channels-first, batch 2 (903 K elements of x), its taps
-    form's sums reassociated, against float64."""
+@pytest.mark.parametrize("params", [
+    dict(batch=2, groups=144, in_channels=1, out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3)),
+    dict(batch=4, groups=8, in_channels=4, out_channels=8, input_spatial=(8, 32, 32), filter_spatial=(3, 3, 3))],
+    ids=["depthwise_2d", "grouped_3d"])
+def test_the_reassociated_taps_weight_module_matches_the_definition(rng, monkeypatch, params):
+    """MobileNetV2's 144-channel depthwise layer at 56x56, channels-first, batch 2 (903 K elements of x), and a 3-D
+    grouped layer of 1 M elements of x, their taps form's sums reassociated, against float64."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
-    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=144, in_channels=1,
-                              out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=1,
-                              layout="NCHW", dtype="float32")
+    layout = "NCDHW" if len(params["input_spatial"]) == 3 else "NCHW"
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", padding=1, stride=1, layout=layout,
+                              dtype="float32", **params)
+    assert policy.forms_for(problem, CPU)[0].contraction == "taps"
     assert REASSOCIATE_FLAG in policy.module_spec(problem, CPU).extra_flags
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
