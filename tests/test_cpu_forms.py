@@ -787,3 +787,35 @@ def test_the_reassociated_taps_weight_module_matches_the_definition(rng, monkeyp
     assert policy.forms_for(problem, CPU)[0].contraction == "taps"
     assert REASSOCIATE_FLAG in policy.module_spec(problem, CPU).extra_flags
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
+
+
+SLP_FLAG = "--iree-llvmcpu-slp-vectorization"
+
+
+@pytest.mark.parametrize("host, flagged", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+def test_channels_last_depthwise_taps_weight_gradients_take_llvms_slp_vectorizer_on_zen4(monkeypatch, host, flagged):
+    """The taps form of a channels-last depthwise weight gradient, of any stride, is packed back into vectors by
+    LLVM's SLP vectorizer on Zen 4 (1.1-6.6x, docs/perf/zen4-taps-reassociate); other hosts, channels-first and
+    grouped problems do not take it."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+
+    def flags(**params):
+        base = dict(batch=2, groups=144, in_channels=1, out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3),
+                    padding=1, stride=1, layout="NHWC", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return policy.flags_for(problem, CPU, policy.forms_for(problem, CPU)[0])
+    assert (SLP_FLAG in flags()) == flagged and (SLP_FLAG in flags(stride=2)) == flagged
+    assert SLP_FLAG not in flags(layout="NCHW")
+    assert SLP_FLAG not in flags(groups=4, in_channels=8, out_channels=8)  # grouped, not depthwise
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_the_slp_vectorized_depthwise_weight_module_matches_the_definition(rng, monkeypatch, stride):
+    """MobileNetV2's 144-channel depthwise layer at 56x56, channels-last, batch 2 (903 K elements of x), at both
+    strides, compiled with LLVM's SLP vectorizer, against float64."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=144, in_channels=1,
+                              out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=stride,
+                              layout="NHWC", dtype="float32")
+    assert SLP_FLAG in policy.module_spec(problem, CPU).extra_flags
+    assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
