@@ -15,7 +15,8 @@ from .targets import Target
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "out_dtypes", "precisions", "kinds", "ranks", "layouts",
                        "min_output_positions", "max_output_positions", "min_channels", "max_channels",
-                       "min_out_channels", "pointwise", "strided", "host_flags", "host_lacks", "except", "except_why",
+                       "min_out_channels", "max_out_channels", "pointwise", "strided", "host_flags", "host_lacks",
+                       "except", "except_why",
                        "form", "only_forms", "flags", "conv_tiles", "weight_tiles", "weight_simt_tiles",
                        "weight_gemm_tiles", "data_simt_tiles", "depthwise_tiles", "merged_tiles", "gemm_tiles",
                        "column_tiles", "source", "why"})
@@ -56,18 +57,19 @@ def rule_applies(rule: dict, problem) -> bool:
     (``bf16x3``: float32 computed as bfloat16 parts; a split weight gradient's rules see its bfloat16 problem of
     float32 result, ``computed_as``), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to
     ``layouts``, to at least ``min_output_positions`` (at most ``max_output_positions``) output positions per
-    image and ``min_channels`` (at most ``max_channels``) input channels a group and ``min_out_channels`` output
-    channels a group, to pointwise convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at
-    unit stride), to strided ones or the others (``strided``: a stride above 1 along some axis), to hosts whose
-    CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a
-    CPU rule holds where it was measured, and another host keeps the rules below it), and leave out problems by
-    function name (``except``: measured slower with it)."""
+    image and ``min_channels`` (at most ``max_channels``) input channels a group and ``min_out_channels`` (at most
+    ``max_out_channels``) output channels a group, to pointwise convolutions or to the others (``pointwise`` true
+    or false: a 1 x 1 filter at unit stride), to strided ones or the others (``strided``: a stride above 1 along
+    some axis), to hosts whose CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names,
+    ``targets.host_cpu_flags``: a CPU rule holds where it was measured, and another host keeps the rules below
+    it), and leave out problems by function name (``except``: measured slower with it)."""
     features = {"dtypes": problem.dtype, "out_dtypes": getattr(problem, "out_dtype", problem.dtype),
                 "precisions": getattr(problem, "precision", None), "kinds": getattr(problem, "kind", None),
                 "ranks": problem.rank, "layouts": problem.layout}
     return (rule["operator"] == problem.op and all(value in rule.get(key, [value]) for key, value in features.items())
             and rule.get("min_channels", 0) <= getattr(problem, "in_channels", 0) <= rule.get("max_channels", math.inf)
-            and getattr(problem, "out_channels", 0) >= rule.get("min_out_channels", 0)
+            and rule.get("min_out_channels", 0) <= getattr(problem, "out_channels", 0)
+            <= rule.get("max_out_channels", math.inf)
             and (rule.get("min_output_positions", 0) <= math.prod(getattr(problem, "output_spatial", ()))
                  <= rule.get("max_output_positions", math.inf))
             and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)

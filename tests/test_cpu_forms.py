@@ -35,7 +35,10 @@ CASES = {**{f"{op}/{name}": p for (op, name), p in CK.items() if p.in_channels *
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_the_cpu_module_contracts_with_batch_matmul(tmp_path, name):
+def test_the_cpu_module_contracts_with_batch_matmul(tmp_path, monkeypatch, name):
+    """Under the Intel AMX host's rules (on Zen 4 the few-channel channels-last case takes the taps form instead:
+    test_channels_last_grouped_weight_gradients_of_few_channels_take_the_taps_form_with_slp_on_zen4)."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: AMX_HOST)
     problem = CASES[name]
     spec, lowered = shipped(problem, "llvm-cpu", tmp_path)
     assert "linalg.batch_matmul" in spec.mlir, "the im2col form did not compile: the runtime fell back to the generic"
@@ -92,6 +95,9 @@ EXAMPLES = [
                     input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(8, 9), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
+    # channels-last, 4 channels a group: on AVX-512 hosts without AMX, the taps form with LLVM's SLP vectorizer
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=4, out_channels=4,
+                    input_spatial=(8, 8), filter_spatial=(3, 3), padding=1, layout="NHWC", dtype="float32"),
     # 49 output positions, channels-first depthwise: on AVX-512 hosts without AMX, the taps form
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=6, in_channels=1, out_channels=1,
                     input_spatial=(7, 7), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
@@ -806,7 +812,7 @@ def test_channels_last_depthwise_taps_weight_gradients_take_llvms_slp_vectorizer
         return policy.flags_for(problem, CPU, policy.forms_for(problem, CPU)[0])
     assert (SLP_FLAG in flags()) == flagged and (SLP_FLAG in flags(stride=2)) == flagged
     assert SLP_FLAG not in flags(layout="NCHW")
-    assert SLP_FLAG not in flags(groups=4, in_channels=8, out_channels=8)  # grouped, not depthwise
+    assert SLP_FLAG not in flags(groups=4, in_channels=32, out_channels=32)  # grouped: its own rule, to 16 channels
 
 
 @pytest.mark.parametrize("stride", [1, 2])
@@ -818,4 +824,37 @@ def test_the_slp_vectorized_depthwise_weight_module_matches_the_definition(rng, 
                               out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=stride,
                               layout="NHWC", dtype="float32")
     assert SLP_FLAG in policy.module_spec(problem, CPU).extra_flags
+    assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
+
+
+@pytest.mark.parametrize("host, taken", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+def test_channels_last_grouped_weight_gradients_of_few_channels_take_the_taps_form_with_slp_on_zen4(monkeypatch, host,
+                                                                                                       taken):
+    """Channels-last grouped weight gradients of at most 16 input and 16 output channels a group take the taps form
+    with LLVM's SLP vectorizer on Zen 4 (1.1-6.2x im2col's speed, docs/perf/zen4-taps-reassociate); 24 or 32
+    channels a group, channels-first layouts and other hosts keep their forms, without the flag."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+
+    def first(**params):
+        base = dict(batch=2, groups=32, in_channels=4, out_channels=4, input_spatial=(28, 28), filter_spatial=(3, 3),
+                    padding=1, stride=1, layout="NHWC", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        form = policy.forms_for(problem, CPU)[0]
+        return form.contraction, SLP_FLAG in policy.flags_for(problem, CPU, form)
+    assert first() == (("taps", True) if taken else ("im2col", False))
+    assert first(in_channels=16, out_channels=16, stride=2) == (("taps", True) if taken else ("im2col", False))
+    assert first(in_channels=24, out_channels=24) == ("im2col", False)
+    assert first(in_channels=16, out_channels=32) == ("im2col", False)
+    assert not first(layout="NCHW")[1]
+
+
+def test_the_slp_vectorized_grouped_taps_weight_module_matches_the_definition(rng, monkeypatch):
+    """ResNeXt-50's 4-channel groups at 56x56, channels-last, batch 4 (1.6 M elements of x), as the taps form with
+    LLVM's SLP vectorizer, against float64."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=4, groups=32, in_channels=4,
+                              out_channels=4, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=1,
+                              layout="NHWC", dtype="float32")
+    spec = policy.module_spec(problem, CPU)
+    assert policy.forms_for(problem, CPU)[0].contraction == "taps" and SLP_FLAG in spec.extra_flags
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
