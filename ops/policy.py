@@ -185,8 +185,8 @@ def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
-    read = weight_gemm.twin(problem, gemm_transposes(problem))
-    chunks = _rows_split(read)  # gemm_split's, of the problem as the GEMM reads it
+    read = gemm_read(problem)
+    chunks = _rows_split(read)  # gemm_split's
     cut = weight_gemm.segments(read, chunks)
     lead = [1] * ((chunks > 1) + (cut > 1))  # (j, s)
     if read.channels_last:
@@ -348,7 +348,13 @@ def gemm_split(problem) -> int:
     ``gemm_transposes``), the rows split in chunks of whole GEMM_BLOCK blocks; channels-first, the images, and a
     float32 problem whose images give fewer than GEMM_SEGMENT_ACCUMULATORS partial sums each image's positions in
     segments too (``_segments``)."""
-    return _rows_split(weight_gemm.twin(problem, gemm_transposes(problem)))
+    return _rows_split(gemm_read(problem))
+
+
+def gemm_read(problem):
+    """The problem as the gemm form's GEMM reads it: ``problem``, or its channels-last twin where ``gemm_transposes``
+    (``weight_gemm.twin``)."""
+    return weight_gemm.twin(problem, gemm_transposes(problem))
 
 
 def gemm_transposes(problem) -> bool:
