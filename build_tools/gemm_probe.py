@@ -9,7 +9,7 @@ bfloat16). A form is forced for every case, whether or not the policy would take
 """
 import dataclasses
 import sys
-from ops import compiler, policy, targets
+from ops import compiler, gemm_policy, policy, targets
 from ops.operators import grouped_conv_bwd_weight as bw
 
 CUDA = targets.parse_target("cuda:sm_80")
@@ -35,9 +35,9 @@ def problem(layer, cfg):
 def form_of(p, which):
     basis = p.computed_as
     if which == "gemm":
-        return bw.Form(batch_split=policy.gemm_split(basis), contraction="gemm",
-                       transpose=policy.gemm_transposes(basis))
-    return bw.Form(batch_split=policy.default_batch_split(basis, CUDA))
+        return bw.Form(batch_split=gemm_policy.gemm_split(basis), contraction="gemm",
+                       transpose=gemm_policy.gemm_transposes(basis))
+    return bw.Form(batch_split=gemm_policy.default_batch_split(basis, CUDA))
 
 
 def specs(p, which):

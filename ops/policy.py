@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import compiler, data_tiles, dtypes, registry, render, targets
-from .geometry import ceil_div
+from .gemm_policy import (default_batch_split, float32_gemm, gemm_read, gemm_split, gemm_transposes, rows_split,
+                          simt_gemm, takes_gemm)
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_merged, grouped_conv_bwd_weight, phase_plan, pool_windows,
                         stride_phases, weight_columns, weight_gemm, weight_shifted)
-from .problem import GEMM_BLOCK
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
 
@@ -97,6 +97,11 @@ WORKAROUNDS = (
         "IREE 3.13 summed wrong on llvm-cpu where the contraction's body selected its taps by linalg.index and a dim "
         "had size 1 (batch 1: wrong rows of grad_in); the on/off taps come as a constant operand instead",
         "tests/test_data_merged.py"),
+    Workaround(
+        "no float16 gathered gemm form when strided", "gemm_policy._gathers_wide",
+        "IREE 3.13's CUDA backend computed the gathered gemm form of a float16 strided 3x3x3 weight gradient wrong "
+        "(256 channels at 8x28x28, stride 2: error 1.3-1.5 of the largest magnitude, twice; the bfloat16 ones of "
+        "the same form right): float16 takes it at stride 1 only", "docs/perf/h200-bf16-gather"),
     Workaround(
         "fallback flag sets", "fallback_flags (mlir/tuning/<gpu>.json)",
         "some problems compile with none of their forms under IREE's defaults, or compile wrong (bf16 1x1 weight "
@@ -175,18 +180,18 @@ def _simt_taps(problem, taps: str, threads: int) -> list[int]:
 
 
 def weight_gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """``weight_simt_tiles``' tiles on the gemm form of a float32 one-tap problem (``_float32_gemm``): its
+    """``weight_simt_tiles``' tiles on the gemm form of a float32 one-tap problem (``float32_gemm``): its
     contraction over (j, [s,] k, c) and the reduced (n, positions) channels-first, (r) channels-last (the rows of a
     chunk), G = 1 and an image a chunk left out (``weight_gemm``; s, an image's segment, where ``gemm_split`` cuts
     them; j where the split is one chunk); positions (rows) a step as ``reduction`` where they divide the segment's
     (the chunk's)."""
-    workgroup = (problem.kind == "dense" and _float32_gemm(problem)
+    workgroup = (problem.kind == "dense" and float32_gemm(problem)
                  and _simt_workgroup(problem, spec, weight_gemm.columns(problem)))
     if not workgroup:
         return {}
     (wg_k, wg_c), (th_k, th_c) = workgroup, spec["thread"]
     read = gemm_read(problem)
-    chunks = _rows_split(read)  # gemm_split's
+    chunks = rows_split(read)  # gemm_split's
     cut = weight_gemm.segments(read, chunks)
     lead = [1] * ((chunks > 1) + (cut > 1))  # (j, s)
     if read.channels_last:
@@ -264,40 +269,6 @@ def _entry_form(problem, target: Target) -> dict:
 
 # --- The forms ----------------------------------------------------------------------------------------------
 
-# Partial sums enough to fill a GPU. Measured on the H100 (docs/perf/h100-session3/tune/): the 3D video layers ran
-# fastest with 4-5 M float32 accumulators (J = 8), depthwise layers with the most chunks the batch allows.
-# A rough rule; the tuning tables hold the measured choice per problem where it differs.
-GPU_PARALLEL_ACCUMULATORS = 1 << 22
-
-# The gemm form's chunks on a GPU: at least GEMM_MIN_CHUNK_TERMS terms each (a few K-steps of a matrix-instruction
-# tile), so that splitting a one-tap weight gradient's reduction fills the GPU without making the sum of the chunks
-# the work; and a multiple of GEMM_BLOCK rows, IREE 3.13's matrix pipelines pad a reduction to their K tile by
-# reading on into the next chunk's rows: on an H200, bfloat16 chunks of 392 rows (8 past a 16-row tile) came out
-# wrong by 0.49 (relative) and read past the end of x, those of 256, 512, 784 or 1568 rows right.
-GEMM_MIN_CHUNK_TERMS = 256
-
-# A float32 channels-first one-tap weight gradient whose images give fewer partial sums than this (an image a chunk:
-# N x K x C) cuts each image's positions into segments, a chunk each, up to this many (``weight_gemm.segments``):
-# EfficientNet-B0's 32 -> 16 layer at 112x112 had 32 workgroups of 32 threads, each summing 12,544 positions
-# (docs/perf/h100-gemm-segments).
-GEMM_SEGMENT_ACCUMULATORS = 1 << 18
-
-
-# A float32 channels-first one-tap weight gradient's gemm form reads its activations transposed channels-last
-# (``gemm_transposes``) where C x K / (C + K) is at least this many channels and the channels-last split gives at
-# least that many partial sums: on an H200, the 26 of 87 models-suite layers so chosen ran 1.1-2.8x faster (ResNet-50's
-# and ResNeXt-50's 1.4-2.8x), none slower; layers of fewer channels or partial sums ran up to 2.1x slower, the
-# transposes' passes and the channels-last split's whole 32-row chunks outweighing their GEMM
-# (docs/perf/h200-im2col-gemm/exp28.log).
-GEMM_TRANSPOSE_MIN_CHANNELS = 40
-GEMM_TRANSPOSE_MIN_PARTIALS = 1 << 21
-
-# The gathered gemm form's columns (x's windows, im2col: N x O x taps x C elements) are a transient: at most this many
-# bytes, beyond which the generic serves. r3d_18's first stage at batch 8 gathers 2.9 GB and ran 2.1x faster so
-# (docs/perf/h200-im2col-gemm/exp27.log); a model at 4 GiB a layer would hold that much more memory for it.
-GEMM_GATHER_MAX_BYTES = 1 << 32
-
-
 # llvm-cpu contractions per kind of problem, in the fallback order: IREE's CPU backend gives the grouped generic
 # no convolution pipeline, so the im2col, depthwise and taps forms exist; the table's rule per kind picks the first.
 CPU_CONTRACTIONS = {"dense": ("generic", "im2col"), "grouped": ("generic", "im2col", "taps"),
@@ -313,89 +284,6 @@ def _has_taps_form(problem) -> bool:
     """Whether the taps form can take ``problem`` on llvm-cpu: channels-first, every phase within the term limit."""
     return not problem.channels_last and all(
         contractions.taps_terms(problem, phase) <= CPU_TAPS_MAX_TERMS for phase in phase_plan.phases(problem))
-
-
-def default_batch_split(problem, target: Target) -> int:
-    """J of the backward-weight generic without a tuned choice: on a GPU, the fewest chunks giving ~2^22 partial
-    sums; on the CPU, 1 (two cores have all the parallel work they need in the weight gradient itself, and a split
-    costs a buffer of J weight-sized float32 partials there for nothing)."""
-    if target.cpu:
-        return 1
-    weight = math.prod(problem.weight_shape)
-    return next((j for j in grouped_conv_bwd_weight.batch_split_choices(problem) if j * weight >= GPU_PARALLEL_ACCUMULATORS),
-                problem.batch)
-
-
-def takes_gemm(problem) -> bool:
-    """Whether a GPU takes the backward-weight gemm form for ``problem``: a GEMM of its rows as they lie
-    (``gemm_rows``), and channels-last (its rows completed to whole GEMM_BLOCK blocks by zero rows,
-    ``weight_gemm.zero_rows``: r3d_18's 784-row downsample at batch 8 had only the generic, whose 1x1 convolution
-    IREE computed wrong in bfloat16 under every flag set), or channels-first with 16-bit inputs (each image's
-    (channels, positions) matrices, the positions in whole blocks). Float32 channels-first,
-    the form reduces along rows without a matrix instruction: 1.1-59 ms against the generic's 0.8-4.2 on
-    ResNet-50's layers (docs/perf/h200-gemm). The split float32 problems of channels-first models are such 16-bit
-    problems where their positions allow: their split then writes its parts as the activations lie, where the
-    channels-last parts took a transposing pass (ResNet-50's 1x1 layer 64 -> 256 at 56x56, 0.914 -> 0.413 ms on an
-    H100; docs/perf/h100-split-nchw)."""
-    if not problem.gemm_rows:  # one tap and no padding (``weight_gemm.applies``), and its rows as they lie
-        return False
-    return problem.channels_last or problem.dtype in ("bfloat16", "float16")
-
-
-def gemm_split(problem) -> int:
-    """J of the backward-weight gemm form: the fewest chunks giving GPU_PARALLEL_ACCUMULATORS partial sums, of at
-    least GEMM_MIN_CHUNK_TERMS terms each (else the most such; 1 where none is). Channels-last (or read so,
-    ``gemm_transposes``), the rows split in chunks of whole GEMM_BLOCK blocks; channels-first, the images, and a
-    float32 problem whose images give fewer than GEMM_SEGMENT_ACCUMULATORS partial sums each image's positions in
-    segments too (``_segments``)."""
-    return _rows_split(gemm_read(problem))
-
-
-def gemm_read(problem):
-    """The problem as the gemm form's GEMM reads it: ``problem``, or its channels-last twin where ``gemm_transposes``
-    (``weight_gemm.twin``)."""
-    return weight_gemm.twin(problem, gemm_transposes(problem))
-
-
-def gemm_transposes(problem) -> bool:
-    """Whether the gemm form reads a channels-first problem's activations transposed channels-last
-    (``weight_gemm.twin``): gathered, always; a float32 one-tap problem where the GEMM outweighs the transposes, C x
-    K / (C + K) (its multiply-adds per element the transposes move) at least GEMM_TRANSPOSE_MIN_CHANNELS, and where
-    the channels-last split still fills the GPU, at least GEMM_TRANSPOSE_MIN_PARTIALS partial sums."""
-    if problem.channels_last or not weight_gemm.applies(problem):
-        return False
-    if weight_gemm.gathers(problem):
-        return True
-    c, k = problem.in_channels, problem.out_channels
-    if problem.dtype != "float32" or c * k < GEMM_TRANSPOSE_MIN_CHANNELS * (c + k):
-        return False
-    return _rows_split(weight_gemm.twin(problem, True)) * math.prod(problem.weight_shape) >= GEMM_TRANSPOSE_MIN_PARTIALS
-
-
-def _rows_split(problem) -> int:
-    """``gemm_split``'s J for the problem the GEMM reads, in its layout."""
-    rows = weight_gemm.rows(problem)
-    weight = math.prod(problem.weight_shape)
-    if problem.channels_last:
-        choices = [j for j in range(1, rows // GEMM_BLOCK + 1) if rows % (j * GEMM_BLOCK) == 0
-                   and rows // j >= GEMM_MIN_CHUNK_TERMS] or [1]
-    else:
-        positions = math.prod(problem.output_spatial)
-        choices = [j for j in range(1, rows + 1) if rows % j == 0
-                   and rows // j * positions >= GEMM_MIN_CHUNK_TERMS] or [1]
-        few = problem.dtype == "float32" and rows * weight < GEMM_SEGMENT_ACCUMULATORS
-        cut = _segments(positions, ceil_div(GEMM_SEGMENT_ACCUMULATORS, rows * weight)) if few else 1
-        if cut > 1:
-            return rows * cut
-    return next((j for j in choices if j * weight >= GPU_PARALLEL_ACCUMULATORS), choices[-1])
-
-
-def _segments(positions: int, wanted: int) -> int:
-    """The segments an image's ``positions`` are cut into for the float32 gemm form: the fewest dividing them from
-    ``wanted`` on, of at least GEMM_MIN_CHUNK_TERMS positions each, else the most such (1 where none is: the images
-    are then chunked as any others')."""
-    cuts = [s for s in range(1, positions // GEMM_MIN_CHUNK_TERMS + 1) if positions % s == 0] or [1]
-    return next((s for s in cuts if s >= wanted), cuts[-1])
 
 
 def _phase_forms(problem, target: Target) -> list:
@@ -436,14 +324,14 @@ def _weight_forms(problem, target: Target) -> list:
     (docs/perf/h100-audit) and slow); on llvm-cpu also im2col and per_image_nn (and per_image in channels-first
     layouts) or, for depthwise problems of 1 or 2 spatial axes (the named depthwise ops go to 3-D, the batch axis
     taking one), depthwise; taps where ``_has_weight_taps_form``; and shifted where ``weight_shifted.applies``. A
-    GPU's float32 channels-first one-tap problems have the gemm form last where the table tiles it (``_simt_gemm``:
+    GPU's float32 channels-first one-tap problems have the gemm form last where the table tiles it (``simt_gemm``:
     untiled, IREE's SIMT default ran it slower than the generic)."""
     Form = grouped_conv_bwd_weight.Form
     generic = Form(batch_split=default_batch_split(problem, target))
     if not target.cpu:
         gemm = ([Form(batch_split=gemm_split(problem), contraction="gemm", transpose=gemm_transposes(problem))]
                 if weight_gemm.applies(problem) else [])
-        tiled = [form for form in gemm if _simt_gemm(problem) and configs_for(problem, target, form)]
+        tiled = [form for form in gemm if simt_gemm(problem) and configs_for(problem, target, form)]
         first, last = (gemm, []) if takes_gemm(problem) else ([], tiled)
         rows = [dataclasses.replace(generic, row_split=True)] if problem.kind == "depthwise" else []
         columns = [Form(contraction="columns")] if weight_columns.applies(problem) else []
@@ -455,24 +343,6 @@ def _weight_forms(problem, target: Target) -> list:
                                                else ("per_image", "per_image_nn"))]
     shifted = [Form(contraction="shifted")] if weight_shifted.applies(problem) else []
     return [generic, Form(contraction="im2col"), *per_image, *taps, *shifted]
-
-
-def _simt_gemm(problem) -> bool:
-    """Whether ``problem`` is a float32 one whose gemm form ``takes_gemm`` leaves out: channels-first one-tap and
-    unpadded, or of one group with its windows gathered (``weight_gemm.gathers``) in any layout, their columns at most
-    GEMM_GATHER_MAX_BYTES. A GPU's forms have it last where a table rule tiles it (``weight_gemm_tiles``; the rule
-    puts it first)."""
-    if takes_gemm(problem) or not weight_gemm.applies(problem) or problem.dtype != "float32":
-        return False
-    if weight_gemm.gathers(problem):
-        return weight_gemm.gathered_bytes(problem) <= GEMM_GATHER_MAX_BYTES
-    return not problem.channels_last
-
-
-def _float32_gemm(problem) -> bool:
-    """Whether a GPU's gemm form of ``problem`` computes float32 one-tap products: a channels-first one tiled last
-    (``_simt_gemm``), or a channels-last one, whose gemm form is its first (``takes_gemm``)."""
-    return _simt_gemm(problem) or (takes_gemm(problem) and problem.channels_last and problem.dtype == "float32")
 
 
 def _has_weight_taps_form(problem) -> bool:

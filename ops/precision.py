@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import policy, targets
+from . import gemm_policy, policy, targets
 from .problem import GEMM_BLOCK
 from .operators import data_gemm, data_split_conv, stride_phases
 
@@ -41,7 +41,7 @@ def weight_gradient_precision(problem, split: str) -> str:
     """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split`` its
     driver allows (``allowed_split``: bf16x3 or bf16x6) where the convolution is not depthwise nor grouped with
     fewer than SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split
-    problem takes the gemm form (``policy.takes_gemm``); else in float32. Measured (docs/perf/h100-split,
+    problem takes the gemm form (``gemm_policy.takes_gemm``); else in float32. Measured (docs/perf/h100-split,
     docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100
     than the untiled float32 generic; its 1x1 ones, split into the gemm form, 2.9-10x faster than the float32
     generic channels-first (0.18-1.16 ms against 0.82-4.2 on an H200) and 2.7x faster in sum than the float32 gemm
@@ -52,7 +52,7 @@ def weight_gradient_precision(problem, split: str) -> str:
         return problem.precision
     taps = math.prod(problem.filter_spatial) > 1
     split_problem = dataclasses.replace(problem, precision=split).computed_as
-    split_gemm = policy.takes_gemm(split_problem) and not _keeps_float32_gemm(problem, split_problem)
+    split_gemm = gemm_policy.takes_gemm(split_problem) and not _keeps_float32_gemm(problem, split_problem)
     return split if taps or split_gemm else problem.precision
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from iree.compiler import ir
-from ops import catalog, policy, targets
+from ops import catalog, gemm_policy, policy, targets
 from ops.operators import grouped_conv_bwd_weight as op
 from ops.operator import Lowering
 
@@ -132,9 +132,9 @@ def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
     depthwise = op.problem_from_params(**CASES_FOR_SPLIT["depthwise"])  # weight 96*9: the whole batch in chunks
     video = op.problem_from_params(**CASES_FOR_SPLIT["video"])  # weight 128*27*64 = 221184: J*weight >= 2^22 at J=32
     cuda, cpu = targets.parse_target("cuda:sm_80"), targets.parse_target("llvm-cpu")
-    assert policy.default_batch_split(depthwise, cuda) == 32
-    assert policy.default_batch_split(video, cuda) == 32  # 16 chunks give 3.5 M partial sums, 32 give 7 M
-    assert policy.default_batch_split(depthwise, cpu) == policy.default_batch_split(video, cpu) == 1
+    assert gemm_policy.default_batch_split(depthwise, cuda) == 32
+    assert gemm_policy.default_batch_split(video, cuda) == 32  # 16 chunks give 3.5 M partial sums, 32 give 7 M
+    assert gemm_policy.default_batch_split(depthwise, cpu) == gemm_policy.default_batch_split(video, cpu) == 1
     assert op.Form().batch_split == 1  # the template's own default: the unsplit form
 
 

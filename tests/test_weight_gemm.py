@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from ops import policy, targets, verify
+from ops import gemm_policy, policy, targets, verify
 from ops.api import run
 from ops.operators import grouped_conv_bwd_weight as op
 from ops.operators import weight_gemm
@@ -88,7 +88,7 @@ def test_the_gemm_form_matches_the_definition_at_a_resnet_layers_size(rng):
     than the check samples), its reduction in the chunks the GPU rule gives."""
     problem = _problem(batch=2, in_channels=64, out_channels=64, input_spatial=(56, 56), dtype="bfloat16")
     assert math.prod(problem.input_shape) > 1 << 18
-    error = _error(problem, policy.gemm_split(problem), rng)
+    error = _error(problem, gemm_policy.gemm_split(problem), rng)
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
@@ -99,7 +99,7 @@ def test_the_gathered_gemm_form_matches_the_definition_at_a_resnet_layers_size(r
     problem = _problem(batch=2, in_channels=64, out_channels=64, input_spatial=(56, 56), filter_spatial=(3, 3),
                        padding=1, layout=layout)
     assert math.prod(problem.input_shape) > 1 << 18 and weight_gemm.gathers(problem)
-    error = _error(problem, policy.gemm_split(problem), rng)
+    error = _error(problem, gemm_policy.gemm_split(problem), rng)
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
@@ -110,8 +110,8 @@ def test_the_gemm_form_with_zero_rows_matches_the_definition_at_r3d_18s_size(rng
     problem = _problem(batch=8, in_channels=256, out_channels=512, input_spatial=(4, 14, 14), stride=2,
                        layout="NDHWC", dtype="bfloat16")
     assert math.prod(problem.input_shape) > 1 << 18 and weight_gemm.zero_rows(problem) == 16
-    assert policy.forms_for(problem, CUDA)[0] == op.Form(batch_split=policy.gemm_split(problem), contraction="gemm")
-    error = _error(problem, policy.gemm_split(problem), rng)
+    assert policy.forms_for(problem, CUDA)[0] == op.Form(batch_split=gemm_policy.gemm_split(problem), contraction="gemm")
+    error = _error(problem, gemm_policy.gemm_split(problem), rng)
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
 
 
@@ -163,7 +163,7 @@ def test_gpus_take_the_gemm_form_first_for_one_tap_unpadded_channels_last_proble
     one_tap = _problem(batch=32, in_channels=64, out_channels=256, input_spatial=(56, 56), dtype="bfloat16")
     for target in (CUDA, ROCM):
         first, *rest = policy.forms_for(one_tap, target)
-        assert first.contraction == "gemm" and rest == [op.Form(batch_split=policy.default_batch_split(one_tap, target))]
+        assert first.contraction == "gemm" and rest == [op.Form(batch_split=gemm_policy.default_batch_split(one_tap, target))]
         for other in (dict(filter_spatial=(3, 3), padding=1), dict(padding=1), dict(layout="NCHW")):
             assert policy.forms_for(_problem(**{"batch": 32, **other}), target)[0].contraction == "generic", other
         # 392 rows, no whole 32-row blocks: 24 zero rows complete them (416)
@@ -187,16 +187,61 @@ def test_gpus_take_the_gemm_form_first_for_one_tap_unpadded_channels_last_proble
 def test_the_gemm_split_fills_a_gpu_with_chunks_of_whole_blocks_and_at_least_256_rows(channels, spatial, expected):
     c, k = channels
     problem = _problem(batch=32, in_channels=c, out_channels=k, input_spatial=(spatial, spatial))
-    chunks = policy.gemm_split(problem)
+    chunks = gemm_policy.gemm_split(problem)
     assert chunks == expected
     rows = weight_gemm.rows(problem)
     chunk = rows // chunks
-    assert rows % chunks == 0 and (chunks == 1 or (chunk % policy.GEMM_BLOCK == 0
-                                                   and chunk >= policy.GEMM_MIN_CHUNK_TERMS))
+    assert rows % chunks == 0 and (chunks == 1 or (chunk % gemm_policy.GEMM_BLOCK == 0
+                                                   and chunk >= gemm_policy.GEMM_MIN_CHUNK_TERMS))
     weight = math.prod(problem.weight_shape)
-    fewer = [j for j in range(1, chunks) if rows % (j * policy.GEMM_BLOCK) == 0]
-    assert all(j * weight < policy.GPU_PARALLEL_ACCUMULATORS for j in fewer), "the fewest chunks that fill the GPU"
+    fewer = [j for j in range(1, chunks) if rows % (j * gemm_policy.GEMM_BLOCK) == 0]
+    assert all(j * weight < gemm_policy.GPU_PARALLEL_ACCUMULATORS for j in fewer), "the fewest chunks that fill the GPU"
 
+
+def test_gpus_take_the_gathered_gemm_form_for_16_bit_problems_of_256_channels_and_more():
+    """Several taps, channels-last, one group, 16-bit grad_w (gemm_policy.GEMM_GATHER_MIN_CHANNELS): from 256
+    channels at stride 1, and bfloat16 strided at three spatial axes; not at 128 channels, not 2-D strided, not
+    float16 strided (policy.WORKAROUNDS), not a split float32 problem's bfloat16 parts (float32 grad_w), not
+    channels-first, never on the CPU (float32 problems take it by a table rule: tests/test_weight_simt_tiles.py)."""
+    layer = dict(batch=8, in_channels=256, out_channels=256, input_spatial=(14, 14), filter_spatial=(3, 3), padding=1,
+                 dtype="bfloat16")
+    volume = dict(layer, input_spatial=(4, 14, 14), filter_spatial=(3, 3, 3), layout="NDHWC")
+    taken = [layer, dict(layer, dtype="float16"), volume, dict(volume, out_channels=512, stride=2)]
+    left = [dict(layer, in_channels=128, out_channels=128), dict(layer, stride=2), dict(volume, dtype="float16", stride=2),
+            dict(layer, out_dtype="float32"), dict(layer, layout="NCHW")]
+    for target in (CUDA, ROCM):
+        for params in taken:
+            problem = _problem(**params)
+            assert policy.forms_for(problem, target)[0] == op.Form(
+                batch_split=gemm_policy.gemm_split(problem), contraction="gemm"), params
+        for params in left:
+            assert policy.forms_for(_problem(**params), target)[0].contraction != "gemm", params
+    assert all(f.contraction != "gemm" for f in policy.forms_for(_problem(**layer), CPU))
+
+
+def test_the_gathered_gemm_form_matches_the_definition_at_r3d_18s_strided_size(rng):
+    """r3d_18's strided 3x3x3 layer (256 -> 512 at 4x14x14, stride 2, padding 1) at batch 2 in bfloat16
+    channels-last (x: 401,408 elements, more than the check samples), which GPUs take gathered, in their chunks."""
+    problem = _problem(batch=2, in_channels=256, out_channels=512, input_spatial=(4, 14, 14), filter_spatial=(3, 3, 3),
+                       padding=1, stride=2, layout="NDHWC", dtype="bfloat16")
+    assert math.prod(problem.input_shape) > 1 << 18 and gemm_policy.takes_gemm(problem)
+    error = _error(problem, gemm_policy.gemm_split(problem), rng)
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+
+
+@pytest.mark.parametrize("target, instruction", [("cuda:sm_80", "mma.sync.aligned"), ("rocm:gfx942", "v_mfma")])
+def test_the_gathered_16_bit_module_contracts_with_matrix_instructions(tmp_path, target, instruction):
+    """ResNet-50's 512-channel 3x3 layer at 7x7 (batch 4, bfloat16 channels-last) as shipped: the gathered
+    columns' GEMM is one matrix-instruction contraction."""
+    problem = _problem(batch=4, in_channels=512, out_channels=512, input_spatial=(7, 7), filter_spatial=(3, 3),
+                       padding=1, dtype="bfloat16")
+    lowered = compile_as_shipped(problem, target, tmp_path)
+    contractions = [d for d in lowered.dispatches if d.mma_kind]
+    assert len(contractions) == 1, lowered.dispatches
+    if target.startswith("rocm"):
+        assert contractions[0].mma_kind.startswith("MFMA_F32_") and instruction in kernel_for(lowered, contractions[0])
+    else:
+        assert contractions[0].mma_kind.startswith("NV_MMA_SYNC") and instruction in lowered.ptx
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("target, instruction", [("cuda:sm_80", "mma.sync.aligned"), ("rocm:gfx942", "v_mfma")])

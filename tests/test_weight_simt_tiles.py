@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops import policy, targets
+from ops import gemm_policy, policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight, weight_gemm
 
 from lowering import compile_and_dump, gpu_module_on_cpu, tile_lists
@@ -31,7 +31,7 @@ def _tiles(problem, target=CUDA, form=None) -> dict:
 
 def _generic(problem, target=CUDA):
     """The problem's batch-split generic form on ``target``."""
-    return weight.Form(batch_split=policy.default_batch_split(problem, target))
+    return weight.Form(batch_split=gemm_policy.default_batch_split(problem, target))
 
 
 @pytest.mark.parametrize("params, workgroup, reduction", [
@@ -94,7 +94,7 @@ def test_the_pinned_module_computes_the_reference(params, rng, tmp_path):
 
 
 @pytest.mark.parametrize("params, reduction, transpose", [
-    # read channels-last (policy.gemm_transposes): 256 -> 64 in 392 chunks of 256 rows, 1024 -> 256 in 14 of 448
+    # read channels-last (gemm_policy.gemm_transposes): 256 -> 64 in 392 chunks of 256 rows, 1024 -> 256 in 14 of 448
     (dict(input_spatial=(56, 56), in_channels=256), [0, 0, 0, 2], True),
     (dict(input_spatial=(14, 14), in_channels=1024, out_channels=256), [0, 0, 0, 2], True),
     (dict(input_spatial=(7, 7), in_channels=2048, out_channels=512), [0, 0, 0, 1, 1], False),  # 49 positions: one a step
@@ -103,7 +103,7 @@ def test_one_tap_problems_take_the_gemm_form_under_the_same_tiles(params, reduct
     problem = _problem(filter_spatial=(1, 1), padding=0, out_channels=params.pop("out_channels", 64), **params)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm" and policy.forms_for(problem, CUDA)[1].contraction == "generic"
-    assert form.transpose == transpose == policy.gemm_transposes(problem)
+    assert form.transpose == transpose == gemm_policy.gemm_transposes(problem)
     tiles = _tiles(problem, form=form)
     assert tiles["workgroup"][:3] == [1, 32, 32] and tiles["thread"][:3] == [1, 4, 4]
     assert tiles["reduction"] == reduction
@@ -155,7 +155,7 @@ def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     configuration pinned on an op with a unit dim), channels-first and channels-last: the module, its tiles cut,
     computes the reference on the CPU."""
     problem = _problem(filter_spatial=(1,) * len(params["input_spatial"]), padding=0, **params)
-    spec, chunks = policy.module_spec(problem, CUDA), policy.gemm_split(problem)
+    spec, chunks = policy.module_spec(problem, CUDA), gemm_policy.gemm_split(problem)
     assert f"thread = [{'1, ' * (chunks > 1)}4, 4, 0" in spec.mlir
     assert ("%partial_flat = linalg.generic" in spec.mlir) == (chunks > 1) == ("%partial = linalg.generic" not in spec.mlir)
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
@@ -171,11 +171,11 @@ def test_the_pinned_gemm_module_computes_the_reference(params, rng, tmp_path):
     (dict(in_channels=48, out_channels=96, input_spatial=(28, 28)), 64, [1, 1, 32, 24, 0], [0] * 4 + [2]),
 ])
 def test_few_weights_cut_each_images_positions_into_segments(params, chunks, workgroup, reduction):
-    """A float32 channels-first one-tap gradient of few weights (``policy.GEMM_SEGMENT_ACCUMULATORS``) gets a chunk
+    """A float32 channels-first one-tap gradient of few weights (``gemm_policy.GEMM_SEGMENT_ACCUMULATORS``) gets a chunk
     for each segment of each image's positions (``weight_gemm.segments``), its (j, s) dims one a workgroup."""
     problem = _problem(filter_spatial=(1, 1), padding=0, **params)
     form = policy.forms_for(problem, CUDA)[0]
-    assert form.contraction == "gemm" and form.batch_split == chunks == policy.gemm_split(problem)
+    assert form.contraction == "gemm" and form.batch_split == chunks == gemm_policy.gemm_split(problem)
     assert not form.transpose  # C x K / (C + K) under 40: read as the activations lie
     tiles = _tiles(problem, form=form)
     assert tiles["workgroup"] == workgroup and tiles["reduction"] == reduction
@@ -185,7 +185,7 @@ def test_images_of_too_few_positions_to_cut_are_chunked_as_before():
     """49 positions an image cannot make a segment of 256: 8 images of 16 -> 32 channels at 7x7 (392 terms) stay
     one chunk, as the gemm split's rule without segments has them."""
     problem = _problem(batch=8, in_channels=16, out_channels=32, input_spatial=(7, 7), filter_spatial=(1, 1), padding=0)
-    assert policy.gemm_split(problem) == 1 and weight_gemm.segments(problem, 1) == 1
+    assert gemm_policy.gemm_split(problem) == 1 and weight_gemm.segments(problem, 1) == 1
 
 
 def test_a_segmented_module_keeps_its_tiles_and_computes_the_reference(rng, tmp_path):
@@ -195,7 +195,7 @@ def test_a_segmented_module_keeps_its_tiles_and_computes_the_reference(rng, tmp_
     problem = _problem(batch=4, in_channels=32, out_channels=16, input_spatial=(112, 112), filter_spatial=(1, 1),
                        padding=0)
     spec = policy.module_spec(problem, CUDA)
-    assert policy.gemm_split(problem) == 4 * 49 and "4x32x49x256xf32" in spec.mlir
+    assert gemm_policy.gemm_split(problem) == 4 * 49 and "4x32x49x256xf32" in spec.mlir
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path / "cuda", spec.extra_flags)
     configured = "".join(f.read_text() for f in (tmp_path / "cuda" / "dump").glob("configured_*.mlir"))
     assert "workgroup = [1, 1, 16, 32, 0]" in configured

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ops import compiler, policy, targets
+from ops import compiler, gemm_policy, policy, targets
 from ops.operator import Lowering
 from ops.operators import grouped_conv_bwd_weight as weight
 
@@ -58,7 +58,7 @@ def test_a_float32_one_takes_the_simt_tiles_instead():
     problem = _split(precision="float32")
     assert GEMM_TILE not in policy.module_spec(problem, CUDA).mlir
     assert "thread = [4, 4, 0]" in _tile(problem)  # the gemm form of one chunk: (k, c) a thread, the rows reduced
-    generic = weight.Form(batch_split=policy.default_batch_split(problem, CUDA))
+    generic = weight.Form(batch_split=gemm_policy.default_batch_split(problem, CUDA))
     assert "thread = [1, 4, 4, 1, 1, 1" in policy.configs_for(problem, CUDA, generic)[0]
 
 

@@ -137,7 +137,7 @@ def twin(problem: ConvBwdWeightProblem, transpose: bool = False) -> ConvBwdWeigh
     transposed back after. A channels-first GEMM reduces along both operands' rows; gathered, it took 1.9-2.2x the
     time of the transposes and the channels-last GEMM on ResNet-50's seven 3x3 layers, so that a gathered problem
     always reads its twin (docs/perf/h200-im2col-gemm/exp26.log against exp27.log); a one-tap problem where the
-    policy's rule says (``policy.gemm_transposes``)."""
+    policy's rule says (``gemm_policy.gemm_transposes``)."""
     if problem.channels_last or not (gathers(problem) or transpose):
         return problem
     return dataclasses.replace(problem, layout=layouts_of_rank(problem.rank)[0])
