@@ -78,7 +78,7 @@ def takes_gemm(problem) -> bool:
     ResNet-50's layers (docs/perf/h200-gemm). The split float32 problems of channels-first models are such 16-bit
     problems where their positions allow: their split then writes its parts as the activations lie, where the
     channels-last parts took a transposing pass (ResNet-50's 1x1 layer 64 -> 256 at 56x56, 0.914 -> 0.413 ms on an
-    H100; docs/perf/h100-split-nchw)."""
+    H100; docs/perf/h100-split-nchw). With taps or padding (x's windows gathered), where ``_gathers_wide`` says."""
     if weight_gemm.gathers(problem):
         return _gathers_wide(problem)
     if not problem.gemm_rows:  # one tap and no padding (``weight_gemm.applies``), and its rows as they lie
@@ -91,11 +91,11 @@ def _gathers_wide(problem) -> bool:
     IREE's matrix pipeline) of a 16-bit channels-last problem of one group and 16-bit grad_w: at least
     GEMM_GATHER_MIN_CHANNELS input channels, at stride 1 or, bfloat16, strided at three spatial axes; its columns at
     most GEMM_GATHER_MAX_BYTES. The split float32 problems (bfloat16 parts, float32 grad_w) keep the generic: the
-    gemm form ran 0.83-1.79x its time on ResNet-50's and r3d_18's 18 such (docs/perf/h200-bf16-gather/exp33.log),
-    and r3d_18's TF32 step level with it."""
+    gemm form ran 0.83-1.79x as fast on 17 of ResNet-50's and r3d_18's 18 such (docs/perf/h200-bf16-gather/
+    exp33.log; the 18th's generic did not finish its benchmark), and r3d_18's TF32 step was level with it."""
     if problem.groups != 1 or not problem.channels_last or problem.dtype not in ("bfloat16", "float16"):
         return False
-    if problem.out_dtype != problem.dtype:  # a split float32 problem: its generic's tiles (weight_tiles) held
+    if problem.out_dtype != problem.dtype:  # a split float32 problem's parts
         return False
     strided = any(s > 1 for s in problem.stride)
     if strided and (problem.rank < 3 or problem.dtype != "bfloat16"):  # float16: policy.WORKAROUNDS

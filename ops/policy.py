@@ -1,6 +1,7 @@
 """Every target rule in one place: the forms a target compiles, in order; the flags and fallback flag sets; the
 tuned configurations; and the IREE 3.13 workarounds, each with its reason and
-its measurement (``WORKAROUNDS``).
+its measurement (``WORKAROUNDS``). Two modules hold parts of it for length: ``ops/gemm_policy.py`` the rules of the
+backward-weight gemm form (where a GPU takes it, its chunks), ``ops/data_tiles.py`` the backward-data tile rules.
 
 The operators render a form they are given (``ops/operator.py``) and never ask which target it is for; IREE keeps
 the choice of lowering configuration apart from the passes that apply it the same way (``KernelConfig.cpp`` in its
