@@ -48,12 +48,12 @@ GEMM_TRANSPOSE_MIN_PARTIALS = 1 << 21
 GEMM_GATHER_MAX_BYTES = 1 << 32
 
 # A 16-bit channels-last weight gradient of several taps takes the gathered gemm form from this many input channels
-# (``_gathers_wide``). On an H200 (docs/perf/h200-bf16-gather), of 35 such layers timed both ways, the 20 it takes
-# (256-512 channels at batch 4-128, stride 1, and bfloat16 ones strided at three axes) ran 0.92-1.67x the speed of
-# the generic under its tiles, the 11 above 0.3 ms all 1.00-1.53x (r3d_18's 256- and 512-channel 3x3x3 layers at
+# (``_gathers_wide``). On an H200 (docs/perf/h200-bf16-gather), of 32 such layers timed both ways, the 17 it takes
+# (256-512 channels at batch 4-128, stride 1, and a bfloat16 one strided at three axes) ran 0.92-1.67x the speed of
+# the generic under its tiles, the 7 above 0.3 ms all 1.05-1.53x (r3d_18's 256- and 512-channel 3x3x3 layers at
 # batch 8 1.28-1.67x, ResNet-50's 512-channel 7x7 ones 1.07-1.12x); of the 15 it leaves, the layers of 128 channels
 # or fewer ran 0.37-0.95x (the gathered columns of many rows outweigh the GEMM), the 2-D strided ones 0.60-0.93x (the
-# table's strided tiles serve them), the three stems 0.75-1.15x.
+# table's strided tiles serve them), the float16 strided one 0.71x and wrong, the three stems 0.75-1.15x.
 GEMM_GATHER_MIN_CHANNELS = 256
 
 
