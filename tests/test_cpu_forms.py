@@ -536,7 +536,9 @@ def _module_error(problem, rng, out_shape) -> float:
 
 
 GATHER_FLAG = "--iree-llvmcpu-experimental-vectorize-to-transfer-gather"
-AMX_HOST = frozenset({"avx2", "fma", "avx512f", "amx_tile"})
+AMX_HOST = frozenset({"avx2", "fma", "avx512f", "amx_tile"})  # an Intel host with AMX
+ZEN4_HOST = frozenset({"avx2", "fma", "avx512f"})  # AVX-512 without AMX: the CPU rules measured on AMD Zen 4
+AVX2_HOST = frozenset({"avx2", "fma"})
 
 
 def test_the_gather_flag_rule_gives_its_flag_to_the_per_image_forms_only_and_chooses_no_form(rng, monkeypatch):
@@ -558,7 +560,7 @@ def test_the_gather_flag_rule_gives_its_flag_to_the_per_image_forms_only_and_cho
              problem(input_spatial=(4, 5, 6), filter_spatial=(3, 1, 3), padding=(1, 0, 1), layout="NCDHW"),
              problem(input_spatial=(12, 10), filter_spatial=(1, 1), stride=2, padding=0)]
     others = [problem(filter_spatial=(1, 1), padding=0), problem(dtype="float16"), problem(layout="NHWC")]
-    for host, expected in ((AMX_HOST, True), (AMX_HOST - {"amx_tile"}, False), (frozenset({"avx2", "fma"}), False)):
+    for host, expected in ((AMX_HOST, True), (AMX_HOST - {"amx_tile"}, False), (AVX2_HOST, False)):
         monkeypatch.setattr(targets, "host_cpu_flags", lambda: host)
         for p in taken + others:
             offered = {f.contraction for f in policy.target_forms(p, CPU)}
@@ -612,7 +614,7 @@ def test_a_cpu_entry_pins_its_matmul_tile_on_the_hosts_it_was_measured_on(entry,
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", *entry["host_flags"]}))
     assert [f.contraction for f in policy.forms_for(problem, CPU)] == [entry["render"]["contraction"]]
     assert f"linalg.batch_matmul {{compilation_info = {entry['compilation_info']}}}" in policy.module_spec(problem, CPU).mlir
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: AVX2_HOST)
     assert "compilation_info" not in policy.module_spec(problem, CPU).mlir
 
 
@@ -629,9 +631,9 @@ def test_the_per_image_nn_matmul_with_an_entrys_tile_matches_the_definition(entr
 
 
 @pytest.mark.parametrize("host, expected", [
-    ({"avx2", "fma", "avx512f"}, "im2col"),               # AMD Zen 4 (issue 46)
-    ({"avx2", "fma", "avx512f", "amx_tile"}, "im2col"),   # the Intel host of stop 38
-    ({"avx2", "fma"}, "generic"),                         # unmeasured: the named convolution's phases
+    (ZEN4_HOST, "im2col"),    # AMD Zen 4 (issue 46)
+    (AMX_HOST, "im2col"),     # the Intel host of stop 38
+    (AVX2_HOST, "generic"),   # unmeasured: the named convolution's phases
 ])
 def test_strided_dense_channels_first_backward_data_takes_im2col_on_avx512_hosts(monkeypatch, host, expected):
     """ResNet-50's strided layers ran 1.4-4.7x faster as im2col on Zen 4, as on the Intel host (the rule's source):
@@ -647,15 +649,15 @@ def test_strided_dense_channels_first_backward_data_takes_im2col_on_avx512_hosts
     assert preferred(stride=2, filter_spatial=(3, 3), padding=1) == expected
     assert preferred(filter_spatial=(3, 3), padding=1) == "generic"
     # channels-last: measured on Zen 4 only
-    zen4 = host == {"avx2", "fma", "avx512f"}
+    zen4 = host == ZEN4_HOST
     assert preferred(stride=2, filter_spatial=(3, 3), padding=1, layout="NHWC") == ("im2col" if zen4 else "generic")
     assert preferred(filter_spatial=(3, 3), padding=1, layout="NHWC") == "generic"
 
 
 @pytest.mark.parametrize("host, expected", [
-    ({"avx2", "fma", "avx512f"}, "im2col"),               # AMD Zen 4, where it was measured (issue 46)
-    ({"avx2", "fma", "avx512f", "amx_tile"}, "generic"),  # unmeasured on AMX hosts
-    ({"avx2", "fma"}, "generic"),
+    (ZEN4_HOST, "im2col"),    # AMD Zen 4, where it was measured (issue 46)
+    (AMX_HOST, "generic"),    # unmeasured on AMX hosts
+    (AVX2_HOST, "generic"),
 ])
 def test_wide_pointwise_channels_first_backward_data_of_few_positions_takes_im2col_on_zen4(monkeypatch, host,
                                                                                            expected):
@@ -681,9 +683,9 @@ PEEL_FLAG = "--iree-llvmcpu-vector-pproc-strategy=peel"
 
 
 @pytest.mark.parametrize("host, peeled", [
-    ({"avx2", "fma", "avx512f"}, True),                # AMD Zen 4, where it was measured (issue 46)
-    ({"avx2", "fma", "avx512f", "amx_tile"}, False),   # unmeasured on AMX hosts
-    ({"avx2", "fma"}, False),
+    (ZEN4_HOST, True),        # AMD Zen 4, where it was measured (issue 46)
+    (AMX_HOST, False),        # unmeasured on AMX hosts
+    (AVX2_HOST, False),
 ])
 def test_pointwise_channels_first_backward_data_of_few_positions_peels_on_zen4(monkeypatch, host, peeled):
     """At most 49 positions an image, 1x1 stride-1 float32 NCHW backward-data compiles with IREE's peel strategy on
@@ -700,13 +702,13 @@ def test_pointwise_channels_first_backward_data_of_few_positions_peels_on_zen4(m
 
 def test_the_peeled_pointwise_module_matches_the_definition(rng, monkeypatch):
     """RegNetY-400MF's 440 <- 440 layer at 7x7 (batch 2: 43 K elements of grad_in), peeled, against float64."""
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: ZEN4_HOST)
     problem = _pointwise(in_channels=440, out_channels=440, input_spatial=(7, 7))
     assert PEEL_FLAG in policy.module_spec(problem, CPU).extra_flags
     assert _module_error(problem, rng, problem.input_shape) <= verify.tolerance(problem.op, problem.dtype)
 
 
-@pytest.mark.parametrize("host, peeled", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+@pytest.mark.parametrize("host, peeled", [(ZEN4_HOST, True), (AMX_HOST, False), (AVX2_HOST, False)])
 def test_channels_last_440_channel_pointwise_backward_data_peels_on_zen4(monkeypatch, host, peeled):
     """A measured exception (docs/perf/zen4-peel-nhwc): RegNetY-400MF's 440 <- 440 1x1 layer channels-last ran
     2.5-2.6x faster peeled on Zen 4 at any batch and size measured; other channel counts keep IREE's default."""
@@ -721,13 +723,13 @@ def test_channels_last_440_channel_pointwise_backward_data_peels_on_zen4(monkeyp
 
 def test_the_peeled_channels_last_pointwise_module_matches_the_definition(rng, monkeypatch):
     """RegNetY-400MF's 440 <- 440 layer channels-last at 7x7, batch 16 (345 K elements of grad_in), peeled."""
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: ZEN4_HOST)
     problem = _pointwise(in_channels=440, out_channels=440, input_spatial=(7, 7), batch=16, layout="NHWC")
     assert PEEL_FLAG in policy.module_spec(problem, CPU).extra_flags and math.prod(problem.input_shape) > 1 << 18
     assert _module_error(problem, rng, problem.input_shape) <= verify.tolerance(problem.op, problem.dtype)
 
 
-@pytest.mark.parametrize("host, peeled", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+@pytest.mark.parametrize("host, peeled", [(ZEN4_HOST, True), (AMX_HOST, False), (AVX2_HOST, False)])
 def test_channels_last_depthwise_weight_gradients_of_stride_one_peel_on_zen4(monkeypatch, host, peeled):
     """MobileNetV2's 144-channel depthwise weight gradient at 56x56, channels-last, ran 2.3-3.1x faster with IREE's peel
     strategy on Zen 4 (docs/perf/zen4-peel); strided ones (mixed) keep IREE's default, and channels-first ones take it
@@ -746,7 +748,7 @@ def test_channels_last_depthwise_weight_gradients_of_stride_one_peel_on_zen4(mon
 
 def test_the_peeled_depthwise_weight_module_matches_the_definition(rng, monkeypatch):
     """MobileNetV2's 144-channel depthwise layer at 56x56, channels-last, batch 2 (903 K elements of x), peeled."""
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: ZEN4_HOST)
     problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=144, in_channels=1,
                               out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=1,
                               layout="NHWC", dtype="float32")
@@ -754,7 +756,7 @@ def test_the_peeled_depthwise_weight_module_matches_the_definition(rng, monkeypa
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
 
 
-@pytest.mark.parametrize("host, taps", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+@pytest.mark.parametrize("host, taps", [(ZEN4_HOST, True), (AMX_HOST, False), (AVX2_HOST, False)])
 def test_channels_first_depthwise_weight_gradients_at_7x7_take_the_taps_form_on_zen4(monkeypatch, host, taps):
     """At 49 output positions, below the channels-first taps rule's 64, Zen 4 hosts take the taps form (1.27-2.3x
     the named depthwise op's speed, docs/perf/zen4-depthwise-7x7); other hosts, smaller planes and 3-D problems keep
@@ -776,7 +778,7 @@ def test_channels_first_depthwise_weight_gradients_at_7x7_take_the_taps_form_on_
 REASSOCIATE_FLAG = "--iree-llvmcpu-reassociate-fp-reductions=true"
 
 
-@pytest.mark.parametrize("host, flagged", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+@pytest.mark.parametrize("host, flagged", [(ZEN4_HOST, True), (AMX_HOST, False), (AVX2_HOST, False)])
 def test_channels_first_depthwise_taps_weight_gradients_reassociate_on_zen4(monkeypatch, host, flagged):
     """The taps form of a stride-1 channels-first depthwise or grouped weight gradient, 2-D or 3-D, keeps vector
     partial sums on Zen 4 (IREE's reassociation and peel: 1.1-2.6x, docs/perf/zen4-taps-reassociate); other hosts,
@@ -807,7 +809,7 @@ def test_channels_first_depthwise_taps_weight_gradients_reassociate_on_zen4(monk
 def test_the_reassociated_taps_weight_module_matches_the_definition(rng, monkeypatch, params):
     """MobileNetV2's 144-channel depthwise layer at 56x56, channels-first, batch 2 (903 K elements of x), and a 3-D
     grouped layer of 1 M elements of x, their taps form's sums reassociated, against float64."""
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: ZEN4_HOST)
     layout = "NCDHW" if len(params["input_spatial"]) == 3 else "NCHW"
     problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", padding=1, stride=1, layout=layout,
                               dtype="float32", **params)
@@ -819,7 +821,7 @@ def test_the_reassociated_taps_weight_module_matches_the_definition(rng, monkeyp
 SLP_FLAG = "--iree-llvmcpu-slp-vectorization"
 
 
-@pytest.mark.parametrize("host, flagged", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+@pytest.mark.parametrize("host, flagged", [(ZEN4_HOST, True), (AMX_HOST, False), (AVX2_HOST, False)])
 def test_channels_last_depthwise_taps_weight_gradients_take_llvms_slp_vectorizer_on_zen4(monkeypatch, host, flagged):
     """The taps form of a channels-last depthwise weight gradient, of any stride, is packed back into vectors by
     LLVM's SLP vectorizer on Zen 4 (1.1-6.6x, docs/perf/zen4-taps-reassociate); other hosts, channels-first and
@@ -840,7 +842,7 @@ def test_channels_last_depthwise_taps_weight_gradients_take_llvms_slp_vectorizer
 def test_the_slp_vectorized_depthwise_weight_module_matches_the_definition(rng, monkeypatch, stride):
     """MobileNetV2's 144-channel depthwise layer at 56x56, channels-last, batch 2 (903 K elements of x), at both
     strides, compiled with LLVM's SLP vectorizer, against float64."""
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: ZEN4_HOST)
     problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=144, in_channels=1,
                               out_channels=1, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=stride,
                               layout="NHWC", dtype="float32")
@@ -848,7 +850,7 @@ def test_the_slp_vectorized_depthwise_weight_module_matches_the_definition(rng, 
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
 
 
-@pytest.mark.parametrize("host, taken", [({"avx2", "fma", "avx512f"}, True), (AMX_HOST, False), ({"avx2", "fma"}, False)])
+@pytest.mark.parametrize("host, taken", [(ZEN4_HOST, True), (AMX_HOST, False), (AVX2_HOST, False)])
 def test_channels_last_grouped_weight_gradients_of_few_channels_take_the_taps_form_with_slp_on_zen4(monkeypatch, host,
                                                                                                        taken):
     """Channels-last grouped weight gradients of at most 16 input and 16 output channels a group take the taps form
@@ -872,7 +874,7 @@ def test_channels_last_grouped_weight_gradients_of_few_channels_take_the_taps_fo
 def test_the_slp_vectorized_grouped_taps_weight_module_matches_the_definition(rng, monkeypatch):
     """ResNeXt-50's 4-channel groups at 56x56, channels-last, batch 4 (1.6 M elements of x), as the taps form with
     LLVM's SLP vectorizer, against float64."""
-    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset({"avx2", "fma", "avx512f"}))
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: ZEN4_HOST)
     problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=4, groups=32, in_channels=4,
                               out_channels=4, input_spatial=(56, 56), filter_spatial=(3, 3), padding=1, stride=1,
                               layout="NHWC", dtype="float32")
