@@ -15,7 +15,7 @@ from ops.operators import grouped_conv_bwd_weight as op
 from ops.operator import Lowering
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
-from lowering import compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped
+from lowering import compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped, workgroup_counts
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 
@@ -211,3 +211,30 @@ def test_float32_takes_gfx942s_float32_matrix_instruction(params, name, tmp_path
     (contraction,) = [d for d in lowered.dispatches if d.mma_kind]
     assert contraction.mma_kind == "MFMA_F32_16x16x4_F32"
     assert "v_mfma_f32_16x16x4_f32" in kernel_for(lowered, contraction)
+
+
+SPLIT_REDUCTION = "--iree-dispatch-creation-enable-split-reduction"
+
+
+def test_cuda_splits_the_reduction_of_stride_1_bfloat16_volumes(tmp_path):
+    """``mlir/tuning/cuda-sm_80.json``'s split-reduction rule: r3d_18's stride-1 bfloat16 3x3x3 weight gradients
+    that keep the generic (64 and 128 channels, batch 8) compile with IREE's split reduction on CUDA, which splits
+    each image's first output axis too: the 64-channel convolution's 216 workgroups (27 taps x 8 chunks of one
+    image, 64 x 64 each) become 1,728, and a dispatch sums the parts. Left out: strided, 2-D, float16, a split
+    float32 problem's bfloat16 parts, 32 channels, ROCm and the CPU."""
+    cuda = targets.parse_target("cuda:sm_80")
+    layer = dict(batch=8, groups=1, in_channels=64, out_channels=64, input_spatial=(16, 56, 56),
+                 filter_spatial=(3, 3, 3), padding=1, layout="NDHWC", dtype="bfloat16")
+    taken = [layer, dict(layer, in_channels=128, out_channels=128, input_spatial=(8, 28, 28))]
+    left = [dict(layer, stride=2, out_channels=128), dict(layer, input_spatial=(56, 56), filter_spatial=(3, 3), layout="NHWC"),
+            dict(layer, dtype="float16"), dict(layer, out_dtype="float32"), dict(layer, in_channels=32)]
+    first = lambda params, target=cuda: policy.module_specs(op.problem_from_params(**params), target)[0]
+    assert all(SPLIT_REDUCTION in first(params).extra_flags for params in taken)
+    assert not any(SPLIT_REDUCTION in first(params).extra_flags for params in left)
+    assert not any(SPLIT_REDUCTION in first(layer, targets.parse_target(t)).extra_flags for t in ("rocm:gfx942", "llvm-cpu"))
+    spec = first(layer)
+    plain = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != SPLIT_REDUCTION))
+    split, whole = workgroup_counts(spec, tmp_path / "split"), workgroup_counts(plain, tmp_path / "whole")
+    conv = lambda counts: [n for n in counts if "_conv_" in f"_{n}"]
+    assert len(conv(split)) == len(conv(whole)) == 1 and len(split) == len(whole) + 1, (split, whole)
+    assert whole[conv(whole)[0]] == 216 and split[conv(split)[0]] == 8 * 216, (split, whole)
