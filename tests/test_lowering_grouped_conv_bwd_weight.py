@@ -219,9 +219,10 @@ SPLIT_REDUCTION = "--iree-dispatch-creation-enable-split-reduction"
 def test_cuda_splits_the_reduction_of_stride_1_bfloat16_volumes(tmp_path):
     """``mlir/tuning/cuda-sm_80.json``'s split-reduction rule: r3d_18's stride-1 bfloat16 3x3x3 weight gradients
     that keep the generic (64 and 128 channels, batch 8) compile with IREE's split reduction on CUDA, which splits
-    each image's first output axis too: the 64-channel convolution's 216 workgroups (27 taps x 8 chunks of one
-    image, 64 x 64 each) become 1,728, and a dispatch sums the parts. Left out: strided, 2-D, float16, a split
-    float32 problem's bfloat16 parts, 32 channels, ROCm and the CPU."""
+    the 64-channel layer's images along their first output axis too: its convolution's 216 workgroups (27 taps x 8
+    chunks of one image, 64 x 64 each) become 1,728, and a dispatch sums the parts (the 128-channel layer IREE
+    leaves whole). Left out: strided, 2-D, float16, a split float32 problem's bfloat16 parts, 32 channels, ROCm and
+    the CPU."""
     cuda = targets.parse_target("cuda:sm_80")
     layer = dict(batch=8, groups=1, in_channels=64, out_channels=64, input_spatial=(16, 56, 56),
                  filter_spatial=(3, 3, 3), padding=1, layout="NDHWC", dtype="bfloat16")
@@ -232,9 +233,13 @@ def test_cuda_splits_the_reduction_of_stride_1_bfloat16_volumes(tmp_path):
     assert all(SPLIT_REDUCTION in first(params).extra_flags for params in taken)
     assert not any(SPLIT_REDUCTION in first(params).extra_flags for params in left)
     assert not any(SPLIT_REDUCTION in first(layer, targets.parse_target(t)).extra_flags for t in ("rocm:gfx942", "llvm-cpu"))
-    spec = first(layer)
-    plain = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != SPLIT_REDUCTION))
-    split, whole = workgroup_counts(spec, tmp_path / "split"), workgroup_counts(plain, tmp_path / "whole")
+    counts = {}
+    for number, params in enumerate(taken):
+        spec = first(params)
+        plain = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != SPLIT_REDUCTION))
+        counts[number] = [workgroup_counts(s, tmp_path / f"{number}_{i}") for i, s in enumerate((spec, plain))]
+    (split, whole), (wider_split, wider_whole) = counts[0], counts[1]
     conv = lambda counts: [n for n in counts if "_conv_" in f"_{n}"]
     assert len(conv(split)) == len(conv(whole)) == 1 and len(split) == len(whole) + 1, (split, whole)
     assert whole[conv(whole)[0]] == 216 and split[conv(split)[0]] == 8 * 216, (split, whole)
+    assert wider_split == wider_whole, (wider_split, wider_whole)  # the 128-channel layer's reduction stays whole
