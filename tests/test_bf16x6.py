@@ -22,8 +22,8 @@ from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 def _as_float32(errors: dict) -> bool:
     """Whether bf16x6's worst error is float32's: within 3x the float32 module's plus 8 units of 2^-24 of the magnitude.
     The split_conv form sums six products a term in one float32 accumulation, six times float32's terms: over 1,500
-    seeds of its case below its worst error ran up to 5.1 units above 3x float32's (1.4% of seeds over the 1 unit
-    this allowed before, one of them a CI run's), while bf16x3's, one part fewer, never ran under 45 units."""
+    seeds of its case below its worst error ran up to 5.1 units above 3x float32's (1.4% of them beyond the 1 unit
+    allowed before, as one CI run's seed was), while bf16x3's, one part fewer, never ran under 45 units."""
     return errors["bf16x6"] <= 3 * errors["float32"] + 8 * 2.0 ** -24
 
 

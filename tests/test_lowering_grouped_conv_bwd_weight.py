@@ -239,7 +239,7 @@ def test_cuda_splits_the_reduction_of_stride_1_bfloat16_volumes(tmp_path):
         plain = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != SPLIT_REDUCTION))
         counts[number] = [workgroup_counts(s, tmp_path / f"{number}_{i}") for i, s in enumerate((spec, plain))]
     (split, whole), (wider_split, wider_whole) = counts[0], counts[1]
-    conv = lambda counts: [n for n in counts if "_conv_" in f"_{n}"]
+    conv = lambda grids: [name for name in grids if "_conv_" in f"_{name}"]
     assert len(conv(split)) == len(conv(whole)) == 1 and len(split) == len(whole) + 1, (split, whole)
     assert whole[conv(whole)[0]] == 216 and split[conv(split)[0]] == 8 * 216, (split, whole)
     assert wider_split == wider_whole, (wider_split, wider_whole)  # the 128-channel layer's reduction stays whole
