@@ -60,6 +60,16 @@ def poisoned(shape, dtype, device: str = DEVICE):
     return runtime.to_device(np.full(shape, np.nan, dtype=dtypes.numpy_dtype(dtype)), device)
 
 
+def bf16x3_bound(products: int) -> float:
+    """The largest error bf16x3 may make in a sum of ``products`` products, as a share of its magnitude (the sum of
+    their absolute values): each product at most mid*mid and each factor's remainder past its mid part (within 2^-16
+    of the factor after two bfloat16 roundings), 3 * 2^-16 of it; float32's sum adds ``products`` * 2^-24. Where a
+    position sums few products its error nears the bound: over 300 seeds up to 1.12 * 2^-16 at 6 products
+    (test_data_gemm's ndhwc_s2; 1.19 in a CI run), 0.96 at the corners of test_data_split_conv's asymmetric padding.
+    A lost part errs by 2^-8 of its products or more."""
+    return 3 * 2.0 ** -16 + products * 2.0 ** -24
+
+
 def phase_forms(monkeypatch, **keys):
     """The targets' stride-phase forms (ops.policy) with ``keys`` replaced, for the rest of the test."""
     from ops import policy

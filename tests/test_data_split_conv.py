@@ -1,8 +1,8 @@
-"""conv_bwd_data's split_conv form (ops/operators/data_split_conv.py): a float32 stride-1 backward-data of several
-taps as bfloat16 x 3, as the forward convolution of the padded grad_out with the flipped filter over 3K channels.
-Each product within about 2^-16 of its magnitude on the CPU in every layout, rank, padding and dilation (at a
-ResNet layer's size too); what takes it; and the compiled GPU convolution contracts with matrix instructions
-(mma.sync on sm_80, MFMA on gfx942), with no scratch."""
+"""conv_bwd_data's split_conv form (ops/operators/data_split_conv.py): a float32 stride-1 backward-data of several taps
+as bfloat16 x 3, as the forward convolution of the padded grad_out with the flipped filter over 3K channels. Each
+result within bf16x3's rounding bound of its magnitude (conftest.bf16x3_bound: 3 x 2^-16 a product at most) on the
+CPU in every layout, rank, padding and dilation (at a ResNet layer's size too); what takes it; and the compiled GPU
+convolution contracts with matrix instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from ops import api, policy, targets
 from ops.operators import conv_bwd_data, data_split_conv, stride_phases
 
+from conftest import bf16x3_bound
 from lowering import one_matrix_contraction
 
 
@@ -38,7 +39,7 @@ CASES = {"nchw": {}, "nhwc": dict(layout="NHWC"), "nchw_pad_0_2": dict(padding=(
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_bf16x3_is_within_two_to_the_minus_16_of_each_magnitude_and_far_better_than_bfloat16(name, rng):
+def test_bf16x3_is_within_its_rounding_bound_and_far_better_than_bfloat16(name, rng):
     problem = _problem(**CASES[name])
     assert problem.name.endswith("_split_bf16x3") and conv_bwd_data.problem_from_params(**problem.params()) == problem
     _assert_split_accuracy(problem, rng)
@@ -62,7 +63,7 @@ def _assert_split_accuracy(problem, rng):
     want = conv_bwd_data.reference(problem, [grad_out, weight])
     magnitude = conv_bwd_data.reference(problem, [np.abs(grad_out), np.abs(weight)])
     error = np.abs(got - want) / magnitude
-    assert error.max() < 2.0 ** -16, error.max()
+    assert error.max() < bf16x3_bound(problem.out_channels * math.prod(problem.filter_spatial)), error.max()
     bfloat16 = conv_bwd_data.reference(problem, [_bf16(grad_out), _bf16(weight)])
     assert (np.abs(bfloat16 - want) / magnitude).max() > 16 * error.max()  # the lo parts count
 
