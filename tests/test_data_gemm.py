@@ -1,11 +1,11 @@
 """conv_bwd_data's gemm form (ops/operators/data_gemm.py): a float32 one-tap, unpadded backward-data as bfloat16 x 3, as
 the GEMM it is. Each result within bf16x3's rounding bound of its magnitude (conftest.bf16x3_bound: 3 x 2^-16 a
 product at most) on the CPU in every layout and stride (at a ResNet layer's size too); the known-answer check allows
-it that and refuses a lost lo part; what takes it (split problems, by ops.torch where PyTorch allows TF32 on a GPU);
-and the compiled GPU code contracts with matrix instructions (mma.sync on sm_80, MFMA on gfx942), with no scratch.
-Problems whose axes are whole numbers of strides also take it in float32 on a GPU (one GEMM per image channels-first,
-one of the rows (n, o) channels-last, CUDA's rule tiling it; at stride 1 then not split, strided its rows placed by
-one elementwise pass), never on the CPU."""
+a split product 2^-15 (problem.SPLIT_ROUNDOFF) and refuses a lost lo part; what takes it (split problems, by
+ops.torch where PyTorch allows TF32 on a GPU); and the compiled GPU code contracts with matrix instructions (mma.sync
+on sm_80, MFMA on gfx942), with no scratch. Problems whose axes are whole numbers of strides also take it in float32
+on a GPU (one GEMM per image channels-first, one of the rows (n, o) channels-last, CUDA's rule tiling it; at stride 1
+then not split, strided its rows placed by one elementwise pass), never on the CPU."""
 
 from __future__ import annotations
 
