@@ -51,7 +51,9 @@ def test_a_bf16x6_weight_gradient_is_as_accurate_as_float32(layout, params, rng)
                                           layout=layout, precision=precision)
         errors[precision] = _errors(got, want, magnitude).max()
     assert _as_float32(errors), errors
-    assert errors["bf16x3"] > 8 * errors["bf16x6"], errors  # the third part counts
+    # the third part counts: without it bf16x6 would err as bf16x3 does (ratio 1); over 150 seeds of each case the
+    # ratio ran no lower than 11.8, so 8 left little room and 4 leaves some
+    assert errors["bf16x3"] > 4 * errors["bf16x6"], errors
 
 
 @pytest.mark.parametrize("params", [
