@@ -97,8 +97,7 @@ def _gathers_wide(problem) -> bool:
         return False
     if problem.out_dtype != problem.dtype:  # a split float32 problem's parts
         return False
-    strided = any(s > 1 for s in problem.stride)
-    if strided and (problem.rank < 3 or problem.dtype != "bfloat16"):  # float16: policy.WORKAROUNDS
+    if problem.strided and (problem.rank < 3 or problem.dtype != "bfloat16"):  # float16: policy.WORKAROUNDS
         return False
     return (problem.in_channels >= GEMM_GATHER_MIN_CHANNELS
             and weight_gemm.gathered_bytes(problem) <= GEMM_GATHER_MAX_BYTES)

@@ -60,6 +60,11 @@ class WindowProblem:
         return LAYOUTS[self.layout][1]
 
     @property
+    def strided(self) -> bool:
+        """Whether some spatial axis has a stride above 1."""
+        return any(s > 1 for s in self.stride)
+
+    @property
     def name(self) -> str:
         """Readable, deterministic, and covering every parameter: the module's function and file name."""
         windows = f"_s{_dims(self.stride)}_d{_dims(self.dilation)}_p{'x'.join(f'{lo}_{hi}' for lo, hi in self.padding)}"
@@ -274,7 +279,7 @@ class ConvBwdWeightProblem(ConvProblem):
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
         inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=self.split_products * self.batch,
                         precision="float32", layout=layout)
-        if layout == self.layout or any(s > 1 for s in self.stride) or self.groups > 1:
+        if layout == self.layout or self.strided or self.groups > 1:
             return inner
         return replace(inner, input_spatial=tuple(size + lo + hi for size, (lo, hi) in zip(self.input_spatial,
                                                                                              self.padding)),

@@ -87,7 +87,7 @@ def _on_host(rule: dict) -> bool:
 
 def _strided(problem) -> bool:
     """Whether ``problem`` has a stride above 1 along some axis."""
-    return any(s > 1 for s in getattr(problem, "stride", ()))
+    return getattr(problem, "strided", False)
 
 
 def _pointwise(problem) -> bool:

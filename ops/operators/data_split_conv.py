@@ -20,7 +20,7 @@ CONV_OPS = {1: "conv_1d_nwc_wcf", 2: "conv_2d_nhwc_hwcf", 3: "conv_3d_ndhwc_dhwc
 def applies(problem: ConvBwdDataProblem) -> bool:
     """Whether the split_conv form can take ``problem``: one group, no epilogue, stride 1, more than one tap, and
     padding within d*(F-1) on each side (grad_out is then padded, never cropped)."""
-    return (problem.groups == 1 and problem.epilogue is None and all(s == 1 for s in problem.stride)
+    return (problem.groups == 1 and problem.epilogue is None and not problem.strided
             and math.prod(problem.filter_spatial) > 1
             and all(max(lo, hi) <= d * (f - 1)
                     for (lo, hi), d, f in zip(problem.padding, problem.dilation, problem.filter_spatial)))

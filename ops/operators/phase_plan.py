@@ -39,14 +39,14 @@ def interleaves(problem: ConvBwdDataProblem, form) -> bool:
     to interleave). Channels-last layouts only: IREE 3.13's CUDA backend computed wrong interleaves into 16-bit
     channels-first grad_in (a transposing gather; sweep seed 17017, problem 51, on the H100), and the
     channels-first problems keep the strided store."""
-    return form.store == "interleave" and any(s > 1 for s in problem.stride) and problem.channels_last
+    return form.store == "interleave" and problem.strided and problem.channels_last
 
 
 def transposes(problem: ConvBwdDataProblem, form) -> bool:
     """Whether a channels-first module stores through a phase-major tensor that one ``linalg.transpose`` turns into
     grad_in (``form.store == "transpose"``, stride > 1): only where that tensor is exactly grad_in's positions, each
     residue of the strided axes one phase's, and each phase ``size / s`` rows from its residue."""
-    if form.store != "transpose" or problem.channels_last or all(s == 1 for s in problem.stride):
+    if form.store != "transpose" or problem.channels_last or not problem.strided:
         return False
     every = phases(problem)
     residues = {tuple(p.grad_in_offset for p in phase) for phase in every}
