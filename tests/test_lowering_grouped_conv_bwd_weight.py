@@ -18,6 +18,7 @@ from grouped_conv_bwd_weight_cases import PROBLEMS
 from lowering import compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped, workgroup_counts
 
 SIXTEEN_BIT = ("float16", "bfloat16")
+SPLIT_REDUCTION = "--iree-dispatch-creation-enable-split-reduction"
 
 
 def _tuples(value):
@@ -154,7 +155,7 @@ def test_rocm_gfx942(tmp_path, name):
     # the partial sums are one convolution dispatch (IREE names it conv_...: it recognized the generic); the sum
     # over the batch chunks, when split, a reduction dispatch of its own; x's padding copy. A table entry's
     # --iree-dispatch-creation-enable-split-reduction adds the split partial products' own reduce dispatch
-    split = "--iree-dispatch-creation-enable-split-reduction" in spec.flags
+    split = SPLIT_REDUCTION in spec.flags
     assert len(lowered.dispatches) <= 3 + split, [d.name for d in lowered.dispatches]
     assert len(convs) == 1, [d.name for d in lowered.dispatches]
     # no kernel spills to scratch memory
@@ -211,9 +212,6 @@ def test_float32_takes_gfx942s_float32_matrix_instruction(params, name, tmp_path
     (contraction,) = [d for d in lowered.dispatches if d.mma_kind]
     assert contraction.mma_kind == "MFMA_F32_16x16x4_F32"
     assert "v_mfma_f32_16x16x4_f32" in kernel_for(lowered, contraction)
-
-
-SPLIT_REDUCTION = "--iree-dispatch-creation-enable-split-reduction"
 
 
 def test_cuda_splits_the_reduction_of_stride_1_bfloat16_volumes(tmp_path):
