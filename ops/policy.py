@@ -129,20 +129,24 @@ def configs_for(problem, target: Target, form=None) -> dict[int, str]:
 def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for the weight gradient's generic convolution (its unit dims left out:
     ``grouped_conv_bwd_weight._pinned_units``), by the rule ``spec``: workgroups of ``m_tile`` output channels (k)
-    by ``n_tile`` input channels (c) at one tap, fewer where the problem has fewer; ``subgroup`` intrinsic tiles
-    (along k, along c) a warp; ``k_tiles`` intrinsic tiles of the reduction a step, ``stages`` of prefetch. Empty
-    where the problem takes another form (the gemm form, a table entry's), is grouped, or its channels do not
-    come in whole tiles."""
+    by ``n_tile`` input channels (c), fewer where the problem has fewer (input channels fewer than the intrinsic's
+    n are padded to it: a stem's 3), at one tap or the filter's last axis whole (``taps``: ``row``), a warp a tap;
+    ``subgroup`` intrinsic tiles (along k, along c) a warp; ``k_tiles`` intrinsic tiles of the reduction a step,
+    ``stages`` of prefetch. Empty where the problem takes another form (the gemm form, a table entry's), is
+    grouped, its channels do not come in whole tiles or a workgroup would pass 1024 threads."""
     if problem.kind != "dense" or takes_gemm(problem) or _entry_form(problem, target):
         return {}
     _, m, n, _, _ = intrinsic = targets.mma_intrinsic(target, dtypes.mlir_element_type(problem.dtype))
-    tile = (min(spec["m_tile"], problem.out_channels), min(spec["n_tile"], problem.in_channels))
-    sg_m, sg_n = spec["subgroup"]
-    if problem.out_channels % tile[0] or problem.in_channels % tile[1] or tile[0] % (m * sg_m) or tile[1] % (n * sg_n):
+    tile = (min(spec["m_tile"], problem.out_channels), min(spec["n_tile"], max(problem.in_channels, n)))
+    subgroup = spec["subgroup"]
+    taps = [1] * (problem.rank - 1) + [problem.filter_spatial[-1] if spec.get("taps") == "row" else 1]
+    whole = problem.out_channels % tile[0] == 0 and problem.in_channels % tile[1] in (0, problem.in_channels)
+    if (not whole or tile[0] % (m * subgroup[0]) or tile[1] % (n * subgroup[1])
+            or render.weight_threads(intrinsic, tile, subgroup, taps) > 1024):
         return {}
     chunks = default_batch_split(problem, target)
     reduced = problem.rank + (problem.batch // chunks > 1)  # a batch chunk of 1 is left out of the loops
-    return {0: render.weight_compilation_info(intrinsic, problem.rank, chunks > 1, reduced, tile, (sg_m, sg_n),
+    return {0: render.weight_compilation_info(intrinsic, chunks > 1, reduced, tile, subgroup, taps,
                                               spec["k_tiles"], spec["stages"])}
 
 

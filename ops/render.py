@@ -243,18 +243,24 @@ def conv_compilation_info(rank: int, intrinsic, workgroup: tuple[int, int, int],
     return _igemm_info(intrinsic, wg, sg, (rank if tap_axes is None else tap_axes) + 1, k_tiles, threads, stages)
 
 
-def weight_compilation_info(intrinsic, rank: int, split: bool, reduction_loops: int, workgroup: tuple[int, int],
-                            subgroup: tuple[int, int], k_tiles: int, stages: int) -> str:
+def weight_compilation_info(intrinsic, split: bool, reduction_loops: int, workgroup: tuple[int, int],
+                            subgroup: tuple[int, int], taps: list[int], k_tiles: int, stages: int) -> str:
     """The ``#iree_codegen.compilation_info`` for the weight gradient's generic convolution (its unit dims left out)
     as an implicit GEMM ``[j (``split``), k, *filter, c, K]`` on IREE's TileAndFuse pipeline (the tile rule of
-    ``policy.weight_tiles``): ``workgroup`` (k, c) in elements, one tap a workgroup, ``subgroup`` in intrinsic
-    tiles, ``reduction_loops`` the generic's reduced dims (batch chunk, output positions)."""
-    _, m, n, _, subgroup_size = intrinsic
-    threads = subgroup_size * (workgroup[0] // (subgroup[0] * m)) * (workgroup[1] // (subgroup[1] * n))
+    ``policy.weight_tiles``): ``workgroup`` (k, c) in elements at ``taps`` taps (a filter axis each), a warp a
+    tap, ``subgroup`` in intrinsic tiles, ``reduction_loops`` the generic's reduced dims (batch chunk, output
+    positions)."""
     lead = [1] if split else []
-    wg = [*lead, workgroup[0], *[1] * rank, workgroup[1]]
-    sg = [*[0] * split, subgroup[0], *[1] * rank, subgroup[1]]
+    wg = [*lead, workgroup[0], *taps, workgroup[1]]
+    sg = [*[0] * split, subgroup[0], *[1] * len(taps), subgroup[1]]
+    threads = weight_threads(intrinsic, workgroup, subgroup, taps)
     return _igemm_info(intrinsic, wg, sg, reduction_loops, k_tiles, threads, stages)
+
+
+def weight_threads(intrinsic, workgroup: tuple[int, int], subgroup: tuple[int, int], taps: list[int]) -> int:
+    """The threads of a ``weight_compilation_info`` workgroup: a warp per subgroup tile of (k, c) per tap."""
+    _, m, n, _, subgroup_size = intrinsic
+    return subgroup_size * (workgroup[0] // (subgroup[0] * m)) * (workgroup[1] // (subgroup[1] * n)) * math.prod(taps)
 
 
 def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[int], threads: int,

@@ -15,7 +15,8 @@ from ops.operators import grouped_conv_bwd_weight as op
 from ops.operator import Lowering
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
-from lowering import compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped, workgroup_counts
+from lowering import (compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped, without_gpu_configs,
+                      workgroup_counts)
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 SPLIT_REDUCTION = "--iree-dispatch-creation-enable-split-reduction"
@@ -241,3 +242,28 @@ def test_cuda_splits_the_reduction_of_stride_1_bfloat16_volumes(tmp_path):
     assert len(conv(split)) == len(conv(whole)) == 1 and len(split) == len(whole) + 1, (split, whole)
     assert whole[conv(whole)[0]] == 216 and split[conv(split)[0]] == 8 * 216, (split, whole)
     assert wider_split == wider_whole, (wider_split, wider_whole)  # the 128-channel layer's reduction stays whole
+
+
+def test_cuda_gives_a_stem_a_row_of_taps_a_workgroup(tmp_path):
+    """``mlir/tuning/cuda-sm_80.json``'s stem rule (``weight_tiles`` with ``taps: row``): a 3-channel weight gradient
+    of 64 output channels with taps, bfloat16 or a float32 one's bfloat16 parts (bf16x3), compiles on CUDA with the
+    filter's last axis whole a workgroup: its convolution's workgroups are IREE's default's (one tap each) over the
+    row's 7 taps, the 3 channels padded to the intrinsic's 8. Left out: 32 output channels (measured slower), 1x1."""
+    cuda = targets.parse_target("cuda:sm_80")
+    stem = dict(batch=2, groups=1, in_channels=3, out_channels=64, input_spatial=(224, 224), filter_spatial=(7, 7),
+                stride=2, padding=3, layout="NHWC", dtype="bfloat16")
+    taken = [stem, dict(stem, input_spatial=(8, 112, 112), filter_spatial=(3, 7, 7), stride=(1, 2, 2),
+                        padding=(1, 3, 3), layout="NDHWC"), dict(stem, dtype="float32", layout="NCHW")]
+    left = [dict(stem, out_channels=32, filter_spatial=(3, 3), padding=1), dict(stem, filter_spatial=(1, 1), padding=0)]
+    problem = lambda params: dataclasses.replace(op.problem_from_params(**params),
+                                                 **({"precision": "bf16x3"} if params["dtype"] == "float32" else {}))
+    conv = lambda grids: [count for name, count in grids.items() if "_conv_" in f"_{name}"]
+    for number, params in enumerate(taken):
+        spec = policy.module_specs(problem(params), cuda)[0]
+        plain = dataclasses.replace(spec, mlir=without_gpu_configs(spec.mlir))
+        assert plain.mlir != spec.mlir
+        rows, taps = (conv(workgroup_counts(s, tmp_path / f"{number}_{i}")) for i, s in enumerate((spec, plain)))
+        assert len(rows) == len(taps) == 1 and taps[0] == 7 * rows[0], (params, rows, taps)
+    for params in left:  # no configuration pinned: IREE's default
+        spec = policy.module_specs(problem(params), cuda)[0]
+        assert without_gpu_configs(spec.mlir) == spec.mlir, params
