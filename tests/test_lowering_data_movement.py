@@ -13,6 +13,7 @@ No AMD GPU is reachable here: for ROCm, the dumped dispatches are the evidence.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ops import catalog, compiler, targets, policy
+from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
 TARGETS = ["rocm:gfx942", "cuda:sm_80"]
 SUITES = ["ck_examples", "zoo"]
@@ -35,12 +37,10 @@ def key(suite: str, op: str, name: str, target: str) -> str:
     return f"{suite}/{op}/{name}/{target}"
 
 
-def dispatch_names(problem, target: str, workdir: Path) -> list[str]:
-    """The dispatches IREE forms for the module the runtime and the ahead-of-time build prefer (``--compile-to=flow``:
-    dispatch formation names them; the later alternatives, tried when code generation fails, differ in how a
-    dispatch is generated, not in which dispatches exist)."""
-    spec = policy.module_specs(problem, targets.parse_target(target))[0]
-    source, flow = workdir / f"{problem.name}.mlir", workdir / f"{problem.name}.flow.mlir"
+def dispatch_names(spec: compiler.ModuleSpec, workdir: Path) -> list[str]:
+    """The dispatches IREE forms for ``spec`` (``--compile-to=flow``: dispatch formation names them)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    source, flow = workdir / f"{spec.name}.mlir", workdir / f"{spec.name}.flow.mlir"
     source.write_text(spec.mlir)
     subprocess.run([compiler.compiler_tool(), str(source), *spec.flags, "--compile-to=flow", "-o", str(flow)],
                    check=True, capture_output=True)
@@ -48,8 +48,10 @@ def dispatch_names(problem, target: str, workdir: Path) -> list[str]:
 
 
 def copies(problem, target: str, workdir: Path) -> list[str]:
-    """The copy dispatches of the shipped module."""
-    return sorted(name for name in dispatch_names(problem, target, workdir) if "slow_memcpy" in name)
+    """The copy dispatches of the module the runtime and the ahead-of-time build prefer (the later alternatives,
+    tried when code generation fails, differ in how a dispatch is generated, not in which dispatches exist)."""
+    spec = policy.module_specs(problem, targets.parse_target(target))[0]
+    return sorted(name for name in dispatch_names(spec, workdir) if "slow_memcpy" in name)
 
 
 def test_the_record_covers_every_module():
@@ -87,6 +89,31 @@ def _record() -> None:
         "what": "copy (slow_memcpy) dispatches per shipped module; recorded by python3 tests/test_lowering_data_movement.py --record",
         "total": sum(counts.values()), "copies": counts,
     }, indent=1) + "\n")
+
+
+FUSE_PADDING = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+
+
+def test_cuda_reads_bfloat16_channels_last_padding_inside_the_convolution(tmp_path):
+    """``mlir/tuning/cuda-sm_80.json``'s pad-fusion rules for bfloat16 channels-last layers (H200,
+    docs/perf/h200-pad-fusion): backward-data at stride 1 and 2 (2-D and 3-D) and 2-D stride-1 weight gradients of
+    64+ channels compile with IREE's pad fusion, so their zero padding is no copy dispatch of its own; without the
+    flag the same modules have one. 3-D weight gradients (slower with it) and float32 keep the copy."""
+    cuda = targets.parse_target("cuda:sm_80")
+    layer = dict(batch=2, groups=1, in_channels=64, out_channels=64, input_spatial=(8, 28, 28), filter_spatial=(3, 3, 3),
+                 padding=1, layout="NDHWC", dtype="bfloat16")
+    flat = dict(layer, input_spatial=(28, 28), filter_spatial=(3, 3), layout="NHWC")
+    fused = [(conv_bwd_data, layer), (conv_bwd_data, dict(layer, stride=2, out_channels=128)),
+             (conv_bwd_data, flat), (grouped_conv_bwd_weight, flat)]
+    kept = [(grouped_conv_bwd_weight, layer), (conv_bwd_data, dict(flat, dtype="float32"))]
+    for number, (op, params) in enumerate(fused + kept):
+        problem = op.problem_from_params(**params)
+        spec = policy.module_specs(problem, cuda)[0]
+        assert (FUSE_PADDING in spec.extra_flags) == (number < len(fused)), params
+        without = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != FUSE_PADDING))
+        copied = [sum("slow_memcpy" in name for name in dispatch_names(s, tmp_path / f"{number}_{i}"))
+                  for i, s in enumerate((spec, without))]
+        assert copied == ([0, copied[1]] if number < len(fused) else [copied[1]] * 2) and copied[1] > 0, (params, copied)
 
 
 if __name__ == "__main__":
