@@ -14,6 +14,26 @@ ${result} = tensor.pad ${source} low[${low}] high[${high}] {
   tensor.yield ${zero} : ${element}
 } : ${source_type} to ${result_type}
 
+// fragment zero_pad_gather: zero_pad's result by a generic reading ${source} where it lies (clamped indices, zero outside)
+${result}_empty = tensor.empty() : ${result_type}
+${result} = linalg.generic {indexing_maps = [${map}], iterator_types = ${iterators}}
+    outs(${result}_empty : ${result_type}) {
+^bb0(%${p}unused: ${element}):
+${indices}
+  %${p}read = tensor.extract ${source}[${read}] : ${source_type}
+  %${p}value = arith.select ${inside}, %${p}read, ${zero} : ${element}
+  linalg.yield %${p}value : ${element}
+} -> ${result_type}
+
+// fragment zero_pad_index: a padded dim's index into the source, clamped into it, and whether it lies inside
+  %${p}p${dim} = linalg.index ${dim} : index
+  %${p}s${dim} = arith.subi %${p}p${dim}, %${p}c${low} : index
+  %${p}above${dim} = arith.cmpi sge, %${p}s${dim}, %${p}c0 : index
+  %${p}below${dim} = arith.cmpi sle, %${p}s${dim}, %${p}c${last} : index
+  %${p}in${dim} = arith.andi %${p}above${dim}, %${p}below${dim} : i1
+  %${p}t${dim} = arith.maxsi %${p}s${dim}, %${p}c0 : index
+  %${p}i${dim} = arith.minsi %${p}t${dim}, %${p}c${last} : index
+
 // fragment slice: a strided view of ${source}
 ${result} = tensor.extract_slice ${source}[${offsets}] [${sizes}] [${strides}] : ${source_type} to ${result_type}
 

@@ -47,6 +47,9 @@ class Workaround:
     evidence: str
 
 
+# IREE's flag that fuses a zero pad into the operation reading it (the tables' rules give it where it was faster)
+FUSE_PADDING = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+
 WORKAROUNDS = (
     Workaround(
         "weight flip by gather, then by map", "policy._phase_forms (GPU targets)",
@@ -435,8 +438,19 @@ def forms_for(problem, target: Target, options: Any = None) -> list:
 
 def lowering(problem, target: Target, configs: dict[int, str] | None = None, form=None) -> Lowering:
     """What ``target`` adds to ``form`` (or any form) of ``problem``: its tuned configurations (``configs`` added: the
-    tuner's), its copy tiling, and the workspace argument."""
-    return Lowering({**configs_for(problem, target, form), **(configs or {})}, copy_config(target), target.transients)
+    tuner's), its copy tiling (``zero_pad``: how zero padding is written, ``_pad_writing``), and the workspace
+    argument."""
+    copy = {**copy_config(target), **_pad_writing(problem, target, form)}
+    return Lowering({**configs_for(problem, target, form), **(configs or {})}, copy, target.transients)
+
+
+def _pad_writing(problem, target: Target, form=None) -> dict:
+    """``{"zero_pad": "gather"}`` where a rule asks ``problem``'s zero padding be written by a generic reading the
+    source where it lies (a rule's ``zero_pad``: IREE's copy of a pad it does not fuse ran slower), unless the
+    module's flags fuse its pads into their consumers (``FUSE_PADDING``: a gather is no pad to fuse)."""
+    asked = any(r.get("zero_pad") == "gather" for r in rules(target.directory_name)
+                if rule_applies(r, problem) and (form is None or _takes_flags(r, form)))
+    return {"zero_pad": "gather"} if asked and FUSE_PADDING not in flags_for(problem, target, form) else {}
 
 
 def module_specs(problem, target: Target, extra_flags: tuple[str, ...] = (), configs: dict[int, str] | None = None,

@@ -106,6 +106,40 @@ def folding_reassociation(kept: list[bool]) -> list[list[int]]:
     return groups
 
 
+def zero_pad(result: str, source: str, low: list[int], high: list[int], element: str, source_type: str,
+             result_type: str, zero: str = "%zero_element", gather_shape: list[int] | None = None) -> str:
+    """``source`` zero-padded by ``low``/``high`` per dim into ``result`` (``zero``: the caller's zero value): a
+    ``tensor.pad``, or given the source's shape (``gather_shape``) a generic reading the source where it lies
+    (``common.zero_pad_gather``: IREE makes a pad it does not fuse into its consumer a copy dispatch of its own)."""
+    rank = len(low)
+    if gather_shape is None:
+        return render("common.zero_pad", result=result, source=source, low=index_list(low), high=index_list(high),
+                      index_args=", ".join(f"%i{a}: index" for a in range(rank)), zero=zero, element=element,
+                      source_type=source_type, result_type=result_type)
+    return _gathered_pad(result, source, low, high, element, source_type, result_type, zero, gather_shape)
+
+
+def _gathered_pad(result: str, source: str, low: list[int], high: list[int], element: str, source_type: str,
+                  result_type: str, zero: str, shape: list[int]) -> str:
+    """``zero_pad``'s gather: each padded dim's index clamped into ``shape`` (``common.zero_pad_index``), the read
+    selected where every one lies inside."""
+    rank, p = len(low), result.lstrip("%") + "_"  # p: the generic's own names, unique in the function
+    padded = [a for a in range(rank) if low[a] or high[a]]
+    constants = dict.fromkeys([0, *(value for a in padded for value in (low[a], shape[a] - 1))])
+    lines = [f"  %{p}i{a} = linalg.index {a} : index" for a in range(rank) if a not in padded]
+    lines += [f"  %{p}c{c} = arith.constant {c} : index" for c in constants]
+    lines += [render("common.zero_pad_index", p=p, dim=a, low=low[a], last=shape[a] - 1) for a in padded]
+    inside = f"%{p}in{padded[0]}"
+    for a in padded[1:]:
+        lines.append(f"  %{p}inside{a} = arith.andi {inside}, %{p}in{a} : i1")
+        inside = f"%{p}inside{a}"
+    domain = dims("d", rank)
+    return render("common.zero_pad_gather", result=result, source=source, result_type=result_type, p=p,
+                  source_type=source_type, element=element, map=affine_map(domain, domain),
+                  iterators=iterators(["parallel"] * rank), indices="\n".join(lines),
+                  read=", ".join(f"%{p}i{a}" for a in range(rank)), inside=inside, zero=zero)
+
+
 def indent(text: str, spaces: int = 2) -> str:
     pad = " " * spaces
     return "\n".join(pad + line if line else line for line in text.splitlines())

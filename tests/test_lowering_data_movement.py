@@ -23,7 +23,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ops import catalog, compiler, targets, policy
+import iree.compiler as ireec
+import iree.runtime as ireert
+import numpy as np
+
+from ops import catalog, compiler, render, targets, policy
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
 TARGETS = ["rocm:gfx942", "cuda:sm_80"]
@@ -114,6 +118,44 @@ def test_cuda_reads_bfloat16_channels_last_padding_inside_the_convolution(tmp_pa
         copied = [sum("slow_memcpy" in name for name in dispatch_names(s, tmp_path / f"{number}_{i}"))
                   for i, s in enumerate((spec, without))]
         assert copied == ([0, copied[1]] if number < len(fused) else [copied[1]] * 2) and copied[1] > 0, (params, copied)
+
+
+def test_cuda_writes_float32_weight_gradient_padding_by_a_gather(tmp_path):
+    """``mlir/tuning/cuda-sm_80.json``'s ``zero_pad`` rule (H200, docs/perf/h200-pad-fusion/exp40.log): a float32
+    weight gradient of 64+ channels (computed in float32, or as bf16x3 parts) writes x's zero padding by a gathering
+    generic, so no copy dispatch is left; a bfloat16 one (grad_w bfloat16) keeps the pad IREE copies."""
+    cuda = targets.parse_target("cuda:sm_80")
+    layer = dict(batch=2, groups=1, in_channels=64, out_channels=64, input_spatial=(8, 28, 28),
+                 filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32")
+    gathered = [_weight_problem(layer), dataclasses.replace(_weight_problem(dict(layer, layout="NDHWC")), precision="bf16x3")]
+    padded = [_weight_problem(dict(layer, layout="NDHWC", dtype="bfloat16"))]
+    for number, problem in enumerate(gathered + padded):
+        spec = policy.module_specs(problem, cuda)[0]
+        copies = [name for name in dispatch_names(spec, tmp_path / str(number)) if "slow_memcpy" in name]
+        assert ("tensor.pad" in spec.mlir, bool(copies)) == ((False, False) if number < len(gathered) else (True, True)), (
+            problem.name, copies)
+
+
+def _weight_problem(params: dict):
+    """grouped_conv_bwd_weight's problem of ``params``."""
+    return grouped_conv_bwd_weight.problem_from_params(**params)
+
+
+def test_a_gathered_zero_pad_is_numpys_pad():
+    """``render.zero_pad``'s gather form computes what ``numpy.pad`` does (zeros around, the source inside), run on
+    the CPU: padding at both ends, one end, and none of some dims."""
+    rng = np.random.default_rng(0)
+    source = rng.standard_normal((2, 5, 6, 3)).astype(np.float32)
+    low, high = [0, 1, 2, 0], [0, 2, 0, 1]
+    padded = [s + lo + hi for s, lo, hi in zip(source.shape, low, high)]
+    text = render.zero_pad("%padded", "%x", low, high, "f32", render.tensor(source.shape, "f32"),
+                           render.tensor(padded, "f32"), gather_shape=list(source.shape))
+    module = (f"func.func @pad(%x: {render.tensor(source.shape, 'f32')}) -> {render.tensor(padded, 'f32')} {{\n"
+              f"  %zero_element = arith.constant 0.0 : f32\n{render.indent(text)}\n"
+              f"  return %padded : {render.tensor(padded, 'f32')}\n}}\n")
+    vmfb = ireec.compile_str(module, target_backends=["llvm-cpu"], extra_args=["--iree-llvmcpu-target-cpu=generic"])
+    result = np.asarray(ireert.load_vm_flatbuffer(vmfb, driver="local-task").pad(source))
+    np.testing.assert_array_equal(result, np.pad(source, list(zip(low, high))))
 
 
 if __name__ == "__main__":

@@ -56,10 +56,7 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     pairs = [[first + 2 * a, first + 2 * a + 1] for a in range(rank)]  # each axis's (m, r)
     reassociation = [[0], *pairs, [2 * rank + 1]] if problem.channels_last else [[0], [1], *pairs]
     pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
-    zero_pad = mlir.render(
-        "common.zero_pad", result="%padded", source="%grad_out", low=mlir.index_list(pad[0]),
-        high=mlir.index_list(pad[1]), zero="%zero", element=element, source_type="!grad_out", result_type="!padded",
-        index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)))
+    zero_pad = mlir.zero_pad("%padded", "%grad_out", pad[0], pad[1], element, "!grad_out", "!padded", zero="%zero")
     return mlir.render(
         "data_merged", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         element=element, transients=transients,

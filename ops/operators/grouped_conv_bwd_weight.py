@@ -278,7 +278,8 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
           f"{OP}: the row split keeps IREE's tiling; a pinned configuration fits the batch-split generic only")
     shape = _Geometry(problem, chunks, rows=form.row_split)
     element = dtypes.mlir_element_type(problem.dtype)
-    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic")
+    gather = lowering.copy.get("zero_pad") == "gather"  # the target writes zero padding as a gather
+    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic", gather)
     contraction, summed = _contraction(shape, element, form.contraction, x_value, lowering.configs.get(0))
     return _module(shape, element, lowering, pad_x, x_value, contraction, summed)
 
@@ -327,11 +328,12 @@ def _sizes(shape: _Geometry) -> dict[str, int]:
     return sizes
 
 
-def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool) -> tuple[str, str | None]:
+def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool, gather: bool) -> tuple[str, str | None]:
     """(lines, value) of x as the windows read it: zeros where every window reads padding only (taps times zero,
     as PyTorch's reference kernels compute); else x, its unread end left out, zero-padded: with ``pad_on_groups``
     (the generic) after the split into groups, so that the pad meets the convolution with no reshape between (IREE
-    fuses a pad into its consumer only then; the value is then None: x_groups is made here)."""
+    fuses a pad into its consumer only then; the value is then None: x_groups is made here); with ``gather`` by a
+    generic that reads x where it lies (``render.zero_pad``)."""
     problem, rank = shape.problem, shape.problem.rank
     if any(taken == 0 for _, taken, _ in shape.reads):
         return mlir.render("grouped_conv_bwd_weight.zeros", element=element), "%x_padded"
@@ -348,19 +350,16 @@ def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool) -> tuple[str, st
     if any(low) or any(high):
         lines.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
         if pad_on_groups:
-            lines.append(_pad_groups(shape, element, x_value, x_type, low, high))
+            lines.append(_pad_groups(shape, element, x_value, x_type, low, high, gather))
             x_value = None
         else:
-            lines.append(mlir.indent(mlir.render(
-                "common.zero_pad", result="%x_padded", source=x_value, low=mlir.index_list(low),
-                high=mlir.index_list(high), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
-                zero="%zero_element", element=element, source_type=x_type, result_type="!x_padded",
-            ), 2))
+            lines.append(mlir.indent(mlir.zero_pad("%x_padded", x_value, low, high, element, x_type, "!x_padded",
+                                                   gather_shape=taken_shape if gather else None), 2))
             x_value = "%x_padded"
     return ("\n".join(lines) if lines else "  // no padding is read: x is used as it is"), x_value
 
 
-def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, high) -> str:
+def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, high, gather: bool) -> str:
     """x split into (chunks.., N, .., G, C), then zero-padded there into %x_groups (x's pad ``low``/``high``, given
     per (N, spatial.., C) or (N, C, spatial..) dim, moved onto the split view)."""
     problem = shape.problem
@@ -374,11 +373,9 @@ def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, 
         reassociation=_split_batch_and_channels(problem.rank, problem.channels_last, shape.split),
         shape=mlir.index_list(unpadded), source_type=x_type, result_type=mlir.tensor(unpadded, element),
     ), 2)
-    pad = mlir.indent(mlir.render(
-        "common.zero_pad", result="%x_groups", source="%x_unpadded_groups", low=mlir.index_list(on_groups(low)),
-        high=mlir.index_list(on_groups(high)), index_args=", ".join(f"%i{a}: index" for a in range(len(unpadded))),
-        zero="%zero_element", element=element, source_type=mlir.tensor(unpadded, element), result_type="!x_groups",
-    ), 2)
+    pad = mlir.indent(mlir.zero_pad("%x_groups", "%x_unpadded_groups", on_groups(low), on_groups(high), element,
+                                    mlir.tensor(unpadded, element), "!x_groups",
+                                    gather_shape=unpadded if gather else None), 2)
     return f"{expand}\n{pad}"
 
 

@@ -103,13 +103,8 @@ def _grad_out_window(index: int, phase, problem: ConvBwdDataProblem, element: st
         ))
         value, value_type = f"%go_{index}_cropped", cropped_type
     if any(pad_lo) or any(pad_hi):
-        lines.append(mlir.render(
-            "common.zero_pad", result=f"%go_{index}", source=value, low=mlir.index_list([0, *pad_lo, *untouched]),
-            high=mlir.index_list([0, *pad_hi, *untouched]),
-            index_args=", ".join(f"%i{a}: index" for a in range(problem.rank + 1 + len(channels))),
-            zero="%zero_element", element=element, source_type=value_type,
-            result_type=mlir.tensor([n, *padded, *channels], element),
-        ))
+        lines.append(mlir.zero_pad(f"%go_{index}", value, [0, *pad_lo, *untouched], [0, *pad_hi, *untouched], element,
+                                   value_type, mlir.tensor([n, *padded, *channels], element)))
         value = f"%go_{index}"
     return mlir.indent("\n".join(lines), 2), value, [n, *padded, *channels]
 
@@ -292,11 +287,8 @@ def _grad_out_padded(problem: ConvBwdDataProblem, element: str, pads) -> tuple[s
         reassociation=[[0], [1, 2]] + [[i + 1] for i in range(2, rank + 2)], shape=mlir.index_list(grouped),
         source_type="!grad_out", result_type=mlir.tensor(grouped, element),
     )
-    pad = mlir.render(
-        "common.zero_pad", result="%grad_out_padded", source="%grad_out_groups_cf", low=mlir.index_list([0, 0, 0, *low]),
-        high=mlir.index_list([0, 0, 0, *high]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 3)),
-        zero="%zero_element", element=element, source_type=mlir.tensor(grouped, element), result_type="!grad_out_padded",
-    )
+    pad = mlir.zero_pad("%grad_out_padded", "%grad_out_groups_cf", [0, 0, 0, *low], [0, 0, 0, *high], element,
+                        mlir.tensor(grouped, element), "!grad_out_padded")
     return f"!grad_out_padded = {mlir.tensor(padded, element)}\n", mlir.indent(f"{expand}\n{pad}", 2)
 
 

@@ -230,6 +230,13 @@ def _pads_x(problem: ConvBwdWeightProblem) -> bool:
                                  or gathered_channels(problem) > problem.in_channels)
 
 
+def _gather_shape(problem: ConvBwdWeightProblem, copy: dict | None) -> list[int] | None:
+    """Channels-last x's shape where the target writes its zero padding as a gather (``copy``'s ``zero_pad``,
+    ``policy.lowering``), else None (a tensor.pad)."""
+    gathered = bool(copy) and copy.get("zero_pad") == "gather"
+    return [problem.batch, *problem.input_spatial, problem.in_channels] if gathered else None
+
+
 def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, copy: dict | None,
             source: tuple[str, str]) -> tuple[str, str, str]:
     """(lines, value, type) of x's windows gathered into ``rows_shape`` (``gathers``) from channels-last x
@@ -245,10 +252,8 @@ def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, 
     (padded, padded_type), pad = source, "  // no padding: the windows read x as it is"
     if _pads_x(problem):
         pad_type = mlir.tensor(padded_shape, element)
-        pad = mlir.indent(mlir.render(
-            "common.zero_pad", result="%x_padded", source=padded, low=mlir.index_list([0, *low, 0]),
-            high=mlir.index_list([0, *high, more]), index_args=", ".join(f"%i{a}: index" for a in range(rank + 2)),
-            zero="%zero_element", element=element, source_type=padded_type, result_type=pad_type), 2)
+        pad = mlir.indent(mlir.zero_pad("%x_padded", padded, [0, *low, 0], [0, *high, more], element, padded_type,
+                                        pad_type, gather_shape=_gather_shape(problem, copy)), 2)
         padded, padded_type = "%x_padded", pad_type
     loops, rows_dims, read = ["n", *o[:-1], *f, o[-1], "c"], ["n", *o, *f, "c"], ["n", *windows, "c"]
     loop_shape = [problem.batch, *problem.output_spatial[:-1], *problem.filter_spatial, problem.output_spatial[-1],
@@ -345,10 +350,8 @@ def _to_chunks(problem: ConvBwdWeightProblem, source: str, source_type: str, sha
     value = collapsed[0]
     if padded:
         blocks = last if direct else (f"%{name}_blocks", mlir.tensor([rows(problem), merged[-1]], element))
-        lines.append(mlir.render("common.zero_pad", result=blocks[0], source=value, low="0, 0",
-                                 high=f"{zero_rows(problem)}, 0", index_args="%r: index, %ch: index",
-                                 zero="%zero_element", element=element, source_type=merged_type,
-                                 result_type=blocks[1]))
+        lines.append(mlir.zero_pad(blocks[0], value, [0, 0], [zero_rows(problem), 0], element, merged_type,
+                                   blocks[1]))
         value, merged_type = blocks
     if not direct:
         lines.append(mlir.render("common.expand", result=last[0], source=value, reassociation=split,
