@@ -143,6 +143,7 @@ def weight_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     tile = (min(spec["m_tile"], problem.out_channels), min(spec["n_tile"], max(problem.in_channels, n)))
     subgroup = spec["subgroup"]
     taps = [1] * (problem.rank - 1) + [problem.filter_spatial[-1] if spec.get("taps") == "row" else 1]
+    # whole tiles of channels, or input channels fewer than one tile (padded to it)
     whole = problem.out_channels % tile[0] == 0 and problem.in_channels % tile[1] in (0, problem.in_channels)
     if (not whole or tile[0] % (m * subgroup[0]) or tile[1] % (n * subgroup[1])
             or render.weight_threads(intrinsic, tile, subgroup, taps) > 1024):

@@ -119,6 +119,11 @@ def zero_pad(result: str, source: str, low: list[int], high: list[int], element:
     return _gathered_pad(result, source, low, high, element, source_type, result_type, zero, gather_shape)
 
 
+def gathers_pads(copy) -> bool:
+    """Whether a lowering's copy tiling (``Lowering.copy``) writes zero padding as a gather (``policy.lowering``)."""
+    return bool(copy) and copy.get("zero_pad") == "gather"
+
+
 def _gathered_pad(result: str, source: str, low: list[int], high: list[int], element: str, source_type: str,
                   result_type: str, zero: str, shape: list[int]) -> str:
     """``zero_pad``'s gather: each padded dim's index clamped into ``shape`` (``common.zero_pad_index``), the read

@@ -278,8 +278,7 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
           f"{OP}: the row split keeps IREE's tiling; a pinned configuration fits the batch-split generic only")
     shape = _Geometry(problem, chunks, rows=form.row_split)
     element = dtypes.mlir_element_type(problem.dtype)
-    gather = lowering.copy.get("zero_pad") == "gather"  # the target writes zero padding as a gather
-    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic", gather)
+    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic", mlir.gathers_pads(lowering.copy))
     contraction, summed = _contraction(shape, element, form.contraction, x_value, lowering.configs.get(0))
     return _module(shape, element, lowering, pad_x, x_value, contraction, summed)
 

@@ -233,8 +233,7 @@ def _pads_x(problem: ConvBwdWeightProblem) -> bool:
 def _gather_shape(problem: ConvBwdWeightProblem, copy: dict | None) -> list[int] | None:
     """Channels-last x's shape where the target writes its zero padding as a gather (``copy``'s ``zero_pad``,
     ``policy.lowering``), else None (a tensor.pad)."""
-    gathered = bool(copy) and copy.get("zero_pad") == "gather"
-    return [problem.batch, *problem.input_spatial, problem.in_channels] if gathered else None
+    return [problem.batch, *problem.input_spatial, problem.in_channels] if mlir.gathers_pads(copy) else None
 
 
 def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, copy: dict | None,
