@@ -95,9 +95,6 @@ def _record() -> None:
     }, indent=1) + "\n")
 
 
-FUSE_PADDING = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
-
-
 def test_cuda_reads_bfloat16_channels_last_padding_inside_the_convolution(tmp_path):
     """``mlir/tuning/cuda-sm_80.json``'s pad-fusion rules for bfloat16 channels-last layers (H200,
     docs/perf/h200-pad-fusion): backward-data at stride 1 and 2 (2-D and 3-D) and 2-D stride-1 weight gradients of
@@ -113,8 +110,8 @@ def test_cuda_reads_bfloat16_channels_last_padding_inside_the_convolution(tmp_pa
     for number, (op, params) in enumerate(fused + kept):
         problem = op.problem_from_params(**params)
         spec = policy.module_specs(problem, cuda)[0]
-        assert (FUSE_PADDING in spec.extra_flags) == (number < len(fused)), params
-        without = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != FUSE_PADDING))
+        assert (policy.FUSE_PADDING in spec.extra_flags) == (number < len(fused)), params
+        without = dataclasses.replace(spec, extra_flags=tuple(f for f in spec.extra_flags if f != policy.FUSE_PADDING))
         copied = [sum("slow_memcpy" in name for name in dispatch_names(s, tmp_path / f"{number}_{i}"))
                   for i, s in enumerate((spec, without))]
         assert copied == ([0, copied[1]] if number < len(fused) else [copied[1]] * 2) and copied[1] > 0, (params, copied)
