@@ -25,14 +25,13 @@ ${indices}
   linalg.yield %${p}value : ${element}
 } -> ${result_type}
 
-// fragment zero_pad_index: a padded dim's index into the source, clamped into it, and whether it lies inside
+// fragment zero_pad_index: a padded dim's index into the source (common.clamp clamps it into the source)
   %${p}p${dim} = linalg.index ${dim} : index
   %${p}s${dim} = arith.subi %${p}p${dim}, %${p}c${low} : index
+
+// fragment zero_pad_bounds: whether a padded dim's index lies inside the source (after common.clamp's %..._last)
   %${p}above${dim} = arith.cmpi sge, %${p}s${dim}, %${p}c0 : index
-  %${p}below${dim} = arith.cmpi sle, %${p}s${dim}, %${p}c${last} : index
-  %${p}in${dim} = arith.andi %${p}above${dim}, %${p}below${dim} : i1
-  %${p}t${dim} = arith.maxsi %${p}s${dim}, %${p}c0 : index
-  %${p}i${dim} = arith.minsi %${p}t${dim}, %${p}c${last} : index
+  %${p}below${dim} = arith.cmpi sle, %${p}s${dim}, %${p}s${dim}_last : index
 
 // fragment slice: a strided view of ${source}
 ${result} = tensor.extract_slice ${source}[${offsets}] [${sizes}] [${strides}] : ${source_type} to ${result_type}
@@ -61,9 +60,9 @@ ${result} = tensor.expand_shape ${source} ${reassociation} output_shape [${shape
 // fragment and: the conjunction of two i1 values
 ${result} = arith.andi ${a}, ${b} : i1
 
-// fragment clamp: ${value} clamped into [0, ${last}] (needs %c0)
+// fragment clamp: ${value} clamped into [0, ${last}] (${zero}: the index 0, defined by the caller)
 ${value}_last = arith.constant ${last} : index
-${value}_low = arith.maxsi ${value}, %c0 : index
+${value}_low = arith.maxsi ${value}, ${zero} : index
 ${value}_clamped = arith.minsi ${value}_low, ${value}_last : index
 
 // fragment transpose: ${source} with its dims permuted (a copy)

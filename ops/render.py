@@ -126,23 +126,37 @@ def gathers_pads(copy) -> bool:
 
 def _gathered_pad(result: str, source: str, low: list[int], high: list[int], element: str, source_type: str,
                   result_type: str, zero: str, shape: list[int]) -> str:
-    """``zero_pad``'s gather: each padded dim's index clamped into ``shape`` (``common.zero_pad_index``), the read
-    selected where every one lies inside."""
+    """``zero_pad``'s gather: each padded dim's index into the source (``common.zero_pad_index``), clamped into
+    ``shape`` (``common.clamp``), the read selected where every one lies inside (``common.zero_pad_bounds``)."""
     rank, p = len(low), result.lstrip("%") + "_"  # p: the generic's own names, unique in the function
     padded = [a for a in range(rank) if low[a] or high[a]]
-    constants = dict.fromkeys([0, *(value for a in padded for value in (low[a], shape[a] - 1))])
     lines = [f"  %{p}i{a} = linalg.index {a} : index" for a in range(rank) if a not in padded]
-    lines += [f"  %{p}c{c} = arith.constant {c} : index" for c in constants]
-    lines += [render("common.zero_pad_index", p=p, dim=a, low=low[a], last=shape[a] - 1) for a in padded]
-    inside = f"%{p}in{padded[0]}"
-    for a in padded[1:]:
-        lines.append(f"  %{p}inside{a} = arith.andi {inside}, %{p}in{a} : i1")
-        inside = f"%{p}inside{a}"
+    lines += [f"  %{p}c{c} = arith.constant {c} : index" for c in dict.fromkeys([0, *(low[a] for a in padded)])]
+    for a in padded:
+        lines += [render("common.zero_pad_index", p=p, dim=a, low=low[a]),
+                  indent(render("common.clamp", value=f"%{p}s{a}", last=shape[a] - 1, zero=f"%{p}c0")),
+                  render("common.zero_pad_bounds", p=p, dim=a)]
+    bounds = [f"%{p}{side}{a}" for a in padded for side in ("above", "below")]
+    lines.append(indent(fold("common.and", f"%{p}inside", bounds)))
+    read = [f"%{p}s{a}_clamped" if a in padded else f"%{p}i{a}" for a in range(rank)]
     domain = dims("d", rank)
     return render("common.zero_pad_gather", result=result, source=source, result_type=result_type, p=p,
                   source_type=source_type, element=element, map=affine_map(domain, domain),
-                  iterators=iterators(["parallel"] * rank), indices="\n".join(lines),
-                  read=", ".join(f"%{p}i{a}" for a in range(rank)), inside=inside, zero=zero)
+                  iterators=iterators(["parallel"] * rank), indices="\n".join(lines), read=", ".join(read),
+                  inside=f"%{p}inside", zero=zero)
+
+
+def fold(fragment: str, name: str, values: list[str]) -> str:
+    """``name`` = ``values`` combined left to right by the two-operand ``fragment`` (intermediates ``name_0``,
+    ``name_1``, ...); a single value is combined with itself."""
+    if len(values) == 1:
+        values = values * 2
+    lines, acc = [], values[0]
+    for k, value in enumerate(values[1:]):
+        name_k = name if k == len(values) - 2 else f"{name}_{k}"
+        lines.append(render(fragment, result=name_k, a=acc, b=value))
+        acc = name_k
+    return "\n".join(lines)
 
 
 def indent(text: str, spaces: int = 2) -> str:

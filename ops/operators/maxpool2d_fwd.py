@@ -67,7 +67,7 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
         taps += [
             mlir.render("maxpool2d_fwd.tap", x=x, window_dim=spatial[a], tap_dim=problem.rank + 2 + a,
                           s=problem.stride[a], d=problem.dilation[a], p_lo=problem.padding[a][0], size=size),
-            mlir.render("common.clamp", value=f"%i_{x}", last=size - 1),
+            mlir.render("common.clamp", value=f"%i_{x}", last=size - 1, zero="%c0"),
         ]
     return mlir.render(
         "maxpool2d_fwd.scan",

@@ -199,7 +199,7 @@ def avg_divisor(problem: PoolProblem, window: str) -> tuple[str, str]:
                                     table_type=table_type))
         reads.append(render.render("pool_bwd.avg_tap_count", x=x, window=window.format(x=x), table_type=table_type))
     factors = ["%divisor_uniform", *(f"%divisor_{x}" for x, _ in table_axes)]
-    products = fold("pool_bwd.avg_multiply", "%divisor", factors)
+    products = render.fold("pool_bwd.avg_multiply", "%divisor", factors)
     return (render.render("pool_bwd.avg_tables", tables="\n".join(tables)),
             render.render("pool_bwd.avg_divisor_product", uniform=float(uniform), reads="\n".join(reads),
                           products=products))
@@ -219,19 +219,6 @@ def trailing_map(problem: PoolProblem, extra_dims: int) -> str:
 
 def iterators(problem: PoolProblem, reductions: int = 0) -> str:
     return render.iterators(["parallel"] * (problem.rank + 2) + ["reduction"] * reductions)
-
-
-def fold(fragment: str, name: str, values: list[str]) -> str:
-    """``name`` = ``values`` combined left to right by the two-operand ``fragment`` (intermediates ``name_0``,
-    ``name_1``, ...); a single value is combined with itself."""
-    if len(values) == 1:
-        values = values * 2
-    lines, acc = [], values[0]
-    for k, value in enumerate(values[1:]):
-        name_k = name if k == len(values) - 2 else f"{name}_{k}"
-        lines.append(render.render(fragment, result=name_k, a=acc, b=value))
-        acc = name_k
-    return "\n".join(lines)
 
 
 def windows_of_position(problem: PoolProblem) -> str:
@@ -259,8 +246,8 @@ def windows_of_position(problem: PoolProblem) -> str:
         if d > 1:
             lines.append(render.render("pool_bwd.window_dilated", x=x, d=d))
             conditions.append(f"%r_{x}_tap")
-        lines.append(render.render("common.clamp", value=f"%o_{x}", last=count - 1))
-    lines.append(fold("common.and", "%in_window", conditions))
+        lines.append(render.render("common.clamp", value=f"%o_{x}", last=count - 1, zero="%c0"))
+    lines.append(render.fold("common.and", "%in_window", conditions))
     return "\n".join(lines)
 
 
