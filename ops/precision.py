@@ -50,10 +50,18 @@ def weight_gradient_precision(problem, split: str) -> str:
     few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
     if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
         return problem.precision
+    split = WEIGHT_SPLITS.get(split, split)
     taps = math.prod(problem.filter_spatial) > 1
     split_problem = dataclasses.replace(problem, precision=split).computed_as
     split_gemm = gemm_policy.takes_gemm(split_problem) and not _keeps_float32_gemm(problem, split_problem)
     return split if taps or split_gemm else problem.precision
+
+
+# Where PyTorch allows TF32 (bf16x3 allowed), a weight gradient's products are float16 ones of operands scaled by a
+# power of two (f16x1, ``split_precision``): TF32's 11 significant bits in one 16-bit product where bf16x3 takes
+# three. The bf16x3 modules had run 3.4-3.8x their bfloat16 problem's (r3d_18's 64-channel 3x3x3 layers on an
+# H200, docs/perf/h200-weight-taps). Backward-data keeps bf16x3 (no f16x1 form).
+WEIGHT_SPLITS = {"bf16x3": "f16x1"}
 
 
 def _keeps_float32_gemm(problem, split_problem) -> bool:

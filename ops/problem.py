@@ -242,12 +242,22 @@ class ConvBwdDataProblem(ConvProblem):
 # its magnitude, under TF32's 2^-11. bf16x6 (three parts, within about 2^-26 |v|) drops only mid*lo, lo*mid and
 # lo*lo: within about 2^-25, under float32's own rounding (2^-24), so it computes float32 products
 # (``precision.weight_gradient_precision``).
+# f16x1 (weight gradients only, ``WEIGHT_PRECISIONS``) is no split: one float16 product of each operand scaled by a
+# power of two that puts its largest magnitude in [2^14, 2^15) (split_bf16x3.mlir's scaled fragment), so that each
+# value keeps float16's 11 significant bits, TF32's, down to 2^-28 of the largest, and an error under 2^-39 of the
+# largest below: each product within about 2^-10 of its magnitude, as TF32's.
 SPLIT_PRODUCTS = {"bf16x3": ((0, 0), (0, 1), (1, 0)),
-                  "bf16x6": ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0))}
+                  "bf16x6": ((1, 1), (0, 2), (2, 0), (0, 1), (1, 0), (0, 0)),
+                  "f16x1": ((0, 0),)}
+# the precisions whose one part is each value scaled (split_precision.Parts)
+SCALED_PRECISIONS = ("f16x1",)
+# the dtype of a split precision's parts: the dtype of the problem its module wraps (``computed_as``)
+PART_DTYPES = {"bf16x3": "bfloat16", "bf16x6": "bfloat16", "f16x1": "float16"}
 # each split product's error, doubled: the known-answer check's allowance beyond float32's (known_answer.tolerance)
-SPLIT_ROUNDOFF = {"bf16x3": 2.0 ** -15, "bf16x6": 2.0 ** -24}
-# the precisions of a float32 problem's products: float32, or a split one
-PRECISIONS = ("float32", *SPLIT_PRODUCTS)
+SPLIT_ROUNDOFF = {"bf16x3": 2.0 ** -15, "bf16x6": 2.0 ** -24, "f16x1": 2.0 ** -9}
+# the precisions of a float32 problem's products: float32, or a split one; conv_bwd_data has no f16x1 form
+WEIGHT_PRECISIONS = ("float32", *SPLIT_PRODUCTS)
+PRECISIONS = tuple(p for p in WEIGHT_PRECISIONS if p != "f16x1")
 
 
 @dataclass(frozen=True)
@@ -266,19 +276,19 @@ class ConvBwdWeightProblem(ConvProblem):
 
     @property
     def computed_as(self) -> "ConvBwdWeightProblem":
-        """A split problem's module wraps the bfloat16 problem of its products times the batch with a float32 grad_w:
-        channels-last, or in the problem's own layout where that is a GEMM of its images as they lie (``gemm_rows``);
-        any other problem's is its own. Split from channels-first into channels-last parts, one group at stride 1,
-        x's parts are written zero-padded (in place: ``split_precision``), and the bfloat16 problem is the same
-        gradient of that padded x with no padding: stride 1 reads the padded x whole. On an H100, IREE 3.13 compiled
-        two others wrong so (the check refused them): r3d_18's 3x3x3 stride-2 layer, whose padded x's end is left
-        unread, and ResNeXt-50's grouped 7x7 layer (g32, 32 channels a group); 2-D strided ones fuse their padding
-        instead (policy's rule)."""
+        """A split problem's module wraps the 16-bit problem (``PART_DTYPES``) of its products times the batch with a
+        float32 grad_w: channels-last, or in the problem's own layout where that is a GEMM of its images as they lie
+        (``gemm_rows``); any other problem's is its own. Split from channels-first into channels-last parts, one
+        group at stride 1, x's parts are written zero-padded (in place: ``split_precision``), and the 16-bit problem
+        is the same gradient of that padded x with no padding: stride 1 reads the padded x whole. On an H100, IREE
+        3.13 compiled two others wrong so (the check refused them): r3d_18's 3x3x3 stride-2 layer, whose padded x's
+        end is left unread, and ResNeXt-50's grouped 7x7 layer (g32, 32 channels a group); 2-D strided ones fuse
+        their padding instead (policy's rule)."""
         if not self.is_split:
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
-        inner = replace(self, dtype="bfloat16", out_dtype="float32", batch=self.split_products * self.batch,
-                        precision="float32", layout=layout)
+        inner = replace(self, dtype=PART_DTYPES[self.precision], out_dtype="float32",
+                        batch=self.split_products * self.batch, precision="float32", layout=layout)
         if layout == self.layout or self.strided or self.groups > 1:
             return inner
         return replace(inner, input_spatial=tuple(size + lo + hi for size, (lo, hi) in zip(self.input_spatial,

@@ -1,47 +1,107 @@
-"""A float32 weight gradient as bfloat16 products (``mlir/split_bf16x3.mlir``; ``problem.SPLIT_PRODUCTS``: bf16x3 or
-bf16x6): the split and stacking around the bfloat16 problem's own module (``ConvBwdWeightProblem.computed_as``),
-which grouped_conv_bwd_weight renders."""
+"""A float32 weight gradient as 16-bit products (``mlir/split_bf16x3.mlir``; ``problem.SPLIT_PRODUCTS``: bf16x3 or
+bf16x6, bfloat16 parts, or f16x1, one scaled float16 part): the split and stacking around the 16-bit problem's own
+module (``ConvBwdWeightProblem.computed_as``), which grouped_conv_bwd_weight renders."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .. import render as mlir
-from ..problem import SPLIT_PRODUCTS, ConvBwdWeightProblem
+from ..problem import SCALED_PRECISIONS, SPLIT_PRODUCTS, ConvBwdWeightProblem
+
+# a scaled operand's largest magnitude: over the rows of its (rows, columns) view (its leading axes, the fewest of
+# at least this many rows), then over the rows
+LARGEST_MIN_ROWS = 1024
 
 
-def operand_parts(precision: str, operand: int) -> tuple[int, ...]:
-    """Which part (0 hi, 1 mid, 2 lo) of the ``operand``-th (0 or 1) operand each of ``precision``'s products takes:
-    its stacked parts in order (bf16x3: the first's (hi, hi, mid), the second's (hi, mid, hi))."""
-    return tuple(product[operand] for product in SPLIT_PRODUCTS[precision])
+@dataclass(frozen=True)
+class Parts:
+    """What a split writes of each value: its bfloat16 parts ``which`` (0 hi, 1 mid, 2 lo), stacked; or, with
+    ``largest`` (f16x1: the rank-0 tensor of the value's largest magnitude, ``largest``), its one float16 part, the
+    value scaled by the power of two that puts that magnitude in [2^14, 2^15)."""
+
+    which: tuple[int, ...]
+    largest: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.which)
+
+    @property
+    def element(self) -> str:
+        return "f16" if self.largest else "bf16"
+
+
+def operand_parts(precision: str, operand: int, v: str = "") -> Parts:
+    """Which part (0 hi, 1 mid, 2 lo) of the ``operand``-th (0 or 1) operand, %``v``, each of ``precision``'s
+    products takes: its stacked parts in order (bf16x3: the first's (hi, hi, mid), the second's (hi, mid, hi)); f16x1
+    scales %``v`` by its largest magnitude, %``v``_largest."""
+    which = tuple(product[operand] for product in SPLIT_PRODUCTS[precision])
+    return Parts(which, f"%{v}_largest" if precision in SCALED_PRECISIONS else None)
 
 
 def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, copy=None) -> str:
     """The problem's module: its function splits x and grad_out (a transposing split tiled by ``copy``, the
-    target's copy_config), calls the bfloat16 problem's function (made private; rendered without the workspace
-    argument, which ours takes where ``transients``) on the stacked parts, and stores grad_w in the problem's
-    layout."""
+    target's copy_config; scaled, each operand's largest magnitude first), calls the 16-bit problem's function (made
+    private; rendered without the workspace argument, which ours takes where ``transients``) on the stacked parts,
+    and stores grad_w in the problem's layout (scaled, times 1 / (s_x s_g))."""
     inner = problem.computed_as
     rank = problem.rank
     x_pad = problem.padding if inner.padding != problem.padding else None  # x's parts written zero-padded
+    x_parts, grad_out_parts = (operand_parts(problem.precision, i, v) for i, v in enumerate(("x", "grad_out")))
+    element = x_parts.element
     return mlir.render(
-        "split_bf16x3", function=problem.name, inner=inner.name,
+        "split_bf16x3", function=problem.name, inner=inner.name, about=_about(problem, inner),
         inner_module=inner_module.replace(f"func.func @{inner.name}(", f"func.func private @{inner.name}(", 1),
         x_type=mlir.tensor(problem.input_shape, "f32"), grad_out_type=mlir.tensor(problem.output_shape, "f32"),
         grad_w_type=mlir.tensor(problem.weight_shape, "f32"),
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
-        x3_type=mlir.tensor(inner.input_shape, "bf16"), grad_out3_type=mlir.tensor(inner.output_shape, "bf16"),
-        split_x=split("x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels,
-                      problem.channels_last, operand_parts(problem.precision, 0), inner.channels_last, copy, x_pad),
+        x3_type=mlir.tensor(inner.input_shape, element), grad_out3_type=mlir.tensor(inner.output_shape, element),
+        split_x=_largest("x", problem.input_shape, x_parts) + split(
+            "x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels, problem.channels_last,
+            x_parts, inner.channels_last, copy, x_pad),
         x3="%x3_padded" if x_pad else "%x3",
-        split_grad_out=split("grad_out", problem.batch, problem.output_spatial,
-                             problem.groups * problem.out_channels, problem.channels_last,
-                             operand_parts(problem.precision, 1), inner.channels_last, copy),
-        store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
-        store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)
-                                        if inner.channels_last else _dims(rank + 2)),
-        store_iterators=mlir.iterators(["parallel"] * (rank + 2)), transients=mlir.transients(transients),
+        split_grad_out=_largest("grad_out", problem.output_shape, grad_out_parts) + split(
+            "grad_out", problem.batch, problem.output_spatial, problem.groups * problem.out_channels,
+            problem.channels_last, grad_out_parts, inner.channels_last, copy),
+        store=_store(problem, inner, x_parts.largest is not None), transients=mlir.transients(transients),
     )
+
+
+def _about(problem: ConvBwdWeightProblem, inner) -> str:
+    """The module's comment: how its products compute."""
+    scaled = problem.precision in SCALED_PRECISIONS
+    return mlir.render("split_bf16x3.about_scaled" if scaled else "split_bf16x3.about_split", inner=inner.name)
+
+
+def _store(problem: ConvBwdWeightProblem, inner, scaled: bool) -> str:
+    """grad_w from the 16-bit problem's result, in the problem's weight order; scaled, times 1 / (s_x s_g)."""
+    rank = problem.rank
+    maps = dict(inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
+                grad_w_type=mlir.tensor(problem.weight_shape, "f32"),
+                store_read_map=mlir.affine_map(_dims(rank + 2), _dims(rank + 2)),
+                store_write_map=mlir.affine_map(_dims(rank + 2), _weight_order(problem.channels_last, rank)
+                                                if inner.channels_last else _dims(rank + 2)),
+                store_iterators=mlir.iterators(["parallel"] * (rank + 2)))
+    if not scaled:
+        return mlir.render("split_bf16x3.store", **maps)
+    return mlir.render("split_bf16x3.store_scaled", **maps, scalar_map=mlir.affine_map(_dims(rank + 2), []),
+                       x_exponent=mlir.render("split_bf16x3.exponent", p="x", most="x_most"),
+                       grad_out_exponent=mlir.render("split_bf16x3.exponent", p="grad_out", most="grad_out_most"))
+
+
+def _largest(v: str, shape: tuple, which: Parts) -> str:
+    """Where ``which`` scales, %``v``_largest (the ``largest`` fragment, then a line break); else nothing. The
+    view's rows are %``v``'s leading axes, the fewest of at least LARGEST_MIN_ROWS rows (all but the last at most)."""
+    if which.largest is None:
+        return ""
+    lead = next((a for a in range(1, len(shape)) if math.prod(shape[:a]) >= LARGEST_MIN_ROWS), len(shape) - 1)
+    groups = [list(range(lead)), list(range(lead, len(shape)))]
+    view = _collapsed(shape, groups)
+    collapse = mlir.render("common.collapse", result=f"%{v}_view", source=f"%{v}", reassociation=groups,
+                           source_type=mlir.tensor(shape, "f32"), result_type=mlir.tensor(view, "f32"))
+    return mlir.render("split_bf16x3.largest", v=v, view=mlir.indent(collapse), view_type=mlir.tensor(view, "f32"),
+                       rows_type=mlir.tensor(view[:1], "f32")) + "\n"
 
 
 def _dims(count: int) -> list[str]:
@@ -54,7 +114,7 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
     return [k, *taps, c] if channels_last else [k, c, *taps]
 
 
-def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, which: tuple[int, ...],
+def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, which: Parts,
           parts_channels_last: bool = True, copy=None, pad=None) -> str:
     """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into
     %``v``3: its bfloat16 parts stacked along the batch (stacked part j the part ``which[j]``: ``operand_parts``),
@@ -74,7 +134,7 @@ def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool
 
 
 def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-             which: tuple[int, ...], copy=None, spatial: list[str] = (), pad=None) -> str:
+             which: Parts, copy=None, spatial: list[str] = (), pad=None) -> str:
     """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
     (the iteration ``domain``'s order, the part axis j at ``part_dim``, part j the part ``which[j]``), read through
     ``read`` (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
@@ -105,11 +165,11 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
     _, _, stacked_groups = _merged(stacked_dims, stacked, spatial)
     merged_part_dim = part_dim - (len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
-    return _reshaped_pass(v, f"{v}_rows", in_shape, in_groups, stacked, stacked_groups, _split_pass(
+    return _reshaped_pass(v, f"{v}_rows", in_shape, in_groups, stacked, stacked_groups, which.element, _split_pass(
         f"{v}_rows", merged_domain, merged_read, merged_in, merged_parts, merged_part_dim, which, attrs))
 
 
-def _in_order(v: str, in_shape: tuple, parts: tuple, which: tuple[int, ...], copy) -> str:
+def _in_order(v: str, in_shape: tuple, parts: tuple, which: Parts, copy) -> str:
     """The in-order split of %``v``: with the ``split_tile`` of ``copy`` (``render.split_attrs``), over %``v``'s
     elements as one dim, each thread writing all three parts of a run of them (read once: IREE's own tiling gives a
     thread one part, so each element is read three times), reshaped (free) around the pass; else as it lies."""
@@ -120,21 +180,21 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, which: tuple[int, ...], cop
         return _split_pass(v, dims, dims[1:], in_shape, parts, 0, which, "")
     stacked = _stacked(parts, 0)
     return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
-                          [list(range(len(stacked)))], _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,),
-                                                                   (parts[0], elements), 0, which, attrs))
+                          [list(range(len(stacked)))], which.element, _split_pass(
+                              f"{v}_flat", ["d0", "d1"], ["d1"], (elements,), (parts[0], elements), 0, which, attrs))
 
 
 def _reshaped_pass(v: str, view: str, in_shape: tuple, in_groups: list, stacked: tuple, stacked_groups: list,
-                   split_pass: str) -> str:
-    """``split_pass`` over %``view``, %``v`` collapsed by ``in_groups`` (free), its stacked parts %``view``3
-    expanded back by ``stacked_groups`` into %``v``3 of the ``stacked`` shape."""
+                   element: str, split_pass: str) -> str:
+    """``split_pass`` over %``view``, %``v`` collapsed by ``in_groups`` (free), its stacked parts %``view``3 (of
+    ``element``) expanded back by ``stacked_groups`` into %``v``3 of the ``stacked`` shape."""
     collapsed = _collapsed(in_shape, in_groups)
     collapse = mlir.render("common.collapse", result=f"%{view}", source=f"%{v}", reassociation=in_groups,
                            source_type=mlir.tensor(in_shape, "f32"), result_type=mlir.tensor(collapsed, "f32"))
     expand = mlir.render("common.expand", result=f"%{v}3", source=f"%{view}3", reassociation=stacked_groups,
                          shape=mlir.index_list(stacked),
-                         source_type=mlir.tensor(_collapsed(stacked, stacked_groups), "bf16"),
-                         result_type=mlir.tensor(stacked, "bf16"))
+                         source_type=mlir.tensor(_collapsed(stacked, stacked_groups), element),
+                         result_type=mlir.tensor(stacked, element))
     return "\n".join([mlir.indent(collapse), split_pass, mlir.indent(expand)])
 
 
@@ -143,7 +203,7 @@ def _collapsed(shape: tuple, groups: list) -> tuple:
 
 
 def _padded(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-            which: tuple[int, ...], copy, spatial: list[str], pad) -> str:
+            which: Parts, copy, spatial: list[str], pad) -> str:
     """The split of %``v`` into %``v``3_padded, its stacked parts zero-padded by ``pad`` ((low, high) per ``spatial``
     dim). A transposing split from channels-first with a tile (``render.window_transpose_attrs``) writes its parts
     into the zero-filled padded tensor, over its dims as they lie (the store into the padded tensor keeps IREE from
@@ -160,9 +220,9 @@ def _padded(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: 
     stacked_low, stacked_high = (_unstacked(pads, part_dim) for pads in (low, high))
     return "\n".join([split_as(v, domain, read, in_shape, parts, part_dim, which, copy, spatial), mlir.render(
         "split_bf16x3.pad_stacked", v=v, low=mlir.index_list(stacked_low), high=mlir.index_list(stacked_high),
-        index_args=", ".join(f"%{v}_i{a}: index" for a in range(len(stacked_low))),
-        source_type=mlir.tensor(_stacked(parts, part_dim), "bf16"),
-        result_type=mlir.tensor(_stacked(padded, part_dim), "bf16"))])
+        index_args=", ".join(f"%{v}_i{a}: index" for a in range(len(stacked_low))), element=which.element,
+        source_type=mlir.tensor(_stacked(parts, part_dim), which.element),
+        result_type=mlir.tensor(_stacked(padded, part_dim), which.element))])
 
 
 def _unstacked(values: list, part_dim: int) -> list:
@@ -171,29 +231,35 @@ def _unstacked(values: list, part_dim: int) -> list:
 
 
 def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
-                which: tuple[int, ...], attrs: str, padding=None) -> str:
+                which: Parts, attrs: str, padding=None) -> str:
     """The split fragment, its parts stacked into %``v``3, or written at ``padding`` ((low per dim, padded shape))
     into a zero-filled tensor and stacked into %``v``3_padded."""
     merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
     merged.insert(part_dim, [part_dim, part_dim + 1])
     collapse = ", ".join(str(m) for m in merged)
-    parts_type = mlir.tensor(parts, "bf16")
+    parts_type = mlir.tensor(parts, which.element)
     if padding is None:
         stack = mlir.render("split_bf16x3.stack", v=v, collapse=collapse, parts_type=parts_type,
-                            stacked_type=mlir.tensor(_stacked(parts, part_dim), "bf16"))
+                            stacked_type=mlir.tensor(_stacked(parts, part_dim), which.element))
     else:
         low, padded = padding
         stack = mlir.render("split_bf16x3.stack_padded", v=v, collapse=collapse, parts_type=parts_type,
-                            padded_type=mlir.tensor(padded, "bf16"), offsets=mlir.index_list(low),
+                            padded_type=mlir.tensor(padded, which.element), offsets=mlir.index_list(low),
                             sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts)),
-                            stacked_type=mlir.tensor(_stacked(padded, part_dim), "bf16"))
-    maps = dict(v=v, part_dim=part_dim, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
+                            stacked_type=mlir.tensor(_stacked(padded, part_dim), which.element),
+                            element=which.element)
+    maps = dict(v=v, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
                 read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
-                iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack,
-                round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"))
-    if max(which) < 2 and which.count(1) == 1:  # bf16x3's (hi, hi, mid) or (hi, mid, hi): one part mid
-        return mlir.render("split_bf16x3.split", **maps, lo_part=which.index(1))
-    return mlir.render("split_bf16x3.split_parts", **maps, codes=sum(part << 2 * j for j, part in enumerate(which)),
+                iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack)
+    if which.largest:  # f16x1: the one part, scaled
+        return mlir.render("split_bf16x3.split_scaled", **maps, largest=which.largest,
+                           scalar_map=mlir.affine_map(domain, []),
+                           exponent=mlir.render("split_bf16x3.exponent", p="s", most="most"))
+    maps.update(part_dim=part_dim, round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"))
+    parts_of = which.which
+    if max(parts_of) < 2 and parts_of.count(1) == 1:  # bf16x3's (hi, hi, mid) or (hi, mid, hi): one part mid
+        return mlir.render("split_bf16x3.split", **maps, lo_part=parts_of.index(1))
+    return mlir.render("split_bf16x3.split_parts", **maps, codes=sum(part << 2 * j for j, part in enumerate(parts_of)),
                        round_mid=mlir.render("split_bf16x3.round", p="mid", value="rest"))
 
 

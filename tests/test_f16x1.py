@@ -1,0 +1,124 @@
+"""A float32 weight gradient as float16 products of scaled operands (f16x1: mlir/split_bf16x3.mlir's scaled fragments,
+ops/operators/split_precision.py): each operand times the power of two that puts its largest finite magnitude in
+[2^14, 2^15), rounded to float16, one product summed in float32, the sum scaled back. TF32's 11 significant bits:
+each product within about 2^-10 of its magnitude. ops.torch takes it for weight gradients where PyTorch allows
+TF32 (precision.WEIGHT_SPLITS)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ops import api, known_answer, policy, targets
+from ops.operators import conv_bwd_data, grouped_conv_bwd_weight as op
+from ops.precision import weight_gradient_precision
+
+from lowering import compile_and_dump, gpu_module_on_cpu
+
+# each product's two float16 roundings (2^-11 each, round to nearest), their product's, and float32's sums
+F16X1_BOUND = 2.0 ** -9
+
+_PARAMS = dict(batch=4, groups=2, in_channels=6, out_channels=5, input_spatial=(9, 7), filter_spatial=(3, 2),
+               stride=(2, 1), padding=((1, 1), (0, 1)), dtype="float32")
+_CASES = {
+    "nchw_grouped_strided": dict(_PARAMS, layout="NCHW"),
+    "nhwc_grouped_strided": dict(_PARAMS, layout="NHWC"),
+    "ncdhw": dict(_PARAMS, layout="NCDHW", input_spatial=(5, 6, 4), filter_spatial=(2, 3, 1), stride=(1, 2, 1),
+                  padding=((1, 0), (1, 1), (0, 0))),
+    # one group at stride 1 channels-first: x's parts written zero-padded, channels-last (the padded split)
+    "nchw_padded_parts": dict(_PARAMS, layout="NCHW", groups=1, stride=1, padding=1, filter_spatial=(3, 3)),
+    # one tap, 32 positions an image: the float16 problem keeps NCHW (the in-order split)
+    "nchw_one_tap": dict(_PARAMS, layout="NCHW", groups=1, input_spatial=(8, 4), filter_spatial=(1, 1), stride=1,
+                         padding=0),
+}
+
+
+def _error(problem, x, grad_out, got) -> float:
+    """The largest error of ``got`` as a share of each position's magnitude (its products' absolute sum)."""
+    want = op.reference(problem, [x, grad_out])
+    magnitude = op.magnitudes(problem, [x, grad_out], [want])[0]
+    return float((np.abs(np.asarray(got, np.float64) - want) / magnitude).max())
+
+
+def _run(problem, x, grad_out):
+    return api.grouped_conv_bwd_weight(
+        x, grad_out, groups=problem.groups, filter_spatial=problem.filter_spatial, stride=problem.stride,
+        padding=problem.padding, layout=problem.layout, precision="f16x1")
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_f16x1_is_within_tf32s_error_at_any_scale_where_plain_float16_is_not(case, rng):
+    """x near 1e3 and grad_out near 1e-7 (a gradient's size: plain float16 has only subnormals there, and x's
+    squares overflow it): within F16X1_BOUND of each magnitude, where the same products of unscaled float16
+    operands are 16 times worse or more."""
+    problem = op.problem_from_params(**_CASES[case], precision="f16x1")
+    assert problem.name.endswith("_split_f16x1") and problem.computed_as.dtype == "float16"
+    assert problem.computed_as.batch == problem.batch and problem.computed_as.out_dtype == "float32"
+    assert op.problem_from_params(**problem.params()) == problem
+    x = (rng.standard_normal(problem.input_shape) * 1e3).astype(np.float32)
+    grad_out = (rng.standard_normal(problem.output_shape) * 1e-7).astype(np.float32)
+    error = _error(problem, x, grad_out, _run(problem, x, grad_out))
+    assert error < F16X1_BOUND, error
+    plain = op.reference(problem, [a.astype(np.float16).astype(np.float64) for a in (x, grad_out)])
+    assert _error(problem, x, grad_out, plain) > 16 * error
+
+
+def test_f16x1_keeps_float32s_zeros_nans_and_infinities(rng):
+    """An operand's NaN or infinity is no part of its scale: grad_w is NaN or infinite exactly where float32's is,
+    right elsewhere; an all-zero operand gives zeros."""
+    problem = op.problem_from_params(**_CASES["nhwc_grouped_strided"], precision="f16x1")
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    grad_out = rng.standard_normal(problem.output_shape).astype(np.float32)
+    assert not np.asarray(_run(problem, np.zeros_like(x), grad_out)).any()
+    for bad in (np.nan, np.inf):
+        spoilt = x.copy()
+        spoilt[1, 4, 3, 2] = bad
+        got = np.asarray(_run(problem, spoilt, grad_out), np.float64)
+        want = op.reference(problem, [spoilt, grad_out])
+        finite = np.isfinite(want)
+        assert not finite.all() and np.array_equal(np.isfinite(got), finite)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        magnitude = op.magnitudes(problem, [x, grad_out], [op.reference(problem, [x, grad_out])])[0]
+        assert (np.abs(got[finite] - want[finite]) / magnitude[finite]).max() < F16X1_BOUND
+
+
+def test_the_check_allows_f16x1_its_tf32_error():
+    """The known-answer check's allowance for f16x1 is its products' 2^-10, doubled; a right answer passes."""
+    problem = op.problem_from_params(**_CASES["nhwc_grouped_strided"], precision="f16x1")
+    assert problem.term_roundoff == F16X1_BOUND
+    inputs = known_answer.inputs_for(problem)
+    right = op.reference(problem, inputs).astype(np.float32)
+    assert known_answer.judge(problem, inputs, [right]).passed
+
+
+def test_where_pytorch_allows_tf32_a_weight_gradient_is_f16x1_and_backward_data_bf16x3():
+    problem = op.problem_from_params(**dict(_PARAMS, groups=1, layout="NCHW"))
+    assert weight_gradient_precision(problem, "bf16x3") == "f16x1"
+    assert weight_gradient_precision(problem, "bf16x6") == "bf16x6"  # TF32 off: float32's products
+    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, but got "
+                                         "'f16x1'"):
+        conv_bwd_data.with_precision(conv_bwd_data.problem_from_params(
+            batch=2, in_channels=4, out_channels=4, input_spatial=(6, 6), filter_spatial=(3, 3), padding=1,
+            dtype="float32", layout="NCHW"), "f16x1")
+    with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision f16x1 splits float32"):
+        op.problem_from_params(**dict(_PARAMS, dtype="float16", layout="NHWC"), precision="f16x1")
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NDHWC"])
+def test_cuda_computes_f16x1_with_float16_mma_and_the_module_is_right(tmp_path, layout, rng):
+    """On CUDA, the f16x1 module's convolution issues float16 mma.sync (no bfloat16 one); the same
+    module, its GPU configurations cut, computes within F16X1_BOUND on the CPU (the transposing and padded splits
+    and the tables' float16 rules rendered as CUDA gets them)."""
+    params = dict(batch=4, groups=1, in_channels=64, out_channels=64, input_spatial=(10, 10), filter_spatial=(3, 3),
+                  stride=1, padding=1, dtype="float32", layout=layout)
+    if layout == "NDHWC":
+        params.update(input_spatial=(4, 10, 10), filter_spatial=(3, 3, 3))
+    problem = op.problem_from_params(**params, precision="f16x1")
+    spec = policy.module_specs(problem, targets.parse_target("cuda:sm_80"))[0]
+    lowered = compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path / "cuda", tuple(spec.extra_flags))
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in lowered.ptx
+    assert ".bf16" not in lowered.ptx
+    worst, largest = gpu_module_on_cpu(problem, spec, op, rng, tmp_path / "cpu", problem.weight_shape)
+    assert worst < 2.0 ** -9 * largest, (worst, largest)
