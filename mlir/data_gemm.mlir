@@ -32,9 +32,9 @@ ${split_weight}
   // rows[r, c] += G3[t, r, k] * W3[t, k, c] over the parts t and the channels k
   %rows = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d2, d0, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3, d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
       ins(%g3, %w3 : ${g3_type}, ${w3_type}) outs(%rows_zero : !rows) {
-  ^bb0(%gv: bf16, %wv: bf16, %sum: f32):
-    %g32 = arith.extf %gv : bf16 to f32
-    %w32 = arith.extf %wv : bf16 to f32
+  ^bb0(%gv: ${element}, %wv: ${element}, %sum: f32):
+    %g32 = arith.extf %gv : ${element} to f32
+    %w32 = arith.extf %wv : ${element} to f32
 ${multiply_add}
     linalg.yield %new_sum : f32
   } -> !rows
@@ -43,19 +43,19 @@ ${store}
   return %grad_in : !grad_in
 }
 
-// fragment direct: every position of grad_in is read (stride 1): the rows, in the problem's layout, are grad_in
-  %grad_in = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
-      ins(%rows_cl : ${rows_cl_type}) outs(%dst : !grad_in) {
-  ^bb0(%value: f32, %unused: f32):
-    linalg.yield %value : f32
+// fragment direct: every position of grad_in is read (stride 1): the rows, in the problem's layout, are grad_in (f16x1: times 1 / (s_g s_w))
+  %grad_in = linalg.generic {indexing_maps = [${read_map}${scale_maps}, ${write_map}], iterator_types = ${iterators}}
+      ins(%rows_cl${scale_ins} : ${rows_cl_type}${scale_types}) outs(%dst : !grad_in) {
+  ^bb0(%value: f32${scale_args}, %unused: f32):${unscale}
+    linalg.yield ${result} : f32
   } -> !grad_in
 
-// fragment strided: the rows, in the problem's layout, at the positions s*o of a zero grad_in
+// fragment strided: the rows, in the problem's layout, at the positions s*o of a zero grad_in (f16x1: times 1 / (s_g s_w))
   %placed_empty = tensor.empty() : ${placed_type}
-  %placed = linalg.generic {indexing_maps = [${read_map}, ${write_map}], iterator_types = ${iterators}}
-      ins(%rows_cl : ${rows_cl_type}) outs(%placed_empty : ${placed_type}) {
-  ^bb0(%value: f32, %unused: f32):
-    linalg.yield %value : f32
+  %placed = linalg.generic {indexing_maps = [${read_map}${scale_maps}, ${write_map}], iterator_types = ${iterators}}
+      ins(%rows_cl${scale_ins} : ${rows_cl_type}${scale_types}) outs(%placed_empty : ${placed_type}) {
+  ^bb0(%value: f32${scale_args}, %unused: f32):${unscale}
+    linalg.yield ${result} : f32
   } -> ${placed_type}
   %grad_in_zero = linalg.fill ins(%zero : f32) outs(%dst : !grad_in) -> !grad_in
   %grad_in = tensor.insert_slice %placed into %grad_in_zero[${offsets}] [${sizes}] [${strides}] : ${placed_type} into !grad_in

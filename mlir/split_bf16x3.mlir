@@ -143,10 +143,14 @@ ${stack}
   %grad_w = linalg.generic {indexing_maps = [${store_read_map}, ${scalar_map}, ${scalar_map}, ${store_write_map}], iterator_types = ${store_iterators}}
       ins(%inner, %x_largest, %grad_out_largest : ${inner_grad_w_type}, tensor<f32>, tensor<f32>) outs(%dst : ${grad_w_type}) {
   ^bb0(%value: f32, %x_most: f32, %grad_out_most: f32, %unused: f32):
-${x_exponent}
-${grad_out_exponent}
-    // 1 / (s_x s_g) = 2^(381 - x_biased - g_biased - 127), within float32's normal exponents
-    %both = arith.addi %x_biased, %grad_out_biased : i32
+${unscale}
+    linalg.yield %unscaled : f32
+  } -> ${grad_w_type}
+
+// fragment unscale: %unscaled, %value times 1 / (s_a s_b) for the operands' scales s (their largest magnitudes %${a}_most and %${b}_most): 2^(381 - a_biased - b_biased - 127), within float32's normal exponents
+${a_exponent}
+${b_exponent}
+    %both = arith.addi %${a}_biased, %${b}_biased : i32
     %c381 = arith.constant 381 : i32
     %unclamped = arith.subi %c381, %both : i32
     %c1 = arith.constant 1 : i32
@@ -157,8 +161,6 @@ ${grad_out_exponent}
     %inverse_bits = arith.shli %biased, %c23 : i32
     %inverse = arith.bitcast %inverse_bits : i32 to f32
     %unscaled = arith.mulf %value, %inverse : f32
-    linalg.yield %unscaled : f32
-  } -> ${grad_w_type}
 
 // fragment largest: %${v}_largest, the largest finite magnitude of %${v} (a rank-0 tensor; a NaN or infinity scales to itself and stays one in grad_w, as in float32's), over its (rows, columns) view: each row's, then the rows'
 ${view}

@@ -23,7 +23,7 @@ def conv_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     row, else two rows of one), sharing the columns; ``k_tiles`` intrinsic tiles of the reduction a step,
     ``stages`` of prefetch. Empty where no such convolution computes the problem or the tiles do not divide."""
     split = problem.is_split
-    element = "bf16" if split else dtypes.mlir_element_type(problem.dtype)
+    element = dtypes.mlir_element_type(problem.parts_dtype if split else problem.dtype)
     if element not in ("bf16", "f16") or problem.groups != 1:
         return {}
     if split:  # one convolution over the whole grad_in, where the split_conv form takes the problem

@@ -39,29 +39,31 @@ SPLIT_MIN_GROUP_CHANNELS = 16
 
 def weight_gradient_precision(problem, split: str) -> str:
     """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split`` its
-    driver allows (``allowed_split``: bf16x3 or bf16x6) where the convolution is not depthwise nor grouped with
-    fewer than SPLIT_MIN_GROUP_CHANNELS channels a group, and the filter has more than one tap or its split
-    problem takes the gemm form (``gemm_policy.takes_gemm``); else in float32. Measured (docs/perf/h100-split,
-    docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3 weight gradients ran 13-38x faster so on the H100
-    than the untiled float32 generic; its 1x1 ones, split into the gemm form, 2.9-10x faster than the float32
-    generic channels-first (0.18-1.16 ms against 0.82-4.2 on an H200) and 2.7x faster in sum than the float32 gemm
-    form channels-last (2.2 against 6.1 ms for seven layers); r3d_18's step 907 -> 175 ms on an H200;
-    MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with depthwise left in float32: 103 -> 92 ms)."""
+    driver allows (``allowed_split``: bf16x3, computed as f16x1 but for grouped ones, ``TF32_SPLITS``, or bf16x6)
+    where the convolution is not depthwise nor grouped with fewer than SPLIT_MIN_GROUP_CHANNELS channels a group,
+    and the filter has more than one tap or its split problem takes the gemm form (``gemm_policy.takes_gemm``);
+    else in float32. Measured (docs/perf/h100-split, docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3
+    weight gradients ran 13-38x faster so on the H100 than the untiled float32 generic; its 1x1 ones, split into
+    the gemm form, 2.9-10x faster than the float32 generic channels-first (0.18-1.16 ms against 0.82-4.2 on an
+    H200) and 2.7x faster in sum than the float32 gemm form channels-last (2.2 against 6.1 ms for seven layers);
+    r3d_18's step 907 -> 175 ms on an H200; MobileNetV2's, whose 3x3 convolutions are depthwise, 8% slower (with
+    depthwise left in float32: 103 -> 92 ms)."""
     few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
     if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
         return problem.precision
-    split = WEIGHT_SPLITS.get(split, split)
+    split = split if problem.groups > 1 else TF32_SPLITS.get(split, split)  # see policy.WORKAROUNDS
     taps = math.prod(problem.filter_spatial) > 1
     split_problem = dataclasses.replace(problem, precision=split).computed_as
     split_gemm = gemm_policy.takes_gemm(split_problem) and not _keeps_float32_gemm(problem, split_problem)
     return split if taps or split_gemm else problem.precision
 
 
-# Where PyTorch allows TF32 (bf16x3 allowed), a weight gradient's products are float16 ones of operands scaled by a
+# Where PyTorch allows TF32 (bf16x3 allowed), a split gradient's products are float16 ones of operands scaled by a
 # power of two (f16x1, ``split_precision``): TF32's 11 significant bits in one 16-bit product where bf16x3 takes
-# three. The bf16x3 modules had run 3.4-3.8x their bfloat16 problem's (r3d_18's 64-channel 3x3x3 layers on an
-# H200, docs/perf/h200-weight-taps). Backward-data keeps bf16x3 (no f16x1 form).
-WEIGHT_SPLITS = {"bf16x3": "f16x1"}
+# three. On an H200 (docs/perf/h200-f16x1), TF32 on, weight gradients so: r3d_18 float32 channels_last's captured
+# step 83.4 -> 68.9 ms, ResNet-50 float32 NCHW's 43.2 -> 38.8; backward-data too: r3d_18 69.0 -> 45.8, ResNet-50
+# 38.9 -> 35.1. Grouped weight gradients keep bf16x3 (policy.WORKAROUNDS).
+TF32_SPLITS = {"bf16x3": "f16x1"}
 
 
 def _keeps_float32_gemm(problem, split_problem) -> bool:
@@ -87,10 +89,10 @@ DATA_SPLIT_MIN_CHANNELS = 128
 
 def data_gradient_precision(problem, split: str) -> str:
     """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as the ``split`` its
-    driver allows (as ``weight_gradient_precision``) where a split form takes the problem (``_splits_data``); else
-    in float32."""
+    driver allows (as ``weight_gradient_precision``; bf16x3 as f16x1, ``TF32_SPLITS``) where a split form takes the
+    problem (``_splits_data``); else in float32."""
     wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem)
-    return split if split != "float32" and wanted else problem.precision
+    return TF32_SPLITS.get(split, split) if split != "float32" and wanted else problem.precision
 
 
 def _splits_data(problem) -> bool:

@@ -186,6 +186,11 @@ class ConvProblem(WindowProblem):
         return len(SPLIT_PRODUCTS[self.precision]) if self.is_split else 1
 
     @property
+    def parts_dtype(self) -> str:
+        """The dtype of a split problem's parts (``PART_DTYPES``), its products' inputs."""
+        return PART_DTYPES[self.precision]
+
+    @property
     def term_roundoff(self) -> float:
         """A split product's error beyond float32's (``SPLIT_ROUNDOFF``): none unsplit."""
         return SPLIT_ROUNDOFF.get(self.precision, 0.0)
@@ -242,7 +247,7 @@ class ConvBwdDataProblem(ConvProblem):
 # its magnitude, under TF32's 2^-11. bf16x6 (three parts, within about 2^-26 |v|) drops only mid*lo, lo*mid and
 # lo*lo: within about 2^-25, under float32's own rounding (2^-24), so it computes float32 products
 # (``precision.weight_gradient_precision``).
-# f16x1 (weight gradients only, ``WEIGHT_PRECISIONS``) is no split: one float16 product of each operand scaled by a
+# f16x1 is no split: one float16 product of each operand scaled by a
 # power of two that puts its largest magnitude in [2^14, 2^15) (split_bf16x3.mlir's scaled fragment), so that each
 # value keeps float16's 11 significant bits, TF32's, down to 2^-28 of the largest, and an error under 2^-39 of the
 # largest below: each product within about 2^-10 of its magnitude, as TF32's.
@@ -255,9 +260,8 @@ SCALED_PRECISIONS = ("f16x1",)
 PART_DTYPES = {"bf16x3": "bfloat16", "bf16x6": "bfloat16", "f16x1": "float16"}
 # each split product's error, doubled: the known-answer check's allowance beyond float32's (known_answer.tolerance)
 SPLIT_ROUNDOFF = {"bf16x3": 2.0 ** -15, "bf16x6": 2.0 ** -24, "f16x1": 2.0 ** -9}
-# the precisions of a float32 problem's products: float32, or a split one; conv_bwd_data has no f16x1 form
-WEIGHT_PRECISIONS = ("float32", *SPLIT_PRODUCTS)
-PRECISIONS = tuple(p for p in WEIGHT_PRECISIONS if p != "f16x1")
+# the precisions of a float32 problem's products: float32, or a split one
+PRECISIONS = ("float32", *SPLIT_PRODUCTS)
 
 
 @dataclass(frozen=True)
@@ -287,7 +291,7 @@ class ConvBwdWeightProblem(ConvProblem):
         if not self.is_split:
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
-        inner = replace(self, dtype=PART_DTYPES[self.precision], out_dtype="float32",
+        inner = replace(self, dtype=self.parts_dtype, out_dtype="float32",
                         batch=self.split_products * self.batch, precision="float32", layout=layout)
         if layout == self.layout or self.strided or self.groups > 1:
             return inner

@@ -87,7 +87,7 @@ def test_the_split_is_checked_with_its_own_tolerance_and_a_lost_lo_part_fails():
 def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params, message):
     with pytest.raises(ValueError, match=f"conv_bwd_data: {message}"):
         _problem(**params, precision="bf16x3")
-    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, but got 'tf32'"):
+    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, f16x1, but got 'tf32'"):
         _problem(precision="tf32")
 
 
@@ -114,24 +114,24 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_
 
 
 @pytest.mark.parametrize("params, reduced, expected", [
-    (dict(batch=32), True, "bf16x3"),                             # 32 x 42 rows
+    (dict(batch=32), True, "f16x1"),                             # 32 x 42 rows
     (dict(), False, "float32"),
     (dict(batch=3), True, "float32"),                              # 3 x 42 rows: no whole 32-row blocks
     (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
     (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
     (dict(batch=32, layout="NHWC", in_channels=128), True, "float32"),  # stride 1: the float32 GEMM's tiles
-    (dict(batch=32, layout="NHWC", in_channels=128, input_spatial=(14, 14), stride=2), True, "bf16x3"),
-    (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "bf16x3"),    # stride 1: the split_conv form
+    (dict(batch=32, layout="NHWC", in_channels=128, input_spatial=(14, 14), stride=2), True, "f16x1"),
+    (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "f16x1"),    # stride 1: the split_conv form
     (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), True, "float32"),
     (dict(batch=32, dtype="bfloat16"), True, "bfloat16"),
     # channels-first, stride 1, positions in whole SIMT tiles (16, 49): the float32 GEMM's tiles (gemm_tiles)
     (dict(batch=32, input_spatial=(56, 56)), True, "float32"),
     (dict(batch=32, input_spatial=(7, 7)), True, "float32"),
-    (dict(batch=32, input_spatial=(56, 56), stride=2), True, "bf16x3"),   # strided: the split's strided store
+    (dict(batch=32, input_spatial=(56, 56), stride=2), True, "f16x1"),   # strided: the split's strided store
     (dict(batch=32, input_spatial=(56, 56), layout="NHWC", in_channels=128), True, "float32"),
     (dict(batch=32, input_spatial=(4, 14, 14), layout="NDHWC", in_channels=128), True, "float32"),
     # NWC, which the rule does not name (unmeasured): split
-    (dict(batch=32, input_spatial=(196,), layout="NWC", in_channels=128), True, "bf16x3"),
+    (dict(batch=32, input_spatial=(196,), layout="NWC", in_channels=128), True, "f16x1"),
 ])
 def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
     problem = _problem(**params)
@@ -139,7 +139,7 @@ def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(param
     assert precision == (problem.precision if expected == "bfloat16" else expected)
     # without reduced precision, a CUDA driver allows bf16x6 (float32 products) where it would split
     six = data_gradient_precision(problem, "bf16x6")
-    assert six == ("bf16x6" if expected == "bf16x3" else problem.precision if expected == "bfloat16" else "float32")
+    assert six == ("bf16x6" if expected == "f16x1" else problem.precision if expected == "bfloat16" else "float32")
 
 
 @pytest.mark.parametrize("target", ["cuda:sm_80", "rocm:gfx942"])
@@ -177,7 +177,7 @@ def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, t
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm"
     assert tile in policy.configs_for(problem, CUDA, form).get(0, str(None))
-    assert data_gradient_precision(problem, "bf16x3") == ("bf16x3" if tile == "None" else "float32")
+    assert data_gradient_precision(problem, "bf16x3") == ("f16x1" if tile == "None" else "float32")
 
 
 @pytest.mark.parametrize("channels, spatial, stride, workgroup", [
@@ -220,7 +220,7 @@ def test_cudas_rule_tiles_the_strided_float32_gemm_which_stays_split_where_tf32_
     problem = _problem(batch=32, in_channels=256, out_channels=512, input_spatial=spatial, stride=2)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm" and tile in policy.configs_for(problem, CUDA, form)[0]
-    assert data_gradient_precision(problem, "bf16x3") == "bf16x3"
+    assert data_gradient_precision(problem, "bf16x3") == "f16x1"
     assert data_gradient_precision(problem, "float32") == "float32"
 
 

@@ -1,8 +1,8 @@
-"""A float32 weight gradient as float16 products of scaled operands (f16x1: mlir/split_bf16x3.mlir's scaled fragments,
-ops/operators/split_precision.py): each operand times the power of two that puts its largest finite magnitude in
-[2^14, 2^15), rounded to float16, one product summed in float32, the sum scaled back. TF32's 11 significant bits:
-each product within about 2^-10 of its magnitude. ops.torch takes it for weight gradients where PyTorch allows
-TF32 (precision.WEIGHT_SPLITS)."""
+"""Float32 gradients as float16 products of scaled operands (f16x1: mlir/split_bf16x3.mlir's scaled fragments,
+ops/operators/split_precision.py; backward-data's split_conv and gemm forms): each operand times the power of two
+that puts its largest finite magnitude in [2^14, 2^15), rounded to float16, one product summed in float32, the sum
+scaled back. TF32's 11 significant bits: each product within about 2^-10 of its magnitude. ops.torch takes it where
+PyTorch allows TF32 (precision.TF32_SPLITS), but for grouped weight gradients (policy.WORKAROUNDS)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from ops import api, known_answer, policy, targets
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight as op
-from ops.precision import weight_gradient_precision
+from ops.precision import data_gradient_precision, weight_gradient_precision
 
 from lowering import compile_and_dump, gpu_module_on_cpu
 
@@ -93,24 +93,53 @@ def test_the_check_allows_f16x1_its_tf32_error():
     assert known_answer.judge(problem, inputs, [right]).passed
 
 
-def test_where_pytorch_allows_tf32_a_weight_gradient_is_f16x1_and_backward_data_bf16x3():
+def test_where_pytorch_allows_tf32_gradients_are_f16x1_but_grouped_weight_gradients():
     problem = op.problem_from_params(**dict(_PARAMS, groups=1, layout="NCHW"))
     assert weight_gradient_precision(problem, "bf16x3") == "f16x1"
     assert weight_gradient_precision(problem, "bf16x6") == "bf16x6"  # TF32 off: float32's products
-    with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, but got "
-                                         "'f16x1'"):
-        conv_bwd_data.with_precision(conv_bwd_data.problem_from_params(
-            batch=2, in_channels=4, out_channels=4, input_spatial=(6, 6), filter_spatial=(3, 3), padding=1,
-            dtype="float32", layout="NCHW"), "f16x1")
+    grouped = op.problem_from_params(**dict(_PARAMS, groups=2, in_channels=16, layout="NCHW"))
+    assert weight_gradient_precision(grouped, "bf16x3") == "bf16x3"  # IREE computed them wrong (policy.WORKAROUNDS)
+    data = conv_bwd_data.problem_from_params(batch=32, in_channels=64, out_channels=64, input_spatial=(8, 8),
+                                             filter_spatial=(3, 3), padding=1, dtype="float32", layout="NHWC")
+    assert data_gradient_precision(data, "bf16x3") == "f16x1" and data_gradient_precision(data, "bf16x6") == "bf16x6"
     with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision f16x1 splits float32"):
         op.problem_from_params(**dict(_PARAMS, dtype="float16", layout="NHWC"), precision="f16x1")
 
 
+_DATA_CASES = {  # (layout, filter, stride, padding): the split_conv form at stride 1 with taps, else the gemm form
+    "nhwc_split_conv": ("NHWC", 3, 1, 1), "nchw_split_conv": ("NCHW", 3, 1, 1), "ndhwc_split_conv": ("NDHWC", 3, 1, 1),
+    "nchw_gemm_strided": ("NCHW", 1, 2, 0), "nhwc_gemm": ("NHWC", 1, 1, 0),
+}
+
+
+@pytest.mark.parametrize("case", list(_DATA_CASES))
+def test_f16x1_backward_data_is_within_tf32s_error_at_any_scale(case, rng):
+    """grad_out near 1e-7, the weight near 30: grad_in within F16X1_BOUND of each magnitude, where unscaled float16
+    operands err 16 times more or worse."""
+    layout, taps, stride, padding = _DATA_CASES[case]
+    rank = len(layout) - 2
+    problem = conv_bwd_data.problem_from_params(
+        batch=2, in_channels=32, out_channels=32, input_spatial=(8,) * rank, filter_spatial=(taps,) * rank,
+        stride=stride, padding=padding, dtype="float32", layout=layout, precision="f16x1")
+    grad_out = (rng.standard_normal(problem.output_shape) * 1e-7).astype(np.float32)
+    weight = (rng.standard_normal(problem.weight_shape) * 30).astype(np.float32)
+    got = np.asarray(api.conv_bwd_data(grad_out, weight, input_shape=problem.input_shape, stride=stride,
+                                       padding=padding, layout=layout, precision="f16x1"), np.float64)
+    want = conv_bwd_data.reference(problem, [grad_out, weight])
+    magnitude = conv_bwd_data.reference(problem, [np.abs(grad_out), np.abs(weight)])
+    read = magnitude > 0  # strided: the positions no output reads are zero
+    error = (np.abs(got - want)[read] / magnitude[read]).max()
+    assert error < F16X1_BOUND and not got[~read].any(), error
+    plain = conv_bwd_data.reference(problem, [a.astype(np.float16).astype(np.float64) for a in (grad_out, weight)])
+    assert (np.abs(plain - want)[read] / magnitude[read]).max() > 16 * error
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NDHWC"])
-def test_cuda_computes_f16x1_with_float16_mma_and_the_module_is_right(tmp_path, layout, rng):
-    """On CUDA, the f16x1 module's convolution issues float16 mma.sync (no bfloat16 one); the same
-    module, its GPU configurations cut, computes within F16X1_BOUND on the CPU (the transposing and padded splits
-    and the tables' float16 rules rendered as CUDA gets them)."""
+def test_cuda_computes_f16x1_with_float16_mma_and_the_modules_are_right(tmp_path, layout, rng):
+    """On CUDA, the f16x1 weight gradient's and backward-data's convolutions issue float16 mma.sync (no bfloat16
+    one); the weight gradient's module, its GPU configurations cut, computes within F16X1_BOUND on the CPU (the
+    transposing and padded splits and the tables' float16 rules rendered as CUDA gets them; backward-data's reads
+    its flipped weight through a map llvm-cpu cannot tile, policy.WORKAROUNDS)."""
     params = dict(batch=4, groups=1, in_channels=64, out_channels=64, input_spatial=(10, 10), filter_spatial=(3, 3),
                   stride=1, padding=1, dtype="float32", layout=layout)
     if layout == "NDHWC":
@@ -122,3 +151,8 @@ def test_cuda_computes_f16x1_with_float16_mma_and_the_module_is_right(tmp_path, 
     assert ".bf16" not in lowered.ptx
     worst, largest = gpu_module_on_cpu(problem, spec, op, rng, tmp_path / "cpu", problem.weight_shape)
     assert worst < 2.0 ** -9 * largest, (worst, largest)
+    data = conv_bwd_data.with_precision(conv_bwd_data.problem_from_params(
+        **{k: v for k, v in params.items() if k != "groups"}), "f16x1")
+    spec = policy.module_specs(data, targets.parse_target("cuda:sm_80"))[0]
+    lowered = compile_and_dump(data.name, spec.mlir, "cuda:sm_80", tmp_path / "data", tuple(spec.extra_flags))
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in lowered.ptx and ".bf16" not in lowered.ptx

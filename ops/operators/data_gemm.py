@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 
 from .. import render as mlir
-from ..problem import ConvBwdDataProblem
+from ..problem import SCALED_PRECISIONS, ConvBwdDataProblem
 from ..validation import check
 from . import split_precision
 
@@ -54,6 +54,8 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
           f"{OP}: the gemm form computes float32 one-tap, unpadded problems as bf16x3, but got {problem.name}")
     rank, c, k = problem.rank, problem.in_channels, problem.out_channels
     stacked = problem.split_products
+    g_parts, w_parts = parts(problem, 0), parts(problem, 1)  # (hi, hi, mid..), (hi, mid, hi..); f16x1 one, scaled
+    element = g_parts.element
     spatial = list(problem.output_spatial)
     rows_cl = [problem.batch, *spatial, c]
     unit = (1,) * rank
@@ -62,24 +64,25 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), rows_type=mlir.tensor([rows(problem), c], "f32"),
         transients=transients,
-        split_grad_out=split_precision.split("grad_out", problem.batch, problem.output_spatial, k,
-                                             problem.channels_last, parts(problem, 0), copy=copy),  # (hi, hi, mid..)
-        split_weight=split_precision.split("weight", k, unit, c, problem.channels_last,
-                                           parts(problem, 1)),  # (hi, mid, hi..)
-        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([stacked * problem.batch, *spatial, k], "bf16"),
-        g3_merged_type=mlir.tensor([stacked * rows(problem), k], "bf16"), rows=rows(problem), k=k, c=c,
-        g3_type=mlir.tensor([stacked, rows(problem), k], "bf16"), parts=stacked,
-        weight3_merge=_merge(rank), weight3_type=mlir.tensor([stacked * k, *unit, c], "bf16"),
-        w3_merged_type=mlir.tensor([stacked * k, c], "bf16"), w3_type=mlir.tensor([stacked, k, c], "bf16"),
+        split_grad_out=split_precision.largest("grad_out", problem.output_shape, g_parts) + split_precision.split(
+            "grad_out", problem.batch, problem.output_spatial, k, problem.channels_last, g_parts, copy=copy),
+        split_weight=split_precision.largest("weight", problem.weight_shape, w_parts) + split_precision.split(
+            "weight", k, unit, c, problem.channels_last, w_parts),
+        grad_out3_merge=_merge(rank), grad_out3_type=mlir.tensor([stacked * problem.batch, *spatial, k], element),
+        g3_merged_type=mlir.tensor([stacked * rows(problem), k], element), rows=rows(problem), k=k, c=c,
+        g3_type=mlir.tensor([stacked, rows(problem), k], element), parts=stacked, element=element,
+        weight3_merge=_merge(rank), weight3_type=mlir.tensor([stacked * k, *unit, c], element),
+        w3_merged_type=mlir.tensor([stacked * k, c], element), w3_type=mlir.tensor([stacked, k, c], element),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a="%g32", b="%w32"),
         rows_split=_merge(rank), rows_cl_shape=mlir.index_list(rows_cl),
         rows_cl_type=mlir.tensor(rows_cl, "f32"), store=store(problem, rows_cl),
     )
 
 
-def parts(problem: ConvBwdDataProblem, operand: int) -> tuple[int, ...]:
-    """The split parts of grad_out (``operand`` 0) or the weight (1), stacked (``split_precision.operand_parts``)."""
-    return split_precision.operand_parts(problem.precision, operand)
+def parts(problem: ConvBwdDataProblem, operand: int, v: str = "") -> split_precision.Parts:
+    """The split parts of grad_out (``operand`` 0) or the weight (1; f16x1: scaled by %``v``_largest, by default
+    grad_out's or the weight's), stacked (``split_precision.operand_parts``)."""
+    return split_precision.operand_parts(problem.precision, operand, v or ("grad_out", "weight")[operand])
 
 
 def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:
@@ -165,19 +168,32 @@ def _merge(rank: int) -> list[list[int]]:
     return [list(range(rank + 1)), [rank + 1]]
 
 
-def store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:
-    """The rows %rows_cl (channels-last, float32, of shape ``rows_cl``) into grad_in: in the problem's layout, directly where
-    they are all of grad_in, else at the positions s*o of a zero grad_in."""
+def store(problem: ConvBwdDataProblem, rows_cl: list[int], weight: str = "weight") -> str:
+    """The rows %rows_cl (channels-last, float32, of shape ``rows_cl``) into grad_in: in the problem's layout, directly
+    where they are all of grad_in, else at the positions s*o of a zero grad_in; scaled (f16x1), times 1 / (s_g s_w),
+    grad_out's and %``weight``'s scales."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 2)  # the problem's layout's order
     n, rest = domain[0], domain[1:]
     read = [n, *rest] if problem.channels_last else [n, *rest[1:], rest[0]]
     placed = rows_cl if problem.channels_last else [rows_cl[0], rows_cl[-1], *rows_cl[1:-1]]
     maps = dict(read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
-                iterators=mlir.iterators(["parallel"] * (rank + 2)), rows_cl_type=mlir.tensor(rows_cl, "f32"))
+                iterators=mlir.iterators(["parallel"] * (rank + 2)), rows_cl_type=mlir.tensor(rows_cl, "f32"),
+                **_unscaled(problem, domain, weight))
     if placed == list(problem.input_shape):
         return mlir.render("data_gemm.direct", **maps)
     strides = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
     return mlir.render("data_gemm.strided", **maps, placed_type=mlir.tensor(placed, "f32"),
                        offsets=mlir.index_list([0] * (rank + 2)), sizes=mlir.index_list(placed),
                        strides=mlir.index_list(strides))
+
+
+def _unscaled(problem: ConvBwdDataProblem, domain: list[str], weight: str) -> dict:
+    """The store's holes for its scales: grad_out's and %``weight``'s largest magnitudes read beside the rows and the
+    rows times 1 / (s_g s_w) (f16x1); nothing else."""
+    if problem.precision not in SCALED_PRECISIONS:
+        return dict(scale_maps="", scale_ins="", scale_types="", scale_args="", unscale="", result="%value")
+    scalar = mlir.affine_map(domain, [])
+    return dict(scale_maps=f", {scalar}, {scalar}", scale_ins=f", %grad_out_largest, %{weight}_largest",
+                scale_types=", tensor<f32>, tensor<f32>", scale_args=f", %grad_out_most: f32, %{weight}_most: f32",
+                unscale="\n" + split_precision.unscale("grad_out", weight), result="%unscaled")

@@ -29,7 +29,7 @@ from .. import roles as axis_roles
 from ..operator import Lowering, one_of
 from ..roles import Roles
 from ..layouts import activation_from_params, in_layout, join_activation
-from ..problem import WEIGHT_PRECISIONS, ConvBwdWeightProblem
+from ..problem import PRECISIONS, ConvBwdWeightProblem
 from ..problem_checks import array_shape_dtype, check_dtype, conv_problem, conv_problem_from_params
 from ..validation import check, check_type
 from . import (split_precision, weight_columns, weight_depthwise, weight_gemm, weight_im2col, weight_per_image,
@@ -91,8 +91,7 @@ def normalize(x, grad_out, *, groups, filter_spatial, stride, padding, dilation,
 def _with_precision(problem: ConvBwdWeightProblem, precision) -> ConvBwdWeightProblem:
     """``problem`` computed in ``precision``: float32 products, or a split one, bf16x3 or bf16x6, or scaled float16
     ones, f16x1 (float32 in and out only)."""
-    check(precision in WEIGHT_PRECISIONS,
-          f"{OP}: precision must be one of {', '.join(WEIGHT_PRECISIONS)}, but got {precision!r}")
+    check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
     check(precision == "float32" or problem.dtype == problem.out_dtype == "float32",
           f"{OP}: precision {precision} splits float32 x and grad_out into a float32 grad_w, but the dtype is "
           f"{problem.dtype} and out_dtype {problem.out_dtype}")

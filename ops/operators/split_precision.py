@@ -57,11 +57,11 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
         grad_w_type=mlir.tensor(problem.weight_shape, "f32"),
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
         x3_type=mlir.tensor(inner.input_shape, element), grad_out3_type=mlir.tensor(inner.output_shape, element),
-        split_x=_largest("x", problem.input_shape, x_parts) + split(
+        split_x=largest("x", problem.input_shape, x_parts) + split(
             "x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels, problem.channels_last,
             x_parts, inner.channels_last, copy, x_pad),
         x3="%x3_padded" if x_pad else "%x3",
-        split_grad_out=_largest("grad_out", problem.output_shape, grad_out_parts) + split(
+        split_grad_out=largest("grad_out", problem.output_shape, grad_out_parts) + split(
             "grad_out", problem.batch, problem.output_spatial, problem.groups * problem.out_channels,
             problem.channels_last, grad_out_parts, inner.channels_last, copy),
         store=_store(problem, inner, x_parts.largest is not None), transients=mlir.transients(transients),
@@ -86,11 +86,18 @@ def _store(problem: ConvBwdWeightProblem, inner, scaled: bool) -> str:
     if not scaled:
         return mlir.render("split_bf16x3.store", **maps)
     return mlir.render("split_bf16x3.store_scaled", **maps, scalar_map=mlir.affine_map(_dims(rank + 2), []),
-                       x_exponent=mlir.render("split_bf16x3.exponent", p="x", most="x_most"),
-                       grad_out_exponent=mlir.render("split_bf16x3.exponent", p="grad_out", most="grad_out_most"))
+                       unscale=unscale("x", "grad_out"))
 
 
-def _largest(v: str, shape: tuple, which: Parts) -> str:
+def unscale(a: str, b: str) -> str:
+    """The lines of a store's body that make %unscaled, its %value times 1 / (s_a s_b): the scales of operands %``a``
+    and %``b``, from their largest magnitudes read as %``a``_most and %``b``_most (f16x1)."""
+    exponents = {f"{v}_exponent": mlir.render("split_bf16x3.exponent", p=name, most=f"{name}_most")
+                 for v, name in (("a", a), ("b", b))}
+    return mlir.render("split_bf16x3.unscale", a=a, b=b, **exponents)
+
+
+def largest(v: str, shape: tuple, which: Parts) -> str:
     """Where ``which`` scales, %``v``_largest (the ``largest`` fragment, then a line break); else nothing. The
     view's rows are %``v``'s leading axes, the fewest of at least LARGEST_MIN_ROWS rows (all but the last at most)."""
     if which.largest is None:
