@@ -197,9 +197,9 @@ ${view}
     %${p}_above = arith.maxsi %${p}_unclamped, %${p}_c1 : i32
     %${p}_biased = arith.minsi %${p}_above, %${p}_c253 : i32
 
-// fragment split_scaled: ${v} scaled by s (its largest magnitude in [2^14, 2^15)) and rounded to float16, in the parts' order (one part, f16x1)
+// fragment split_scaled: ${v} scaled by s (its largest magnitude in [2^14, 2^15)) and rounded to float16, in the parts' order (one part, f16x1), into ${out}
   %${v}_parts_empty = tensor.empty() : ${parts_type}
-  %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}
+  ${out} = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}
       ins(%${v}, ${largest} : ${in_type}, tensor<f32>) outs(%${v}_parts_empty : ${parts_type})${attrs} {
   ^bb0(%value: f32, %most: f32, %unused: f16):
 ${exponent}
@@ -210,3 +210,6 @@ ${exponent}
     linalg.yield %part : f16
   } -> ${parts_type}
 ${stack}
+
+// fragment kept: ${result}, ${source} behind a barrier: IREE 3.13 would move the expand_shape that follows a flat pass up through it (iree-dispatch-creation-bubble-up-expand-shapes), rewriting the pass over the expanded dims without its configuration
+  ${result} = util.optimization_barrier ${source} : ${type}

@@ -43,7 +43,8 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
     is a DeviceArray of grad_in's shape and dtype that receives the result. ``precision="bf16x3"`` (float32, a
     one-tap filter with no padding, or stride 1 with padding within the filter's reach) computes each product as
     three bfloat16 products summed in float32, within about 2^-16 of its magnitude (as
-    ``grouped_conv_bwd_weight``'s); ``precision="bf16x6"``, as six, within float32's rounding.
+    ``grouped_conv_bwd_weight``'s); ``precision="bf16x6"``, as six, within float32's rounding;
+    ``precision="f16x1"``, as one float16 product of operands scaled by powers of two, TF32's precision.
     """
     problem = conv.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation,
                              layout=layout, precision=precision)
@@ -94,9 +95,11 @@ def grouped_conv_bwd_weight(x, grad_out, *, groups, filter_spatial=None, stride=
     shape and dtype that receives the result. ``kernel_size``: ``filter_spatial``'s former name (deprecated).
     ``precision="bf16x3"`` (float32 x, grad_out and grad_w only) computes each product as three bfloat16 products
     summed in float32 (each within about 2^-16 of its magnitude, where TF32's is 2^-11): on GPUs without float32
-    matrix units, several times faster (``ops.torch`` chooses it where PyTorch allows TF32); ``precision="bf16x6"``
-    as six bfloat16 products (three parts of each value, ``problem.SPLIT_PRODUCTS``), within float32's rounding
-    (``ops.torch`` chooses it on CUDA where PyTorch allows no TF32).
+    matrix units, several times faster (``ops.torch`` chooses it for grouped problems where PyTorch allows TF32);
+    ``precision="f16x1"`` as one float16 product of x and grad_out each scaled by the power of two that puts its
+    largest magnitude in [2^14, 2^15), TF32's 11 significant bits (``ops.torch`` chooses it for the others);
+    ``precision="bf16x6"`` as six bfloat16 products (three parts of each value, ``problem.SPLIT_PRODUCTS``), within
+    float32's rounding (``ops.torch`` chooses it on CUDA where PyTorch allows no TF32 and ``OPS_FLOAT32=bf16x6``).
     """
     filter_spatial = _renamed("grouped_conv_bwd_weight", "filter_spatial", filter_spatial, "kernel_size", kernel_size)
     check_type(filter_spatial is not None, "grouped_conv_bwd_weight: missing the keyword argument filter_spatial "

@@ -46,7 +46,6 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
     private; rendered without the workspace argument, which ours takes where ``transients``) on the stacked parts,
     and stores grad_w in the problem's layout (scaled, times 1 / (s_x s_g))."""
     inner = problem.computed_as
-    rank = problem.rank
     x_pad = problem.padding if inner.padding != problem.padding else None  # x's parts written zero-padded
     x_parts, grad_out_parts = (operand_parts(problem.precision, i, v) for i, v in enumerate(("x", "grad_out")))
     element = x_parts.element
@@ -186,9 +185,17 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, which: Parts, copy) -> str:
     if not attrs:
         return _split_pass(v, dims, dims[1:], in_shape, parts, 0, which, "")
     stacked = _stacked(parts, 0)
+    if which.largest:  # one part: IREE drops a unit part dim and the configuration with it (split_attrs); the
+        # barrier keeps the configuration (policy.WORKAROUNDS)
+        kept = mlir.render("split_bf16x3.kept", result=f"%{v}_flat3", source=f"%{v}_flat_scaled",
+                           type=mlir.tensor((elements,), "f16"))
+        split_pass = _scaled_pass(f"{v}_flat", ["d0"], ["d0"], (elements,), (elements,), which, attrs,
+                                  out=f"%{v}_flat_scaled", stack=kept)
+    else:
+        split_pass = _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,), (parts[0], elements), 0, which,
+                                 attrs)
     return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
-                          [list(range(len(stacked)))], which.element, _split_pass(
-                              f"{v}_flat", ["d0", "d1"], ["d1"], (elements,), (parts[0], elements), 0, which, attrs))
+                          [list(range(len(stacked)))], which.element, split_pass)
 
 
 def _reshaped_pass(v: str, view: str, in_shape: tuple, in_groups: list, stacked: tuple, stacked_groups: list,
@@ -255,19 +262,27 @@ def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, par
                             sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts)),
                             stacked_type=mlir.tensor(_stacked(padded, part_dim), which.element),
                             element=which.element)
+    if which.largest:  # f16x1: the one part, scaled
+        return _scaled_pass(v, domain, read, in_shape, parts, which, attrs, f"%{v}_parts", stack)
     maps = dict(v=v, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
                 read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
                 iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack)
-    if which.largest:  # f16x1: the one part, scaled
-        return mlir.render("split_bf16x3.split_scaled", **maps, largest=which.largest,
-                           scalar_map=mlir.affine_map(domain, []),
-                           exponent=mlir.render("split_bf16x3.exponent", p="s", most="most"))
     maps.update(part_dim=part_dim, round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"))
     parts_of = which.which
     if max(parts_of) < 2 and parts_of.count(1) == 1:  # bf16x3's (hi, hi, mid) or (hi, mid, hi): one part mid
         return mlir.render("split_bf16x3.split", **maps, lo_part=parts_of.index(1))
     return mlir.render("split_bf16x3.split_parts", **maps, codes=sum(part << 2 * j for j, part in enumerate(parts_of)),
                        round_mid=mlir.render("split_bf16x3.round", p="mid", value="rest"))
+
+
+def _scaled_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, which: Parts, attrs: str,
+                 out: str, stack: str) -> str:
+    """The split_scaled fragment over ``domain``: %``v`` times its scale, as float16 ``parts``, into ``out``."""
+    return mlir.render("split_bf16x3.split_scaled", v=v, out=out, parts_type=mlir.tensor(parts, "f16"),
+                       in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
+                       write_map=mlir.affine_map(domain, domain), scalar_map=mlir.affine_map(domain, []),
+                       iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack,
+                       largest=which.largest, exponent=mlir.render("split_bf16x3.exponent", p="s", most="most"))
 
 
 def _stacked(parts: tuple, part_dim: int) -> tuple:

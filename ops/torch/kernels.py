@@ -375,7 +375,8 @@ def split_precision(conv_input: Tensor) -> str:
     on a driver the policy splits float32 for, bf16x3 (each product within 2^-16, where TF32 is within 2^-11) where
     PyTorch allows reduced precision (``torch.backends.cudnn.allow_tf32``, its default for convolutions), else
     bf16x6 where ``OPS_FLOAT32=bf16x6`` opts in (``float32_mode``); ``precision.weight_gradient_precision`` and
-    ``data_gradient_precision`` choose per problem."""
+    ``data_gradient_precision`` choose per problem (bf16x3 allowed: f16x1, TF32's precision, but for grouped weight
+    gradients)."""
     if _recording is not None and _recording_driver:
         driver = _recording_driver  # precompile's step for a driver, whatever the tensors' device
     else:
