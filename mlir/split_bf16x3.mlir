@@ -210,6 +210,3 @@ ${exponent}
     linalg.yield %part : f16
   } -> ${parts_type}
 ${stack}
-
-// fragment kept: ${result}, ${source} behind a barrier: IREE 3.13 would move the expand_shape that follows a flat pass up through it (iree-dispatch-creation-bubble-up-expand-shapes), rewriting the pass over the expanded dims without its configuration
-  ${result} = util.optimization_barrier ${source} : ${type}

@@ -112,12 +112,6 @@ WORKAROUNDS = (
         "channels a group: NaN at 1,008-4,608 positions; the known-answer check refused them): their zero pad, a "
         "copy dispatch of its own in bf16x3, went into the float16 split's dispatch", "docs/perf/h200-f16x1"),
     Workaround(
-        "a barrier after the flat f16x1 split", "split_precision._in_order (mlir/split_bf16x3.mlir, fragment kept)",
-        "IREE 3.13 moves the expand_shape after the in-order split's flat pass up through it (BubbleUpExpandShapes), "
-        "rewriting the pass without its split_tile configuration: 32 threads a workgroup, 1.3 TB/s (EfficientNet-B0's "
-        "1x1 layers, docs/perf/h200-f16x1); util.optimization_barrier keeps the pass as written",
-        "tests/test_f16x1.py"),
-    Workaround(
         "fallback flag sets", "fallback_flags (mlir/tuning/<gpu>.json)",
         "some problems compile with none of their forms under IREE's defaults, or compile wrong (bf16 1x1 weight "
         "gradients on CUDA): the next flag set is tried, and the known-answer check refuses a wrong module",

@@ -236,15 +236,12 @@ def window_transpose_attrs(shape, spatial_axes: list[int], copy) -> str:
 
 
 def split_attrs(parts: int, elements: int, copy) -> str:
-    """The attrs of an in-order split over (``parts``, ``elements``), or over ``elements`` alone where one part, on a
-    GPU target whose ``copy`` (the tuning table's copy_config) has a ``split_tile``: each of its ``threads`` threads
-    takes all the parts of ``thread`` consecutive elements; nothing where a workgroup's elements do not divide
-    ``elements``."""
+    """The attrs of an in-order split over (``parts``, ``elements``) on a GPU target whose ``copy`` (the tuning
+    table's copy_config) has a ``split_tile``: each of its ``threads`` threads takes all the parts of ``thread``
+    consecutive elements; nothing where a workgroup's elements do not divide ``elements``."""
     tile = (copy or {}).get("split_tile")
     if not tile or elements % (tile["thread"] * tile["threads"]):
         return ""
-    if parts == 1:  # one part (f16x1): a pass over the elements alone (IREE drops a unit dim and a config with it)
-        return _tiled([tile["thread"]], [tile["thread"] * tile["threads"]], tile["threads"], copy)
     return _tiled([parts, tile["thread"]], [parts, tile["thread"] * tile["threads"]], tile["threads"], copy)
 
 

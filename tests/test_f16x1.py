@@ -6,7 +6,6 @@ PyTorch allows TF32 (precision.TF32_SPLITS), but for grouped weight gradients (p
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
@@ -156,16 +155,3 @@ def test_cuda_computes_f16x1_with_float16_mma_and_the_modules_are_right(tmp_path
     spec = policy.module_specs(data, targets.parse_target("cuda:sm_80"))[0]
     lowered = compile_and_dump(data.name, spec.mlir, "cuda:sm_80", tmp_path / "data", tuple(spec.extra_flags))
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in lowered.ptx and ".bf16" not in lowered.ptx
-
-
-def test_cuda_keeps_the_configuration_of_the_flat_f16x1_split(tmp_path):
-    """A one-tap channels-first weight gradient's f16x1 split is one flat pass an operand, 8 elements a thread and
-    256 threads a workgroup (the table's split_tile); without the barrier after it (policy.WORKAROUNDS) IREE
-    rebuilds the pass with its default of 32 threads."""
-    problem = op.problem_from_params(batch=32, in_channels=16, out_channels=96, input_spatial=(112, 112),
-                                     filter_spatial=(1, 1), dtype="float32", layout="NCHW", precision="f16x1")
-    spec = policy.module_specs(problem, targets.parse_target("cuda:sm_80"))[0]
-    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, tuple(spec.extra_flags))
-    splits = [text for text in (path.read_text() for path in (tmp_path / "dump").glob("configured_*.mlir"))
-              if re.search(r"_dispatch_\d+_elementwise_\d+_f32xf32xf16\(", text)]
-    assert len(splits) == 2 and all("workgroup_size = [256, 1, 1]" in text for text in splits), len(splits)

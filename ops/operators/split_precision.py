@@ -185,15 +185,7 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, which: Parts, copy) -> str:
     if not attrs:
         return _split_pass(v, dims, dims[1:], in_shape, parts, 0, which, "")
     stacked = _stacked(parts, 0)
-    if which.largest:  # one part: IREE drops a unit part dim and the configuration with it (split_attrs); the
-        # barrier keeps the configuration (policy.WORKAROUNDS)
-        kept = mlir.render("split_bf16x3.kept", result=f"%{v}_flat3", source=f"%{v}_flat_scaled",
-                           type=mlir.tensor((elements,), "f16"))
-        split_pass = _scaled_pass(f"{v}_flat", ["d0"], ["d0"], (elements,), (elements,), which, attrs,
-                                  out=f"%{v}_flat_scaled", stack=kept)
-    else:
-        split_pass = _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,), (parts[0], elements), 0, which,
-                                 attrs)
+    split_pass = _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,), (parts[0], elements), 0, which, attrs)
     return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
                           [list(range(len(stacked)))], which.element, split_pass)
 
