@@ -39,7 +39,7 @@ SPLIT_MIN_GROUP_CHANNELS = 16
 
 def weight_gradient_precision(problem, split: str) -> str:
     """How ``ops.torch`` computes a float32 weight gradient (``ConvBwdWeightProblem.precision``): as the ``split`` its
-    driver allows (``allowed_split``: bf16x3, computed as f16x1 but for grouped ones, ``TF32_SPLITS``, or bf16x6)
+    driver allows (``allowed_split``: bf16x3, computed as f16x1 where ``_weight_split`` says, or bf16x6)
     where the convolution is not depthwise nor grouped with fewer than SPLIT_MIN_GROUP_CHANNELS channels a group,
     and the filter has more than one tap or its split problem takes the gemm form (``gemm_policy.takes_gemm``);
     else in float32. Measured (docs/perf/h100-split, docs/perf/h200-models, docs/perf/h200-gemm): ResNet-50's 3x3
@@ -51,7 +51,7 @@ def weight_gradient_precision(problem, split: str) -> str:
     few_channels = problem.kind == "grouped" and problem.in_channels < SPLIT_MIN_GROUP_CHANNELS
     if split == "float32" or problem.dtype != "float32" or problem.kind == "depthwise" or few_channels:
         return problem.precision
-    split = split if problem.groups > 1 else TF32_SPLITS.get(split, split)  # see policy.WORKAROUNDS
+    split = _weight_split(problem, split)
     taps = math.prod(problem.filter_spatial) > 1
     split_problem = dataclasses.replace(problem, precision=split).computed_as
     split_gemm = gemm_policy.takes_gemm(split_problem) and not _keeps_float32_gemm(problem, split_problem)
@@ -62,8 +62,20 @@ def weight_gradient_precision(problem, split: str) -> str:
 # power of two (f16x1, ``split_precision``): TF32's 11 significant bits in one 16-bit product where bf16x3 takes
 # three. On an H200 (docs/perf/h200-f16x1), TF32 on, weight gradients so: r3d_18 float32 channels_last's captured
 # step 83.4 -> 68.9 ms, ResNet-50 float32 NCHW's 43.2 -> 38.8; backward-data too: r3d_18 69.0 -> 45.8, ResNet-50
-# 38.9 -> 35.1. Grouped weight gradients keep bf16x3 (policy.WORKAROUNDS).
+# 38.9 -> 35.1. Grouped weight gradients and channels-first in-order ones keep bf16x3 (``_weight_split``).
 TF32_SPLITS = {"bf16x3": "f16x1"}
+
+
+def _weight_split(problem, split: str) -> str:
+    """The split of a weight gradient ``split`` allows: where TF32 is (bf16x3), f16x1 (``TF32_SPLITS``), but bf16x3
+    for grouped ones (policy.WORKAROUNDS) and for channels-first ones whose split keeps their layout (one tap, whole
+    GEMM_BLOCKs of positions: ``gemm_rows``, its parts written in order), where IREE rebuilds f16x1's one-part pass
+    without its tile (32 threads a workgroup): on an H200 EfficientNet-B0's such layers ran 1.2-1.6x slower as
+    f16x1, and keeping them bf16x3 took its float32 NCHW TF32 step 24.25 -> 23.75 ms, ResNet-50's 35.10 -> 34.44
+    (docs/perf/h200-f16x1/cf_in_order_ab6.log)."""
+    if split not in TF32_SPLITS or problem.groups > 1 or (not problem.channels_last and problem.gemm_rows):
+        return split
+    return TF32_SPLITS[split]
 
 
 def _keeps_float32_gemm(problem, split_problem) -> bool:

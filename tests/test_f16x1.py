@@ -92,12 +92,16 @@ def test_the_check_allows_f16x1_its_tf32_error():
     assert known_answer.judge(problem, inputs, [right]).passed
 
 
-def test_where_pytorch_allows_tf32_gradients_are_f16x1_but_grouped_weight_gradients():
+def test_where_pytorch_allows_tf32_gradients_are_f16x1_but_grouped_and_in_order_weight_gradients():
     problem = op.problem_from_params(**dict(_PARAMS, groups=1, layout="NCHW"))
     assert weight_gradient_precision(problem, "bf16x3") == "f16x1"
     assert weight_gradient_precision(problem, "bf16x6") == "bf16x6"  # TF32 off: float32's products
     grouped = op.problem_from_params(**dict(_PARAMS, groups=2, in_channels=16, layout="NCHW"))
     assert weight_gradient_precision(grouped, "bf16x3") == "bf16x3"  # IREE computed them wrong (policy.WORKAROUNDS)
+    for layout, expected in (("NCHW", "bf16x3"), ("NHWC", "f16x1")):  # channels-first in order: IREE's slow pass
+        one_tap = op.problem_from_params(batch=32, in_channels=16, out_channels=96, input_spatial=(56, 56),
+                                         filter_spatial=(1, 1), dtype="float32", layout=layout)
+        assert weight_gradient_precision(one_tap, "bf16x3") == expected, layout
     data = conv_bwd_data.problem_from_params(batch=32, in_channels=64, out_channels=64, input_spatial=(8, 8),
                                              filter_spatial=(3, 3), padding=1, dtype="float32", layout="NHWC")
     assert data_gradient_precision(data, "bf16x3") == "f16x1" and data_gradient_precision(data, "bf16x6") == "bf16x6"

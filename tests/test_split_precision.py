@@ -117,7 +117,7 @@ def test_a_one_tap_weight_gradient_splits_where_its_split_problem_takes_the_gemm
     ((104, 104), 28, "float32"),   # its split runs channels-last (784 positions), 104 not whole 32s: SIMT float32
     ((480, 80), 14, "float32"),
     ((1024, 256), 14, "f16x1"),   # channels in whole 32s: the split's tiles fit
-    ((48, 104), 56, "f16x1"),     # 3136 positions, whole 32s: the split runs channels-first
+    ((48, 104), 56, "bf16x3"),    # 3136 positions, whole 32s: the split runs channels-first, in order (bf16x3)
     ((440, 110), 1, "f16x1"),     # 110 channels: no float32 SIMT tile divides them (weight_gemm_tiles)
 ])
 def test_a_ragged_one_tap_weight_gradient_stays_float32_where_its_split_runs_channels_last(channels, spatial,
