@@ -197,9 +197,9 @@ ${view}
     %${p}_above = arith.maxsi %${p}_unclamped, %${p}_c1 : i32
     %${p}_biased = arith.minsi %${p}_above, %${p}_c253 : i32
 
-// fragment split_scaled: ${v} scaled by s (its largest magnitude in [2^14, 2^15)) and rounded to float16, in the parts' order (one part, f16x1), into ${out}
+// fragment split_scaled: ${v} scaled by s (its largest magnitude in [2^14, 2^15)) and rounded to float16, in the parts' order (one part, f16x1)
   %${v}_parts_empty = tensor.empty() : ${parts_type}
-  ${out} = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}
+  %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}
       ins(%${v}, ${largest} : ${in_type}, tensor<f32>) outs(%${v}_parts_empty : ${parts_type})${attrs} {
   ^bb0(%value: f32, %most: f32, %unused: f16):
 ${exponent}

@@ -107,7 +107,7 @@ WORKAROUNDS = (
         "(256 channels at 8x28x28, stride 2: error 1.3-1.5 of the largest magnitude, twice; the bfloat16 ones of "
         "the same form right): float16 takes it at stride 1 only", "docs/perf/h200-bf16-gather"),
     Workaround(
-        "grouped weight gradients keep bf16x3 under TF32", "precision.weight_gradient_precision",
+        "grouped weight gradients keep bf16x3 under TF32", "precision._weight_split",
         "IREE 3.13's CUDA backend computed ResNeXt-50's four grouped f16x1 weight gradients wrong (g32, 16 and 32 "
         "channels a group: NaN at 1,008-4,608 positions; the known-answer check refused them): their zero pad, a "
         "copy dispatch of its own in bf16x3, went into the float16 split's dispatch", "docs/perf/h200-f16x1"),

@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass
 
 from .. import render as mlir
-from ..problem import SCALED_PRECISIONS, SPLIT_PRODUCTS, ConvBwdWeightProblem
+from ..dtypes import mlir_element_type
+from ..problem import PART_DTYPES, SCALED_PRECISIONS, SPLIT_PRODUCTS, ConvBwdWeightProblem
 
 # a scaled operand's largest magnitude: over the rows of its (rows, columns) view (its leading axes, the fewest of
 # at least this many rows), then over the rows
@@ -17,19 +18,16 @@ LARGEST_MIN_ROWS = 1024
 
 @dataclass(frozen=True)
 class Parts:
-    """What a split writes of each value: its bfloat16 parts ``which`` (0 hi, 1 mid, 2 lo), stacked; or, with
-    ``largest`` (f16x1: the rank-0 tensor of the value's largest magnitude, ``largest``), its one float16 part, the
-    value scaled by the power of two that puts that magnitude in [2^14, 2^15)."""
+    """What a split writes of each value: its parts ``which`` (0 hi, 1 mid, 2 lo), stacked, of MLIR type ``element``
+    (``problem.PART_DTYPES``); with ``largest`` (f16x1: the rank-0 tensor of the value's largest magnitude,
+    ``largest``), its one part is the value scaled by the power of two that puts that magnitude in [2^14, 2^15)."""
 
     which: tuple[int, ...]
+    element: str
     largest: str | None = None
 
     def __len__(self) -> int:
         return len(self.which)
-
-    @property
-    def element(self) -> str:
-        return "f16" if self.largest else "bf16"
 
 
 def operand_parts(precision: str, operand: int, v: str = "") -> Parts:
@@ -37,7 +35,8 @@ def operand_parts(precision: str, operand: int, v: str = "") -> Parts:
     products takes: its stacked parts in order (bf16x3: the first's (hi, hi, mid), the second's (hi, mid, hi)); f16x1
     scales %``v`` by its largest magnitude, %``v``_largest."""
     which = tuple(product[operand] for product in SPLIT_PRODUCTS[precision])
-    return Parts(which, f"%{v}_largest" if precision in SCALED_PRECISIONS else None)
+    return Parts(which, mlir_element_type(PART_DTYPES[precision]),
+                 f"%{v}_largest" if precision in SCALED_PRECISIONS else None)
 
 
 def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, copy=None) -> str:
@@ -254,27 +253,19 @@ def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, par
                             sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts)),
                             stacked_type=mlir.tensor(_stacked(padded, part_dim), which.element),
                             element=which.element)
-    if which.largest:  # f16x1: the one part, scaled
-        return _scaled_pass(v, domain, read, in_shape, parts, which, attrs, f"%{v}_parts", stack)
     maps = dict(v=v, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
                 read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
                 iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack)
+    if which.largest:  # f16x1: the one part, scaled
+        return mlir.render("split_bf16x3.split_scaled", **maps, largest=which.largest,
+                           scalar_map=mlir.affine_map(domain, []),
+                           exponent=mlir.render("split_bf16x3.exponent", p="s", most="most"))
     maps.update(part_dim=part_dim, round_hi=mlir.render("split_bf16x3.round", p="hi", value="value"))
     parts_of = which.which
     if max(parts_of) < 2 and parts_of.count(1) == 1:  # bf16x3's (hi, hi, mid) or (hi, mid, hi): one part mid
         return mlir.render("split_bf16x3.split", **maps, lo_part=parts_of.index(1))
     return mlir.render("split_bf16x3.split_parts", **maps, codes=sum(part << 2 * j for j, part in enumerate(parts_of)),
                        round_mid=mlir.render("split_bf16x3.round", p="mid", value="rest"))
-
-
-def _scaled_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, which: Parts, attrs: str,
-                 out: str, stack: str) -> str:
-    """The split_scaled fragment over ``domain``: %``v`` times its scale, as float16 ``parts``, into ``out``."""
-    return mlir.render("split_bf16x3.split_scaled", v=v, out=out, parts_type=mlir.tensor(parts, "f16"),
-                       in_type=mlir.tensor(in_shape, "f32"), read_map=mlir.affine_map(domain, read),
-                       write_map=mlir.affine_map(domain, domain), scalar_map=mlir.affine_map(domain, []),
-                       iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack,
-                       largest=which.largest, exponent=mlir.render("split_bf16x3.exponent", p="s", most="most"))
 
 
 def _stacked(parts: tuple, part_dim: int) -> tuple:
