@@ -79,10 +79,10 @@ def render(problem: ConvBwdDataProblem, transients: str, copy=None, config: str 
     )
 
 
-def parts(problem: ConvBwdDataProblem, operand: int, v: str = "") -> split_precision.Parts:
-    """The split parts of grad_out (``operand`` 0) or the weight (1; f16x1: scaled by %``v``_largest, by default
-    grad_out's or the weight's), stacked (``split_precision.operand_parts``)."""
-    return split_precision.operand_parts(problem.precision, operand, v or ("grad_out", "weight")[operand])
+def parts(problem: ConvBwdDataProblem, operand: int) -> split_precision.Parts:
+    """The split parts of grad_out (``operand`` 0) or the weight (1; f16x1: scaled by %grad_out_largest or
+    %weight_largest), stacked (``split_precision.operand_parts``)."""
+    return split_precision.operand_parts(problem.precision, operand, ("grad_out", "weight")[operand])
 
 
 def _render_float32(problem: ConvBwdDataProblem, transients: str, config: str | None) -> str:
@@ -168,10 +168,10 @@ def _merge(rank: int) -> list[list[int]]:
     return [list(range(rank + 1)), [rank + 1]]
 
 
-def store(problem: ConvBwdDataProblem, rows_cl: list[int], weight: str = "weight") -> str:
+def store(problem: ConvBwdDataProblem, rows_cl: list[int]) -> str:
     """The rows %rows_cl (channels-last, float32, of shape ``rows_cl``) into grad_in: in the problem's layout, directly
     where they are all of grad_in, else at the positions s*o of a zero grad_in; scaled (f16x1), times 1 / (s_g s_w),
-    grad_out's and %``weight``'s scales."""
+    grad_out's and the weight's scales."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 2)  # the problem's layout's order
     n, rest = domain[0], domain[1:]
@@ -179,7 +179,7 @@ def store(problem: ConvBwdDataProblem, rows_cl: list[int], weight: str = "weight
     placed = rows_cl if problem.channels_last else [rows_cl[0], rows_cl[-1], *rows_cl[1:-1]]
     maps = dict(read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
                 iterators=mlir.iterators(["parallel"] * (rank + 2)), rows_cl_type=mlir.tensor(rows_cl, "f32"),
-                **_unscaled(problem, domain, weight))
+                **_unscaled(problem, domain))
     if placed == list(problem.input_shape):
         return mlir.render("data_gemm.direct", **maps)
     strides = [1, *problem.stride, 1] if problem.channels_last else [1, 1, *problem.stride]
@@ -188,12 +188,12 @@ def store(problem: ConvBwdDataProblem, rows_cl: list[int], weight: str = "weight
                        strides=mlir.index_list(strides))
 
 
-def _unscaled(problem: ConvBwdDataProblem, domain: list[str], weight: str) -> dict:
-    """The store's holes for its scales: grad_out's and %``weight``'s largest magnitudes read beside the rows and the
+def _unscaled(problem: ConvBwdDataProblem, domain: list[str]) -> dict:
+    """The store's holes for its scales: grad_out's and the weight's largest magnitudes read beside the rows and the
     rows times 1 / (s_g s_w) (f16x1); nothing else."""
     if problem.precision not in SCALED_PRECISIONS:
         return dict(scale_maps="", scale_ins="", scale_types="", scale_args="", unscale="", result="%value")
     scalar = mlir.affine_map(domain, [])
-    return dict(scale_maps=f", {scalar}, {scalar}", scale_ins=f", %grad_out_largest, %{weight}_largest",
-                scale_types=", tensor<f32>, tensor<f32>", scale_args=f", %grad_out_most: f32, %{weight}_most: f32",
-                unscale="\n" + split_precision.unscale("grad_out", weight), result="%unscaled")
+    return dict(scale_maps=f", {scalar}, {scalar}", scale_ins=", %grad_out_largest, %weight_largest",
+                scale_types=", tensor<f32>, tensor<f32>", scale_args=", %grad_out_most: f32, %weight_most: f32",
+                unscale="\n" + split_precision.unscale("grad_out", "weight"), result="%unscaled")

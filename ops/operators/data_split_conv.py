@@ -40,18 +40,19 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
     padded = [o + 2 * r - lo - hi for o, r, (lo, hi) in zip(problem.output_spatial, reach, problem.padding)]
     acc = [problem.batch, *problem.input_spatial, c]
     stacked = problem.split_products * k
-    element = data_gemm.parts(problem, 0).element
+    g_parts, w_parts = data_gemm.parts(problem, 0), data_gemm.parts(problem, 1)
     return mlir.render(
         "data_split_conv", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
         grad_in_type=mlir.tensor(problem.input_shape, "f32"), transients=transients,
-        split_grad_out=split_precision.largest("grad_out", problem.output_shape, data_gemm.parts(problem, 0))
+        split_grad_out=split_precision.largest("grad_out", problem.output_shape, g_parts)
         + _split_grad_out(problem, [(r - lo, r - hi) for r, (lo, hi) in zip(reach, problem.padding)], copy),
         flip="" if flip_by_map else _flip(problem) + "\n",
-        split_weight=split_precision.largest("weight", problem.weight_shape, data_gemm.parts(problem, 1))
+        split_weight=split_precision.largest("weight", problem.weight_shape, w_parts)
         + _split_weight(problem, flip_by_map), weight3="%weight3" if flip_by_map else "%weight_flipped3",
-        padded_type=mlir.tensor([problem.batch, *padded, stacked], element), conv_op=CONV_OPS[rank],
-        weight3_type=mlir.tensor([*problem.filter_spatial, stacked, c], element), acc_type=mlir.tensor(acc, "f32"),
+        padded_type=mlir.tensor([problem.batch, *padded, stacked], g_parts.element), conv_op=CONV_OPS[rank],
+        weight3_type=mlir.tensor([*problem.filter_spatial, stacked, c], g_parts.element),
+        acc_type=mlir.tensor(acc, "f32"),
         dilations=mlir.i64_array(problem.dilation), unit_strides=mlir.i64_array([1] * rank),
         dispatch_config=f", compilation_info = {config}" if config else "",
         store=data_gemm.store(problem, acc),
