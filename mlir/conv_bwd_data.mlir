@@ -35,7 +35,7 @@
 ${extra_aliases}
 func.func @${function}(%grad_out: !grad_out, %weight: !weight${extra_arguments}, %dst: !grad_in {iree.abi.output = 0 : index}${transients}) -> !grad_in {
   %zero = arith.constant 0.0 : f32
-  %zero_element = arith.constant 0.0 : ${element}
+  %zero_element = arith.constant 0.0 : ${operand}
 ${grad_out_to_channels_last}
 ${weight_view}
 ${d_views}

@@ -147,7 +147,7 @@ ${unscale}
     linalg.yield %unscaled : f32
   } -> ${grad_w_type}
 
-// fragment unscale: %unscaled, %value times 1 / (s_a s_b) for the operands' scales s (their largest magnitudes %${a}_most and %${b}_most): 2^(381 - a_biased - b_biased - 127), within float32's normal exponents
+// fragment unscale: %unscaled, the value ${value} names times 1 / (s_a s_b) for the operands' scales s (their largest magnitudes %${a}_most and %${b}_most): 2^(381 - a_biased - b_biased - 127), within float32's normal exponents
 ${a_exponent}
 ${b_exponent}
     %both = arith.addi %${a}_biased, %${b}_biased : i32
@@ -160,7 +160,7 @@ ${b_exponent}
     %c23 = arith.constant 23 : i32
     %inverse_bits = arith.shli %biased, %c23 : i32
     %inverse = arith.bitcast %inverse_bits : i32 to f32
-    %unscaled = arith.mulf %value, %inverse : f32
+    %unscaled = arith.mulf ${value}, %inverse : f32
 
 // fragment largest: %${v}_largest, the largest finite magnitude of %${v} (a rank-0 tensor; a NaN or infinity scales to itself and stays one in grad_w, as in float32's), over its (rows, columns) view: each row's, then the rows'
 ${view}

@@ -44,7 +44,8 @@ def conv_bwd_data(grad_out, weight, *, input_shape, stride=1, padding=0, dilatio
     one-tap filter with no padding, or stride 1 with padding within the filter's reach) computes each product as
     three bfloat16 products summed in float32, within about 2^-16 of its magnitude (as
     ``grouped_conv_bwd_weight``'s); ``precision="bf16x6"``, as six, within float32's rounding;
-    ``precision="f16x1"``, as one float16 product of operands scaled by powers of two, TF32's precision.
+    ``precision="f16x1"``, as one float16 product of operands scaled by powers of two, TF32's precision (also
+    of several taps at a stride above 1, one group: the stride phases of the scaled operands).
     """
     problem = conv.normalize(grad_out, weight, input_shape=input_shape, stride=stride, padding=padding, dilation=dilation,
                              layout=layout, precision=precision)

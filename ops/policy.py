@@ -31,8 +31,8 @@ from . import compiler, data_tiles, dtypes, registry, render, targets
 from .gemm_policy import (default_batch_split, float32_gemm, gemm_read, gemm_split, gemm_transposes, rows_split,
                           simt_gemm, takes_gemm)
 from .operator import Lowering
-from .operators import (contractions, data_gemm, data_merged, grouped_conv_bwd_weight, phase_plan, pool_windows,
-                        stride_phases, weight_columns, weight_gemm, weight_shifted)
+from .operators import (contractions, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight, phase_plan,
+                        pool_windows, stride_phases, weight_columns, weight_gemm, weight_shifted)
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
 
@@ -300,17 +300,30 @@ def _has_taps_form(problem) -> bool:
         contractions.taps_terms(problem, phase) <= CPU_TAPS_MAX_TERMS for phase in phase_plan.phases(problem))
 
 
+def _split_forms(problem, target: Target) -> list:
+    """A split conv_bwd_data's forms: the gemm form (one tap), the split_conv form (stride 1), else the stride
+    phases of scaled operands (``data_scaled``, f16x1): on a GPU the weight flipped by a map, interleaved first
+    (channels-last; channels-first ones store strided either way), on the CPU the CPU's stride-phase form."""
+    Form = stride_phases.Form
+    if data_gemm.applies(problem):
+        return [Form(contraction="gemm")]
+    if data_split_conv.applies(problem):
+        return [Form(contraction="split_conv", weight_flip="map" if target.negative_map_coefficients else "gather")]
+    if target.cpu:  # the CPU's stride-phase form: llvm-cpu cannot tile a map's negative coefficient
+        return [Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")]
+    return [Form(weight_flip="map", d_read="map", store=store, interleave_read="map")
+            for store in ("interleave", "strided")]
+
+
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
-    problem's one form, the gemm form (one tap) or the split_conv form (stride 1). A GPU's channels-last depthwise
+    problem's (``_split_forms``). A GPU's channels-last depthwise
     problems also have the named depthwise op's forms, its depthwise problems the merged form (``data_merged``),
     and its float32 channels-first one-tap problems of stride 1 the float32 gemm form (``data_gemm``), last (a
     table rule puts one first: ``depthwise_tiles``, ``merged_tiles``, ``gemm_tiles``)."""
     Form = stride_phases.Form
     if problem.is_split:
-        flip = "map" if target.negative_map_coefficients else "gather"
-        split = Form(contraction="split_conv", weight_flip=flip)
-        return [Form(contraction="gemm") if data_gemm.applies(problem) else split]
+        return _split_forms(problem, target)
     if target.cpu:
         base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work

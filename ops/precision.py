@@ -8,8 +8,8 @@ import dataclasses
 import math
 
 from . import gemm_policy, policy, targets
-from .problem import GEMM_BLOCK
-from .operators import data_gemm, data_split_conv, stride_phases
+from .problem import GEMM_BLOCK, SCALED_PRECISIONS
+from .operators import data_gemm, data_scaled, data_split_conv, stride_phases
 
 
 # The target whose table the split decisions read (``_splits_data``): the one ``allowed_split`` splits for.
@@ -99,29 +99,50 @@ def _keeps_float32_gemm(problem, split_problem) -> bool:
 DATA_SPLIT_MIN_CHANNELS = 128
 
 
+# Where the CUDA table tiles a stride-1 one-tap float32 GEMM (gemm_tiles), which beats bf16x3 there, f16x1's gemm
+# form beats it channels-last (at the DATA_SPLIT_MIN_CHANNELS the split takes there) and channels-first at most
+# this many positions an image (where the table's float32 tile is 49 positions). On an H200
+# (docs/perf/h200-f16x1-data/exp41.log), ResNet-50's 1x1 stride-1 layers at batch 32, iree-benchmark-module medians,
+# float32 GEMM against f16x1: channels-last, the ten of 128 channels or more 0.102-0.288 ms, 1.971 in sum -> 1.326
+# (c128 -> k512 level at 0.160 / 0.156; C = 64 slower, 0.064 -> 0.099 and 0.151 -> 0.264); channels-first at 14x14
+# and 7x7 1.189 -> 0.841 over the five (2048 -> 512 at 7x7 the one loss, 0.153 -> 0.201), at 56x56 and 28x28 slower
+# on six of seven (1.232 -> 1.547).
+F16X1_GEMM_MAX_POSITIONS = 196
+
+
+def _beats_float32_gemm(problem, split: str) -> bool:
+    """Whether ``split``'s gemm form beats the float32 GEMM the table tiles (``F16X1_GEMM_MAX_POSITIONS``); not
+    measured on layers of one position an image (squeeze-excite's), which keep the float32 GEMM's own tiles."""
+    positions = math.prod(problem.output_spatial)
+    return (split in SCALED_PRECISIONS and positions > 1
+            and (problem.channels_last or positions <= F16X1_GEMM_MAX_POSITIONS))
+
+
 def data_gradient_precision(problem, split: str) -> str:
     """How ``ops.torch`` computes a float32 conv_bwd_data (``ConvBwdDataProblem.precision``): as the ``split`` its
     driver allows (as ``weight_gradient_precision``; bf16x3 as f16x1, ``TF32_SPLITS``) where a split form takes the
     problem (``_splits_data``); else in float32."""
-    wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem)
-    return TF32_SPLITS.get(split, split) if split != "float32" and wanted else problem.precision
+    split = TF32_SPLITS.get(split, split)
+    wanted = problem.op == "conv_bwd_data" and problem.dtype == "float32" and _splits_data(problem, split)
+    return split if split != "float32" and wanted else problem.precision
 
 
-def _splits_data(problem) -> bool:
+def _splits_data(problem, split: str) -> bool:
     """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
     unpadded with one group, its output channels and its rows come in whole GEMM_BLOCK blocks (the GEMM's
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
     form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not at stride 1 where
     the CUDA table tiles its float32 GEMM (``gemm_tiles``; strided, the split ran 1.1-1.7x faster than that GEMM:
-    docs/perf/h100-f32-data-tiles); the split_conv form (``data_split_conv``: the forward convolution
+    docs/perf/h100-f32-data-tiles) unless f16x1 beats it there (``_beats_float32_gemm``); the split_conv form (``data_split_conv``: the forward convolution
     over 3K channels, a 16-bit convolution IREE gives its matrix pipeline) where the problem is of stride 1 with
-    several taps."""
-    if data_split_conv.applies(problem):
+    several taps; scaled (f16x1), the stride phases of scaled operands (``data_scaled``) where the problem is of a
+    stride above 1 with several taps."""
+    if data_split_conv.applies(problem) or (split in SCALED_PRECISIONS and data_scaled.applies(problem)):
         return True
     gemm = stride_phases.Form(contraction="gemm")
-    if (data_gemm.takes_float32(problem) and max(problem.stride) == 1
+    if (data_gemm.takes_float32(problem) and max(problem.stride) == 1 and not _beats_float32_gemm(problem, split)
             and policy.configs_for(problem, SPLIT_TARGET, gemm)):
-        return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats the split at stride 1
+        return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats bf16x3 at stride 1
     return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
             and data_gemm.rows(problem) % GEMM_BLOCK == 0
             and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))

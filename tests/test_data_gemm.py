@@ -89,6 +89,10 @@ def test_bf16x3_takes_float32_one_tap_unpadded_or_stride_1_problems_only(params,
         _problem(**params, precision="bf16x3")
     with pytest.raises(ValueError, match="conv_bwd_data: precision must be one of float32, bf16x3, bf16x6, f16x1, but got 'tf32'"):
         _problem(precision="tf32")
+    # f16x1 takes strided taps too (data_scaled), one group only: a grouped problem is grouped_conv_bwd_data's
+    assert _problem(filter_spatial=(3, 3), padding=1, stride=2, precision="f16x1").precision == "f16x1"
+    with pytest.raises(ValueError, match=r"conv_bwd_data: precision f16x1 takes .* \(f16x1 also of a stride above 1\)"):
+        _problem(filter_spatial=(3, 3), padding=1, stride=2, precision="f16x1", groups=2, in_channels=4, out_channels=16)
 
 
 def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_a_gpu():
@@ -109,7 +113,8 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_
     for params in (dict(layout="NHWC", stride=2), dict(stride=2)):
         with pytest.raises(ValueError, match="conv_bwd_data: the gemm form computes float32 one-tap, unpadded"):
             conv_bwd_data.render(_problem(**params), stride_phases.Form(contraction="gemm"))
-    with pytest.raises(ValueError, match="conv_bwd_data: the stride phases compute float32 products"):
+    with pytest.raises(ValueError, match="conv_bwd_data: the scaled stride phases compute float32 problems of one "
+                                         "group, several taps and a stride above 1 as f16x1"):
         conv_bwd_data.render(_problem(precision="bf16x3"), stride_phases.Form())
 
 
@@ -119,24 +124,28 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_
     (dict(batch=3), True, "float32"),                              # 3 x 42 rows: no whole 32-row blocks
     (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
     (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
-    (dict(batch=32, layout="NHWC", in_channels=128), True, "float32"),  # stride 1: the float32 GEMM's tiles
+    (dict(batch=32, layout="NHWC", in_channels=128), True, "f16x1 only"),  # stride 1: f16x1 beats the float32 GEMM
     (dict(batch=32, layout="NHWC", in_channels=128, input_spatial=(14, 14), stride=2), True, "f16x1"),
     (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "f16x1"),    # stride 1: the split_conv form
-    (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), True, "float32"),
+    (dict(batch=32, filter_spatial=(3, 3), padding=1, stride=2), True, "f16x1 only"),  # the scaled stride phases
     (dict(batch=32, dtype="bfloat16"), True, "bfloat16"),
     # channels-first, stride 1, positions in whole SIMT tiles (16, 49): the float32 GEMM's tiles (gemm_tiles)
     (dict(batch=32, input_spatial=(56, 56)), True, "float32"),
-    (dict(batch=32, input_spatial=(7, 7)), True, "float32"),
+    (dict(batch=32, input_spatial=(7, 7)), True, "f16x1 only"),  # F16X1_GEMM_MAX_POSITIONS
+    (dict(batch=32, input_spatial=(1, 1)), True, "float32"),  # one position: the squeeze-excite tiles (unmeasured)
     (dict(batch=32, input_spatial=(56, 56), stride=2), True, "f16x1"),   # strided: the split's strided store
-    (dict(batch=32, input_spatial=(56, 56), layout="NHWC", in_channels=128), True, "float32"),
-    (dict(batch=32, input_spatial=(4, 14, 14), layout="NDHWC", in_channels=128), True, "float32"),
+    (dict(batch=32, input_spatial=(56, 56), layout="NHWC", in_channels=128), True, "f16x1 only"),
+    (dict(batch=32, input_spatial=(4, 14, 14), layout="NDHWC", in_channels=128), True, "f16x1 only"),
     # NWC, which the rule does not name (unmeasured): split
     (dict(batch=32, input_spatial=(196,), layout="NWC", in_channels=128), True, "f16x1"),
 ])
 def test_ops_torch_splits_backward_data_where_reduced_precision_is_allowed(params, reduced, expected):
+    """``expected`` where PyTorch allows TF32 (``reduced``); "f16x1 only": f16x1 there, but float32 where it does not
+    (bf16x6 takes the problems bf16x3 would: the scaled stride phases and the float32 GEMM's wins are f16x1's)."""
     problem = _problem(**params)
     precision = data_gradient_precision(problem, "bf16x3" if reduced else "float32")
-    assert precision == (problem.precision if expected == "bfloat16" else expected)
+    tf32 = expected.split()[0]
+    assert precision == (problem.precision if tf32 == "bfloat16" else tf32)
     # without reduced precision, a CUDA driver allows bf16x6 (float32 products) where it would split
     six = data_gradient_precision(problem, "bf16x6")
     assert six == ("bf16x6" if expected == "f16x1" else problem.precision if expected == "bfloat16" else "float32")
@@ -166,18 +175,20 @@ def test_the_probes_list_their_cases(probe, cases, split):
 CUDA = targets.parse_target("cuda:sm_80")
 
 
-@pytest.mark.parametrize("spatial, tile", [((56, 56), "thread = [1, 4, 4, 0], workgroup = [1, 32, 16, 0]"),
-                                           ((14, 14), "thread = [1, 4, 7, 0], workgroup = [1, 16, 49, 0]"),
-                                           ((10, 10), "None")])
-def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, tile):
+@pytest.mark.parametrize("spatial, tile, tf32", [
+    ((56, 56), "thread = [1, 4, 4, 0], workgroup = [1, 32, 16, 0]", "float32"),
+    ((14, 14), "thread = [1, 4, 7, 0], workgroup = [1, 16, 49, 0]", "f16x1"),  # precision.F16X1_GEMM_MAX_POSITIONS
+    ((10, 10), "None", "f16x1")])
+def test_cudas_rule_tiles_the_float32_gemm_where_its_positions_divide(spatial, tile, tf32):
     """The CUDA table puts the float32 gemm form first, with SIMT tiles of 16 (or 49) positions a workgroup; 100
-    positions take neither: IREE's default tiles (the dispatch IREE made of the stride-phase form, measured as fast),
-    and the problem is split where PyTorch allows it."""
+    positions take neither: IREE's default tiles (the dispatch IREE made of the stride-phase form, measured as fast).
+    Where PyTorch allows TF32, the problem is f16x1 but where the float32 GEMM's tiles of 16 positions beat it."""
     problem = _problem(batch=32, in_channels=64, out_channels=256, input_spatial=spatial)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "gemm"
     assert tile in policy.configs_for(problem, CUDA, form).get(0, str(None))
-    assert data_gradient_precision(problem, "bf16x3") == ("f16x1" if tile == "None" else "float32")
+    assert data_gradient_precision(problem, "bf16x3") == tf32
+    assert data_gradient_precision(problem, "bf16x6") == ("bf16x6" if tile == "None" else "float32")
 
 
 @pytest.mark.parametrize("channels, spatial, stride, workgroup", [

@@ -6,6 +6,7 @@ PyTorch allows TF32 (precision.TF32_SPLITS), but for grouped weight gradients (p
 
 from __future__ import annotations
 
+import math
 
 import numpy as np
 import pytest
@@ -105,13 +106,21 @@ def test_where_pytorch_allows_tf32_gradients_are_f16x1_but_grouped_and_in_order_
     data = conv_bwd_data.problem_from_params(batch=32, in_channels=64, out_channels=64, input_spatial=(8, 8),
                                              filter_spatial=(3, 3), padding=1, dtype="float32", layout="NHWC")
     assert data_gradient_precision(data, "bf16x3") == "f16x1" and data_gradient_precision(data, "bf16x6") == "bf16x6"
+    strided = conv_bwd_data.problem_from_params(**dict(data.params(), stride=2))  # the stride phases, scaled
+    assert data_gradient_precision(strided, "bf16x3") == "f16x1" and data_gradient_precision(strided, "bf16x6") == "float32"
+    for layout, size, expected in (("NHWC", 56, "f16x1"), ("NCHW", 14, "f16x1"), ("NCHW", 56, "float32")):
+        one_tap = conv_bwd_data.problem_from_params(batch=32, in_channels=256, out_channels=128, layout=layout,
+                                                    input_spatial=(size, size), filter_spatial=(1, 1), dtype="float32")
+        assert data_gradient_precision(one_tap, "bf16x3") == expected, (layout, size)  # F16X1_GEMM_MAX_POSITIONS
     with pytest.raises(ValueError, match="grouped_conv_bwd_weight: precision f16x1 splits float32"):
         op.problem_from_params(**dict(_PARAMS, dtype="float16", layout="NHWC"), precision="f16x1")
 
 
-_DATA_CASES = {  # (layout, filter, stride, padding): the split_conv form at stride 1 with taps, else the gemm form
+_DATA_CASES = {  # (layout, filter, stride, padding): the split_conv form at stride 1 with taps, the gemm form with
+    # one tap, else the stride phases of scaled operands (data_scaled)
     "nhwc_split_conv": ("NHWC", 3, 1, 1), "nchw_split_conv": ("NCHW", 3, 1, 1), "ndhwc_split_conv": ("NDHWC", 3, 1, 1),
     "nchw_gemm_strided": ("NCHW", 1, 2, 0), "nhwc_gemm": ("NHWC", 1, 1, 0),
+    "nhwc_phases": ("NHWC", 3, 2, 1), "ncdhw_phases": ("NCDHW", 3, 2, 1), "nchw_phases_uneven": ("NCHW", 2, 3, 0),
 }
 
 
@@ -137,6 +146,24 @@ def test_f16x1_backward_data_is_within_tf32s_error_at_any_scale(case, rng):
     assert (np.abs(plain - want)[read] / magnitude[read]).max() > 16 * error
 
 
+def test_f16x1_strided_backward_data_at_a_resnet_layers_size_passes_the_sampled_check(monkeypatch, tmp_path, rng):
+    """ResNet-50's 3x3 stride-2 layer 128 -> 128 at 28x28 (channels-last, batch 3): 301,056 elements of grad_in, the
+    known-answer check's sampled path; the stride phases of scaled operands pass it and are right."""
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
+    problem = conv_bwd_data.problem_from_params(batch=3, in_channels=128, out_channels=128, input_spatial=(28, 28),
+                                                filter_spatial=(3, 3), stride=2, padding=1, dtype="float32",
+                                                layout="NHWC", precision="f16x1")
+    assert math.prod(problem.input_shape) > 1 << 18
+    assert known_answer.sample_of(problem, known_answer.inputs_for(problem)).axes, "the check must be sampled"
+    grad_out, weight = (rng.standard_normal(s).astype(np.float32) for s in (problem.output_shape, problem.weight_shape))
+    got = np.asarray(api.conv_bwd_data(grad_out, weight, input_shape=problem.input_shape, stride=2, padding=1,
+                                       layout="NHWC", precision="f16x1"), np.float64)
+    assert len(list((tmp_path / "verified").glob("*.pass"))) == 1
+    want = conv_bwd_data.reference(problem, [grad_out, weight])
+    magnitude = conv_bwd_data.reference(problem, [np.abs(grad_out), np.abs(weight)])
+    assert (np.abs(got - want) / magnitude).max() < F16X1_BOUND
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NDHWC"])
 def test_cuda_computes_f16x1_with_float16_mma_and_the_modules_are_right(tmp_path, layout, rng):
     """On CUDA, the f16x1 weight gradient's and backward-data's convolutions issue float16 mma.sync (no bfloat16
@@ -154,8 +181,9 @@ def test_cuda_computes_f16x1_with_float16_mma_and_the_modules_are_right(tmp_path
     assert ".bf16" not in lowered.ptx
     worst, largest = gpu_module_on_cpu(problem, spec, op, rng, tmp_path / "cpu", problem.weight_shape)
     assert worst < 2.0 ** -9 * largest, (worst, largest)
-    data = conv_bwd_data.with_precision(conv_bwd_data.problem_from_params(
-        **{k: v for k, v in params.items() if k != "groups"}), "f16x1")
-    spec = policy.module_specs(data, targets.parse_target("cuda:sm_80"))[0]
-    lowered = compile_and_dump(data.name, spec.mlir, "cuda:sm_80", tmp_path / "data", tuple(spec.extra_flags))
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in lowered.ptx and ".bf16" not in lowered.ptx
+    data_params = {k: v for k, v in params.items() if k not in ("groups", "stride")}
+    for stride in (1, 2):  # the split_conv form, the stride phases of scaled operands (data_scaled)
+        case = conv_bwd_data.problem_from_params(**data_params, stride=stride, precision="f16x1")
+        spec = policy.module_specs(case, targets.parse_target("cuda:sm_80"))[0]
+        lowered = compile_and_dump(case.name, spec.mlir, "cuda:sm_80", tmp_path / case.name, tuple(spec.extra_flags))
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in lowered.ptx and ".bf16" not in lowered.ptx

@@ -146,8 +146,8 @@ def test_ops_torch_splits_only_float32_on_a_gpu():
 def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
     """Built on a machine without a GPU, a CUDA step's modules are those CUDA tensors make: the float32 weight
     gradients and the one-tap layer's backward-data as f16x1 where PyTorch allows TF32 (its default), and not
-    otherwise (unless OPS_FLOAT32=bf16x6 opts in: test_opting_in_to_bf16x6), nor for ROCm or the CPU; a one-tap layer whose positions the float32 GEMM's tiles take
-    (data_tiles.gemm_tiles) stays float32."""
+    otherwise (unless OPS_FLOAT32=bf16x6 opts in: test_opting_in_to_bf16x6), nor for ROCm or the CPU; a one-tap
+    layer whose positions the float32 GEMM's tiles of 16 take (data_tiles.gemm_tiles) stays float32."""
     torch = pytest.importorskip("torch")
     from ops.torch import kernels
     import ops.torch as otorch
@@ -166,8 +166,8 @@ def test_precompile_for_a_gpu_records_the_split_problems_a_gpu_step_makes():
         assert [p.precision for p in weights] == [expected[0]] * 2
         (data,) = [p for p in problems if p.op == "conv_bwd_data"]  # the 1x1 layer's: K = 32, channels-first
         assert data.precision == expected[1]
-    with kernels.recording("cuda") as problems:
-        model(torch.randn(2, 3, 8, 8)).sum().backward()  # 64 positions: the tiled float32 GEMM
+    with kernels.recording("cuda") as problems:  # 256 positions: the tiled float32 GEMM, which f16x1 beats only
+        model(torch.randn(2, 3, 16, 16)).sum().backward()  # at 196 or fewer (precision.F16X1_GEMM_MAX_POSITIONS)
     assert [p.precision for p in problems if p.op == "conv_bwd_data"] == ["float32"]
 
 

@@ -20,10 +20,10 @@ from .. import roles as axis_roles
 from ..operator import Lowering
 from ..roles import Roles
 from ..layouts import activation_from_params, in_layout
-from ..problem import PRECISIONS, ConvBwdDataProblem
+from ..problem import PRECISIONS, SCALED_PRECISIONS, ConvBwdDataProblem
 from ..problem_checks import array_shape_dtype, conv_problem, conv_problem_from_params
 from ..validation import check
-from . import data_gemm, data_split_conv, stride_phases
+from . import data_gemm, data_scaled, data_split_conv, stride_phases
 
 OP = "conv_bwd_data"
 Problem = ConvBwdDataProblem
@@ -36,7 +36,7 @@ def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layou
     messages; grouped_conv_bwd_data checks its convolution here). ``precision``: of a float32 problem's products,
     float32, ``"bf16x3"`` (each product a sum of three bfloat16 products) or ``"bf16x6"`` (six: float32 products;
     ``problem.SPLIT_PRODUCTS``): ``data_gemm`` for a one-tap, unpadded problem, ``data_split_conv`` for one of
-    stride 1; ``splits``."""
+    stride 1, and for ``"f16x1"`` ``data_scaled`` for one of several taps at a larger stride; ``splits``."""
     out_shape, out_dtype = array_shape_dtype(op, "grad_out", grad_out)
     weight_shape, weight_dtype = array_shape_dtype(op, "weight", weight)
     problem = conv_problem(
@@ -51,18 +51,22 @@ def normalize(grad_out, weight, *, input_shape, stride, padding, dilation, layou
 
 
 def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem:
-    """``problem`` computed in ``precision``: float32 products, or a split one, bf16x3 or bf16x6 (float32, one group:
-    a one-tap filter with no padding, ``data_gemm``, or stride 1, ``data_split_conv``)."""
+    """``problem`` computed in ``precision``: float32 products, or a split one, bf16x3, bf16x6 or f16x1 (float32, one
+    group: a one-tap filter with no padding, ``data_gemm``, or stride 1, ``data_split_conv``; f16x1 also several
+    taps at a larger stride, ``data_scaled``)."""
     check(precision in PRECISIONS, f"{OP}: precision must be one of {', '.join(PRECISIONS)}, but got {precision!r}")
-    check(precision == "float32" or (problem.dtype == "float32" and splits(problem)),
+    scaled = " (f16x1 also of a stride above 1)" if precision in SCALED_PRECISIONS else ""
+    check(precision == "float32" or (problem.dtype == "float32" and splits(problem, precision)),
           f"{OP}: precision {precision} takes float32 problems of one group with a one-tap filter and no padding, "
-          f"or of stride 1 with padding within the filter's reach, but got {problem.name}")
+          f"or of several taps and stride 1 with padding within the filter's reach{scaled}, but got {problem.name}")
     return dataclasses.replace(problem, precision=precision)
 
 
-def splits(problem: ConvBwdDataProblem) -> bool:
-    """Whether a form computes ``problem`` as bfloat16 x 3: the gemm form or the split_conv form takes it."""
-    return data_gemm.applies(problem) or data_split_conv.applies(problem)
+def splits(problem: ConvBwdDataProblem, precision: str = "bf16x3") -> bool:
+    """Whether a form computes ``problem`` in the split ``precision``: the gemm form or the split_conv form takes
+    it, or, scaled (f16x1), the stride phases of scaled operands (``data_scaled``)."""
+    scaled = precision in SCALED_PRECISIONS and data_scaled.applies(problem)
+    return data_gemm.applies(problem) or data_split_conv.applies(problem) or scaled
 
 
 def results(problem: ConvBwdDataProblem) -> list:
@@ -71,13 +75,16 @@ def results(problem: ConvBwdDataProblem) -> list:
 
 def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, dst): the stride phases, or
-    for split problems the gemm form or the split_conv form, or a float32 GEMM of a one-tap filter (the gemm form;
-    the contraction of either pinned to ``lowering.configs[0]`` where given)."""
+    for split problems the gemm form, the split_conv form or the stride phases of scaled operands (``data_scaled``),
+    or a float32 GEMM of a one-tap filter (the gemm form; the contraction of either pinned to
+    ``lowering.configs[0]`` where given)."""
     if form.contraction == "gemm":
         return data_gemm.render(problem, mlir.transients(lowering.transients), lowering.copy, lowering.configs.get(0))
     if form.contraction == "split_conv":
         return data_split_conv.render(problem, mlir.transients(lowering.transients), form.weight_flip == "map",
                                       lowering.configs.get(0), lowering.copy)
+    if problem.is_split:
+        return data_scaled.render(problem, form, lowering)
     return stride_phases.render_module(problem, form, lowering)
 
 

@@ -87,12 +87,12 @@ def _store(problem: ConvBwdWeightProblem, inner, scaled: bool) -> str:
                        unscale=unscale("x", "grad_out"))
 
 
-def unscale(a: str, b: str) -> str:
-    """The lines of a store's body that make %unscaled, its %value times 1 / (s_a s_b): the scales of operands %``a``
-    and %``b``, from their largest magnitudes read as %``a``_most and %``b``_most (f16x1)."""
+def unscale(a: str, b: str, value: str = "%value") -> str:
+    """The lines of a store's body that make %unscaled, its ``value`` times 1 / (s_a s_b): the scales of operands
+    %``a`` and %``b``, from their largest magnitudes read as %``a``_most and %``b``_most (f16x1)."""
     exponents = {f"{v}_exponent": mlir.render("split_bf16x3.exponent", p=name, most=f"{name}_most")
                  for v, name in (("a", a), ("b", b))}
-    return mlir.render("split_bf16x3.unscale", a=a, b=b, **exponents)
+    return mlir.render("split_bf16x3.unscale", a=a, b=b, value=value, **exponents)
 
 
 def largest(v: str, shape: tuple, which: Parts) -> str:

@@ -3,8 +3,9 @@
 ``mlir/conv_bwd_data.mlir`` derives it: one stride-1 convolution per stride phase (``phase_plan``), each storing
 its own positions of grad_in. This module holds the form's keys (``Form``), each phase's operands (its window of
 grad_out, its flipped sub-filter) and the module; the convolutions are ``contractions``', the stores
-``phase_stores``'. What a store fuses (the D tensors and the epilogue of ``grouped_conv_bwd_data``) comes in as a
-``Fusion``; without one a store only casts.
+``phase_stores``'. What a store fuses (the D tensors and the epilogue of ``grouped_conv_bwd_data``, the unscaling
+of ``data_scaled``, whose phases read float16 operands: ``operand_element``) comes in as a ``Fusion``; without one a
+store only casts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .. import dtypes
 from .. import render as mlir
 from ..operator import Lowering, one_of
 from ..validation import check
-from ..problem import ConvBwdDataProblem
+from ..problem import SCALED_PRECISIONS, ConvBwdDataProblem
 from .contractions import DEPTHWISE_OPS, convolution
 from .phase_plan import interleaves, phase_list, transposes
 from .phase_stores import Fusion, Operands, PhaseMajor, Slots, empty_slots, initial_grad_in, interleave, store
@@ -59,6 +60,13 @@ class Form:
                              ("contraction", ("generic", "gemm", "split_conv", "im2col", "depthwise", "taps", "merged")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
+
+
+def operand_element(problem: ConvBwdDataProblem) -> str:
+    """The MLIR element type of the phases' operands: the problem's, or for a scaled precision (f16x1) its parts'
+    (``problem.PART_DTYPES``: float16 copies of grad_out and the weight, ``data_scaled``), whose products the phases
+    sum in float32 into grad_in's dtype."""
+    return dtypes.mlir_element_type(problem.parts_dtype if problem.precision in SCALED_PRECISIONS else problem.dtype)
 
 
 def weight_groups(problem: ConvBwdDataProblem, form: Form) -> bool:
@@ -146,7 +154,7 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, 
     for a map it cannot vectorize is 32 threads a workgroup, one element each).
     """
     rank, k, c, groups = problem.rank, problem.out_channels, problem.in_channels, problem.groups
-    element = dtypes.mlir_element_type(problem.dtype)
+    element = operand_element(problem)
     shape = [groups, *(p.filter_taps for p in phase), k, c] if grouped else [*(p.filter_taps for p in phase), k, c]
     dims = mlir.dims("d", len(shape))
     common = {
@@ -219,13 +227,17 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     ``form`` (``Form``). ``lowering.configs`` maps a phase index to an IREE ``#iree_codegen.compilation_info`` for
     that phase's convolution.
     """
-    check(form.contraction != "gemm" and problem.precision == "float32",
-          f"{problem.op}: the stride phases compute float32 products (the gemm form computes bf16x3), but got the "
-          f"{form.contraction} form of {problem.name}")
+    scaled = problem.precision in SCALED_PRECISIONS
+    check(form.contraction != "gemm" and (problem.precision == "float32" or scaled),
+          f"{problem.op}: the stride phases compute float32 products or scaled float16 ones (the gemm form computes "
+          f"bf16x3), but got the {form.contraction} form of {problem.name}")
+    check(not scaled or (fusion is not None and fusion.epilogue),
+          f"{problem.op}: the stride phases of scaled operands unscale in their stores (data_scaled's fusion), but "
+          f"got {problem.name} without")
     check(form.contraction != "merged", f"{problem.op}: the merged form takes depthwise problems of "
                                         f"grouped_conv_bwd_data, but got {problem.name}")
     fusion = fusion or Fusion()
-    element = dtypes.mlir_element_type(problem.dtype)
+    element, operand = dtypes.mlir_element_type(problem.dtype), operand_element(problem)
     over_groups = reads_groups(problem, form)
     computed = phase_list(problem, form)
     pads = shared_pad(problem, computed) if channels_first_window(form) else None
@@ -246,18 +258,18 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
     if isinstance(slots, PhaseMajor):
         weight_alias += f"!slots = {slots.type}\n"
     if pads:
-        padded_alias, grad_out_view = _grad_out_padded(problem, element, pads)
+        padded_alias, grad_out_view = _grad_out_padded(problem, operand, pads)
         weight_alias += padded_alias
     else:
-        grad_out_view = _grad_out_to_channels_last(problem, element, over_groups)
+        grad_out_view = _grad_out_to_channels_last(problem, operand, over_groups)
     return mlir.render(
         "conv_bwd_data",
-        rank=problem.rank, layout=problem.layout, element=element, problem_name=problem.name, function=problem.name,
+        rank=problem.rank, layout=problem.layout, element=element, operand=operand, problem_name=problem.name, function=problem.name,
         groups=problem.groups, epilogue=problem.epilogue.text if problem.epilogue else "none (grad_in = acc)",
-        grad_out_type=mlir.tensor(problem.output_shape, element),
-        weight_type=mlir.tensor(problem.weight_shape, element),
+        grad_out_type=mlir.tensor(problem.output_shape, operand),
+        weight_type=mlir.tensor(problem.weight_shape, operand),
         grad_in_type=mlir.tensor(problem.input_shape, element),
-        grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], element),
+        grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], operand),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
         grad_out_to_channels_last=grad_out_view, weight_view=weight_view,
         d_views=views, initial=init, phases="\n".join(phase_texts), result=current,
@@ -314,17 +326,17 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
     """(text, the value it inserts into) of phase ``index``: its flipped sub-filter, its window of grad_out (a slice
     of the padded grad_out, with ``pads``, ``shared_pad``'s), its convolution (``contractions``) and its store
     (``phase_stores``) into ``current``."""
-    element = dtypes.mlir_element_type(problem.dtype)
+    element, operand = dtypes.mlir_element_type(problem.dtype), operand_element(problem)
     if form.contraction == "taps":
         phase_filter, filter_shape = mlir.render("conv_bwd_data.no_phase_filter"), []
     else:
         phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
                                                    copy=lowering.copy, grouped=weight_groups(problem, form))
     if pads:
-        window_text, window_value, window_shape = _padded_window(index, phase, problem, element, pads[0])
+        window_text, window_value, window_shape = _padded_window(index, phase, problem, operand, pads[0])
     else:
-        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, element, over_groups)
-    conv_text, acc_shape, acc_read = convolution(index, phase, problem, element, window_value, window_shape,
+        window_text, window_value, window_shape = _grad_out_window(index, phase, problem, operand, over_groups)
+    conv_text, acc_shape, acc_read = convolution(index, phase, problem, operand, window_value, window_shape,
                                                  filter_shape, lowering.configs.get(index), form.contraction)
     store_values = store(index, phase, problem, element, acc_shape, acc_read, fusion, current, form.d_read, slots)
     text = mlir.render(
