@@ -133,10 +133,10 @@ def _splits_data(problem, split: str) -> bool:
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
     form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not at stride 1 where
     the CUDA table tiles its float32 GEMM (``gemm_tiles``; strided, the split ran 1.1-1.7x faster than that GEMM:
-    docs/perf/h100-f32-data-tiles) unless f16x1 beats it there (``_beats_float32_gemm``); the split_conv form (``data_split_conv``: the forward convolution
-    over 3K channels, a 16-bit convolution IREE gives its matrix pipeline) where the problem is of stride 1 with
-    several taps; scaled (f16x1), the stride phases of scaled operands (``data_scaled``) where the problem is of a
-    stride above 1 with several taps."""
+    docs/perf/h100-f32-data-tiles) unless f16x1 beats it there (``_beats_float32_gemm``); the split_conv form
+    (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
+    pipeline) where the problem is of stride 1 with several taps; scaled (f16x1), the stride phases of scaled
+    operands (``data_scaled``) where the problem is of a stride above 1 with several taps."""
     if data_split_conv.applies(problem) or (split in SCALED_PRECISIONS and data_scaled.applies(problem)):
         return True
     gemm = stride_phases.Form(contraction="gemm")

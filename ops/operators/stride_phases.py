@@ -264,12 +264,14 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
         grad_out_view = _grad_out_to_channels_last(problem, operand, over_groups)
     return mlir.render(
         "conv_bwd_data",
-        rank=problem.rank, layout=problem.layout, element=element, operand=operand, problem_name=problem.name, function=problem.name,
+        rank=problem.rank, layout=problem.layout, element=element, operand=operand, problem_name=problem.name,
+        function=problem.name,
         groups=problem.groups, epilogue=problem.epilogue.text if problem.epilogue else "none (grad_in = acc)",
         grad_out_type=mlir.tensor(problem.output_shape, operand),
         weight_type=mlir.tensor(problem.weight_shape, operand),
         grad_in_type=mlir.tensor(problem.input_shape, element),
-        grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels], operand),
+        grad_out_cl_type=mlir.tensor([problem.batch, *problem.output_spatial, problem.groups * problem.out_channels],
+                                     operand),
         extra_aliases=aliases + weight_alias, extra_arguments=arguments,
         grad_out_to_channels_last=grad_out_view, weight_view=weight_view,
         d_views=views, initial=init, phases="\n".join(phase_texts), result=current,
