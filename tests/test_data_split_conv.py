@@ -139,6 +139,22 @@ def test_cudas_rule_tiles_the_3d_split_convolution_alike(shape):
     assert f"workgroup = [{RULE_TILES_3D[shape]}]" in config and "workgroup_size = [256, 1, 1]" in config, config
 
 
+@pytest.mark.parametrize("spatial, channels, layout, bf16x3, f16x1", [
+    ((16, 56, 56), 64, "NDHWC", "1, 1, 2, 64, 64, 0", "1, 1, 4, 64, 64, 0"),
+    ((8, 28, 28), 128, "NCDHW", "1, 1, 4, 32, 128, 0", "1, 1, 8, 32, 128, 0"),
+    ((14, 14), 256, "NCHW", "1, 4, 16, 128, 0", "1, 8, 16, 128, 0")])
+def test_f16x1s_split_convolution_takes_twice_the_rows(spatial, channels, layout, bf16x3, f16x1):
+    """f16x1's convolution is over K channels, the bfloat16 problem's size (bf16x3's over 3K): the CUDA table gives
+    it the bfloat16 3-D rule's 256 rows in at most 8 rows of the phase (docs/perf/h200-f16x1-data/exp43.log), float16
+    mma.sync, where bf16x3 keeps 128 rows in at most 4."""
+    cuda = targets.parse_target("cuda:sm_80")
+    for precision, workgroup, kind in (("bf16x3", bf16x3, "BF16"), ("f16x1", f16x1, "F16")):
+        problem = _problem(batch=8 if len(spatial) == 3 else 32, in_channels=channels, out_channels=channels,
+                           input_spatial=spatial, filter_spatial=(3,) * len(spatial), layout=layout, precision=precision)
+        config = policy.configs_for(problem, cuda)[0]
+        assert f"workgroup = [{workgroup}]" in config and f"NV_MMA_SYNC_F32_16x8x16_{kind}" in config, config
+
+
 @pytest.mark.parametrize("params", [dict(in_channels=32), dict(precision="float32"),
                                     dict(filter_spatial=(1, 1), padding=0),
                                     dict(input_spatial=(28,), filter_spatial=(3,), layout="NCW")])
