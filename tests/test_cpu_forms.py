@@ -663,7 +663,7 @@ def test_strided_dense_channels_first_backward_data_takes_im2col_on_avx512_hosts
 def test_wide_pointwise_channels_first_backward_data_of_few_positions_takes_im2col_on_zen4(monkeypatch, host,
                                                                                            expected):
     """ResNet-50's 1x1 stride-1 layers of 512+ input and 256+ output channels at 7x7 and 14x14 ran 1.5-27% faster as
-    im2col on Zen 4 in two runs, MobileNetV2's 960 <- 320 8% (docs/perf/zen4-pointwise-im2col), and 6-40% slower on
+    im2col on Zen 4 in two runs, MobileNetV2's 960 <- 320 8% (docs/perf/zen4-pointwise-im2col), and 2-40% slower on
     an Intel Xeon with AVX512-FP16 and no AMX; fewer channels, more positions or a single one keep the generic form."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
 
