@@ -73,6 +73,9 @@ EXAMPLES = [
                     input_spatial=(7, 6, 5)),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=3, out_channels=8,
                     input_spatial=(12, 12), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
+    # 8 channels: the dense rule's, where the 3 above are a stem's (stems keep per_image without AMX)
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=8, out_channels=8,
+                    input_spatial=(12, 12), filter_spatial=(3, 3), padding=1, layout="NCHW", dtype="float32"),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=1, in_channels=3, out_channels=8,
                     input_spatial=(28, 28), filter_spatial=(3, 3), padding=1, layout="NHWC", dtype="float32"),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
@@ -678,6 +681,26 @@ def test_wide_pointwise_channels_first_backward_data_of_few_positions_takes_im2c
     assert preferred(input_spatial=(1, 1)) == "generic"                      # one position: unmeasured
     assert preferred(in_channels=960, out_channels=160, input_spatial=(7, 7)) == "generic"  # K = 160: level or slower
     assert preferred(layout="NHWC") == "generic"
+
+
+@pytest.mark.parametrize("host, stem", [
+    (ZEN4_HOST, "per_image"),                    # AMD Zen 4: 0.90-0.99x as per_image_nn (docs/perf/zen4-resnet50)
+    (ZEN4_HOST | {"avx512_fp16"}, "per_image"),  # an Intel Xeon without AMX: 0.55-0.61x (docs/perf/xeon-data-tiling)
+    (AMX_HOST, "per_image_nn"),                  # the AMX host's rule (its own exceptions by name)
+])
+def test_channels_first_stems_keep_per_image_on_avx512_hosts_without_amx(monkeypatch, host, stem):
+    """A 3-channel stem's weight gradient (ResNet-50's 7x7 stride 2) keeps per_image where the dense rule gives the
+    others per_image_nn, and without that rule's flag."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+
+    def chosen(**params):
+        base = dict(batch=4, groups=1, in_channels=3, out_channels=64, input_spatial=(224, 224), filter_spatial=(7, 7),
+                    stride=2, padding=3, layout="NCHW", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in policy.module_spec(problem, CPU).extra_flags
+    assert chosen() == (stem, stem == "per_image_nn")
+    assert chosen(in_channels=128, out_channels=128, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
+                  padding=1)[0] == "per_image_nn"
 
 
 PEEL_FLAG = "--iree-llvmcpu-vector-pproc-strategy=peel"
