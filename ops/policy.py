@@ -300,6 +300,11 @@ def _has_taps_form(problem) -> bool:
         contractions.taps_terms(problem, phase) <= CPU_TAPS_MAX_TERMS for phase in phase_plan.phases(problem))
 
 
+# the CPU's stride-phase form: the weight's taps gathered, D tensors sliced, strided stores, a single tap beside
+# others given a zero tap (its contraction the generic convolution, the others' ``_phase_forms`` replaces)
+CPU_PHASES = stride_phases.Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
+
+
 def _split_forms(problem, target: Target) -> list:
     """A split conv_bwd_data's forms: the gemm form (one tap), the split_conv form (stride 1), else the stride
     phases of scaled operands (``data_scaled``, f16x1): on a GPU the weight flipped by a map, interleaved first
@@ -310,7 +315,7 @@ def _split_forms(problem, target: Target) -> list:
     if data_split_conv.applies(problem):
         return [Form(contraction="split_conv", weight_flip="map" if target.negative_map_coefficients else "gather")]
     if target.cpu:  # the CPU's stride-phase form: llvm-cpu cannot tile a map's negative coefficient
-        return [Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")]
+        return [CPU_PHASES]
     return [Form(weight_flip="map", d_read="map", store=store, interleave_read="map")
             for store in ("interleave", "strided")]
 
@@ -325,10 +330,10 @@ def _phase_forms(problem, target: Target) -> list:
     if problem.is_split:
         return _split_forms(problem, target)
     if target.cpu:
-        base = Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
         # the zero tap keeps a convolution op whole; the im2col form has none to keep, and a zero tap doubles its work
         unit = problem.groups == 1 and problem.in_channels == problem.out_channels == 1  # see WORKAROUNDS
-        return [dataclasses.replace(base, contraction=c, single_taps="as_is" if c in ("im2col", "taps") else "zero_tap",
+        return [dataclasses.replace(CPU_PHASES, contraction=c,
+                                    single_taps="as_is" if c in ("im2col", "taps") else "zero_tap",
                                     store="transpose" if c == "taps" else "strided")
                 for c in CPU_CONTRACTIONS[problem.kind]
                 if not (unit and c == "im2col") and (c != "taps" or _has_taps_form(problem))]

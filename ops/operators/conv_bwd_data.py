@@ -62,7 +62,7 @@ def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem
     return dataclasses.replace(problem, precision=precision)
 
 
-def splits(problem: ConvBwdDataProblem, precision: str = "bf16x3") -> bool:
+def splits(problem: ConvBwdDataProblem, precision: str) -> bool:
     """Whether a form computes ``problem`` in the split ``precision``: the gemm form or the split_conv form takes
     it, or, scaled (f16x1), the stride phases of scaled operands (``data_scaled``)."""
     scaled = precision in SCALED_PRECISIONS and data_scaled.applies(problem)

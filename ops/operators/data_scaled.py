@@ -12,7 +12,7 @@ from .. import render as mlir
 from ..operator import Lowering
 from ..problem import SCALED_PRECISIONS, ConvBwdDataProblem
 from ..validation import check
-from . import split_precision, stride_phases
+from . import data_gemm, split_precision, stride_phases
 
 OP = "conv_bwd_data"
 SCALES = ("%grad_out_largest", "%weight_largest")  # the rank-0 largest magnitudes the stores read
@@ -52,8 +52,7 @@ def render(problem: ConvBwdDataProblem, form: stride_phases.Form, lowering: Lowe
           f"as {', '.join(SCALED_PRECISIONS)}, but got {problem.name}")
     phases = f"{problem.name}_phases"
     module = stride_phases.render_module(problem, form, dataclasses.replace(lowering, transients=False), Unscaled())
-    g_parts, w_parts = (split_precision.operand_parts(problem.precision, i, v)
-                        for i, v in enumerate(("grad_out", "weight")))
+    g_parts, w_parts = data_gemm.parts(problem, 0), data_gemm.parts(problem, 1)
     return mlir.render(
         "data_scaled", rank=problem.rank, layout=problem.layout, stride="x".join(map(str, problem.stride)),
         problem_name=problem.name, function=problem.name, phases=phases,
