@@ -75,17 +75,13 @@ ${stack}
     %${p}_kept = arith.andi %${p}_rounded, %${p}_upper : i32
     %${p}32 = arith.bitcast %${p}_kept : i32 to f32
 
-// fragment stack: the parts as one tensor, j merged with the axis after it
-  %${v}3 = tensor.collapse_shape %${v}_parts [${collapse}] : ${parts_type} into ${stacked_type}
-
-// fragment stack_padded: the parts written into a zero-filled tensor of the padded shape, then stacked (IREE
+// fragment stack_padded: the parts written into a zero-filled tensor of the padded shape, stacked after (IREE
 // stores the split there in place; a tensor.pad of the stacked parts would be a copy dispatch of its own, IREE's
 // slow_memcpy, since the split's spatial dims are merged before it)
   %${v}_zero_${element} = arith.constant 0.0 : ${element}
   %${v}_padded_empty = tensor.empty() : ${padded_type}
   %${v}_padded_zero = linalg.fill ins(%${v}_zero_${element} : ${element}) outs(%${v}_padded_empty : ${padded_type}) -> ${padded_type}
-  %${v}_padded = tensor.insert_slice %${v}_parts into %${v}_padded_zero[${offsets}] [${sizes}] [${strides}] : ${parts_type} into ${padded_type}
-  %${v}3_padded = tensor.collapse_shape %${v}_padded [${collapse}] : ${padded_type} into ${stacked_type}
+  ${padded} = tensor.insert_slice %${v}_parts into %${v}_padded_zero[${offsets}] [${sizes}] [${strides}] : ${parts_type} into ${padded_type}
 
 // fragment pad_stacked: the stacked parts zero-padded after the split (IREE makes the pad a copy dispatch)
   %${v}_zero_${element} = arith.constant 0.0 : ${element}
@@ -199,7 +195,7 @@ ${view}
 
 // fragment split_scaled: ${v} scaled by s (its largest magnitude in [2^14, 2^15)) and rounded to float16, in the parts' order (one part, f16x1)
   %${v}_parts_empty = tensor.empty() : ${parts_type}
-  %${v}_parts = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}
+  ${result} = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}
       ins(%${v}, ${largest} : ${in_type}, tensor<f32>) outs(%${v}_parts_empty : ${parts_type})${attrs} {
   ^bb0(%value: f32, %most: f32, %unused: f16):
 ${exponent}

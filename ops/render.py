@@ -235,14 +235,15 @@ def window_transpose_attrs(shape, spatial_axes: list[int], copy) -> str:
                   tile.get("promote", False))
 
 
-def split_attrs(parts: int, elements: int, copy) -> str:
-    """The attrs of an in-order split over (``parts``, ``elements``) on a GPU target whose ``copy`` (the tuning
-    table's copy_config) has a ``split_tile``: each of its ``threads`` threads takes all the parts of ``thread``
-    consecutive elements; nothing where a workgroup's elements do not divide ``elements``."""
+def split_attrs(parts: tuple[int, ...], elements: int, copy) -> str:
+    """The attrs of an in-order split over (*``parts``, ``elements``) (``parts``: its part count, or nothing where
+    it has no part axis) on a GPU target whose ``copy`` (the tuning table's copy_config) has a ``split_tile``: each
+    of its ``threads`` threads takes all the parts of ``thread`` consecutive elements; nothing where a workgroup's
+    elements do not divide ``elements``."""
     tile = (copy or {}).get("split_tile")
     if not tile or elements % (tile["thread"] * tile["threads"]):
         return ""
-    return _tiled([parts, tile["thread"]], [parts, tile["thread"] * tile["threads"]], tile["threads"], copy)
+    return _tiled([*parts, tile["thread"]], [*parts, tile["thread"] * tile["threads"]], tile["threads"], copy)
 
 
 def _tiled(thread: list[int], workgroup: list[int], threads: int, copy, promote: bool = False) -> str:

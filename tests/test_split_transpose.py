@@ -9,6 +9,7 @@ padded tensor in place, its spatial dims apart (render.window_transpose_attrs): 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -183,3 +184,45 @@ def test_the_merged_split_computes_what_the_plain_one_does(name, rng, tmp_path):
     got = [run_on_cpu(compiler.ModuleSpec(problem.name, text, CPU), inputs, np.zeros(shape, np.float32),
                       tmp_path / label) for label, text in (("merged", merged), ("plain", plain))]
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6 * np.abs(got[1]).max())
+
+
+
+# f16x1's one part: its splits have no part axis (IREE drops a unit dim, and the tile set on the pass with it)
+F16X1_TILE = "lowering_config<{thread = [1, 4, 2], workgroup = [1, 32, 64]}>"  # (n, positions, channels)
+
+
+def _f16x1(problem):
+    return dataclasses.replace(problem, precision="f16x1")
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_f16x1s_transposing_splits_take_the_tile_without_a_part_axis(name):
+    mlir = policy.module_spec(_f16x1(CASES[name]()), CUDA).mlir
+    assert F16X1_TILE in mlir and TILE not in mlir, name
+    assert not re.search(r"tensor<1x\d+x\d+x\d+xf16>", mlir), name  # no unit part axis
+
+
+@pytest.mark.parametrize("name", list(IN_ORDER))
+def test_f16x1s_in_order_splits_take_the_split_tile_over_their_elements_alone(name):
+    mlir = policy.module_spec(_f16x1(IN_ORDER[name]()), CUDA).mlir
+    assert "lowering_config<{thread = [8], workgroup = [2048]}>" in mlir and IN_ORDER_TILE not in mlir, name
+
+
+@pytest.mark.parametrize("name", list(PADDED))
+def test_f16x1s_padded_splits_write_their_one_part_into_the_padded_tensor(name):
+    make, v = PADDED[name]
+    mlir = policy.module_spec(_f16x1(make()), CUDA).mlir
+    assert re.search(rf"%{v}3_padded = tensor\.insert_slice %{v}_parts into %{v}_padded_zero", mlir), name
+    assert f"%{v}_padded = " not in mlir and "= tensor.pad " not in mlir
+
+
+def test_f16x1s_tile_reaches_the_compiled_split(tmp_path):
+    """With a unit part axis, IREE dropped it and rebuilt the pass with its own tiling (32 threads a workgroup,
+    each thread's reads a channel's stride apart; ResNet-50's 128 -> 512 at 28x28 split of grad_out, 88 us on an
+    H200, docs/perf/h200-f16x1-passes)."""
+    problem = _f16x1(_weight(batch=4, in_channels=64, out_channels=128, input_spatial=(28, 28),
+                             filter_spatial=(1, 1), padding=0))
+    spec = policy.module_spec(problem, CUDA)
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert F16X1_TILE in configured

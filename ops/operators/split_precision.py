@@ -11,9 +11,9 @@ from .. import render as mlir
 from ..dtypes import mlir_element_type
 from ..problem import PART_DTYPES, SCALED_PRECISIONS, SPLIT_PRODUCTS, ConvBwdWeightProblem
 
-# a scaled operand's largest magnitude: over the rows of its (rows, columns) view (its leading axes, the fewest of
-# at least this many rows), then over the rows
-LARGEST_MIN_ROWS = 1024
+# a scaled operand's largest magnitude: over the rows of its (rows, columns) view of its elements in order (the
+# most rows, a power of two that divides their count, of at least this many columns each), then over the rows
+LARGEST_MIN_COLUMNS = 4096
 
 
 @dataclass(frozen=True)
@@ -97,16 +97,30 @@ def unscale(a: str, b: str, value: str = "%value") -> str:
 
 def largest(v: str, shape: tuple, which: Parts) -> str:
     """Where ``which`` scales, %``v``_largest (the ``largest`` fragment, then a line break); else nothing. The
-    view's rows are %``v``'s leading axes, the fewest of at least LARGEST_MIN_ROWS rows (all but the last at most)."""
+    view's rows are runs of %``v``'s elements in order (``largest_view``), reshaped (free)."""
     if which.largest is None:
         return ""
-    lead = next((a for a in range(1, len(shape)) if math.prod(shape[:a]) >= LARGEST_MIN_ROWS), len(shape) - 1)
-    groups = [list(range(lead)), list(range(lead, len(shape)))]
-    view = _collapsed(shape, groups)
-    collapse = mlir.render("common.collapse", result=f"%{v}_view", source=f"%{v}", reassociation=groups,
-                           source_type=mlir.tensor(shape, "f32"), result_type=mlir.tensor(view, "f32"))
-    return mlir.render("split_bf16x3.largest", v=v, view=mlir.indent(collapse), view_type=mlir.tensor(view, "f32"),
-                       rows_type=mlir.tensor(view[:1], "f32")) + "\n"
+    view = largest_view(math.prod(shape))
+    flat = mlir.render("common.collapse", result=f"%{v}_flat_view", source=f"%{v}",
+                       reassociation=[list(range(len(shape)))], source_type=mlir.tensor(shape, "f32"),
+                       result_type=mlir.tensor((math.prod(shape),), "f32"))
+    rows = mlir.render("common.expand", result=f"%{v}_view", source=f"%{v}_flat_view", reassociation=[[0, 1]],
+                       shape=mlir.index_list(view), source_type=mlir.tensor((math.prod(shape),), "f32"),
+                       result_type=mlir.tensor(view, "f32"))
+    return mlir.render("split_bf16x3.largest", v=v, view=mlir.indent(flat + "\n" + rows),
+                       view_type=mlir.tensor(view, "f32"), rows_type=mlir.tensor(view[:1], "f32")) + "\n"
+
+
+def largest_view(elements: int) -> tuple[int, int]:
+    """The (rows, columns) view of an operand's ``elements`` over which its largest magnitude is reduced: the most
+    rows, a power of two that divides ``elements``, of at least LARGEST_MIN_COLUMNS columns (one row where there are
+    fewer elements). IREE's GPU reduction gives each row a subgroup or more, its reads in runs, and the rows'
+    reduction (a power of two) a workgroup's subgroups; a row of an image's positions (784 at 28x28) got one thread
+    a row, its reads a row apart, and 784 rows a single thread."""
+    rows = 1
+    while elements % (2 * rows) == 0 and elements // (2 * rows) >= LARGEST_MIN_COLUMNS:
+        rows *= 2
+    return rows, elements // rows
 
 
 def _dims(count: int) -> list[str]:
@@ -142,7 +156,9 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
              which: Parts, copy=None, spatial: list[str] = (), pad=None) -> str:
     """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
     (the iteration ``domain``'s order, the part axis j at ``part_dim``, part j the part ``which[j]``), read through
-    ``read`` (an affine expression of the domain per axis of ``v``), j merged with the axis after it.
+    ``read`` (an affine expression of the domain per axis of ``v``), j merged with the axis after it. One part
+    (f16x1's) has no part axis: the pass writes the stacked shape itself, whose tile IREE keeps (it drops a unit
+    axis, and a tile set on the pass with it).
 
     An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
     (``_in_order``). A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of
@@ -152,10 +168,14 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
 
     ``pad`` ((low, high) zeros per ``spatial`` dim) gives %``v``3_padded instead, the stacked parts zero-padded
     (``_padded``)."""
+    if len(which) == 1 and part_dim is not None:
+        # one part: no part axis (part_dim None)
+        domain, parts = domain[:part_dim] + domain[part_dim + 1:], parts[:part_dim] + parts[part_dim + 1:]
+        part_dim = None
     if pad:
         return _padded(v, domain, read, in_shape, parts, part_dim, which, copy, spatial, pad)
-    if read == domain[1:] and part_dim == 0:
-        return _in_order(v, in_shape, parts, which, copy)
+    if part_dim in (0, None) and read == domain[0 if part_dim is None else 1:]:
+        return _in_order(v, in_shape, parts, part_dim, which, copy)
     if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
         return _split_pass(v, domain, read, in_shape, parts, part_dim, which, "")
     if len(spatial) < 2:
@@ -167,24 +187,28 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     if not attrs:
         return _split_pass(v, domain, read, in_shape, parts, part_dim, which, "")
     stacked = _stacked(parts, part_dim)
-    stacked_dims = [d for d in domain if d != domain[part_dim + 1]]  # j's dim stands for (j, the next)
-    _, _, stacked_groups = _merged(stacked_dims, stacked, spatial)
-    merged_part_dim = part_dim - (len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
+    stacked_dims = domain if part_dim is None else [d for d in domain if d != domain[part_dim + 1]]  # j's dim
+    _, _, stacked_groups = _merged(stacked_dims, stacked, spatial)  # stands for (j, the next)
+    merged_part_dim = None if part_dim is None else part_dim - (
+        len(spatial) - 1 if domain.index(spatial[0]) < part_dim else 0)
     return _reshaped_pass(v, f"{v}_rows", in_shape, in_groups, stacked, stacked_groups, which.element, _split_pass(
         f"{v}_rows", merged_domain, merged_read, merged_in, merged_parts, merged_part_dim, which, attrs))
 
 
-def _in_order(v: str, in_shape: tuple, parts: tuple, which: Parts, copy) -> str:
-    """The in-order split of %``v``: with the ``split_tile`` of ``copy`` (``render.split_attrs``), over %``v``'s
-    elements as one dim, each thread writing all three parts of a run of them (read once: IREE's own tiling gives a
-    thread one part, so each element is read three times), reshaped (free) around the pass; else as it lies."""
+def _in_order(v: str, in_shape: tuple, parts: tuple, part_dim: int | None, which: Parts, copy) -> str:
+    """The in-order split of %``v`` (its parts' axis first, or none, ``part_dim``): with the ``split_tile`` of
+    ``copy`` (``render.split_attrs``), over %``v``'s elements as one dim, each thread writing all the parts of a run
+    of them (read once: IREE's own tiling gives a thread one part, so each element is read three times), reshaped
+    (free) around the pass; else as it lies."""
     dims = _dims(len(parts))
     elements = math.prod(in_shape)
-    attrs = mlir.split_attrs(parts[0], elements, copy)
+    lead = () if part_dim is None else parts[:1]
+    attrs = mlir.split_attrs(lead, elements, copy)
     if not attrs:
-        return _split_pass(v, dims, dims[1:], in_shape, parts, 0, which, "")
-    stacked = _stacked(parts, 0)
-    split_pass = _split_pass(f"{v}_flat", ["d0", "d1"], ["d1"], (elements,), (parts[0], elements), 0, which, attrs)
+        return _split_pass(v, dims, dims[len(lead):], in_shape, parts, part_dim, which, "")
+    stacked = _stacked(parts, part_dim)
+    flat = _dims(len(lead) + 1)
+    split_pass = _split_pass(f"{v}_flat", flat, flat[-1:], (elements,), (*lead, elements), part_dim, which, attrs)
     return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
                           [list(range(len(stacked)))], which.element, split_pass)
 
@@ -230,30 +254,30 @@ def _padded(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: 
         result_type=mlir.tensor(_stacked(padded, part_dim), which.element))])
 
 
-def _unstacked(values: list, part_dim: int) -> list:
+def _unstacked(values: list, part_dim: int | None) -> list:
     """Per-dim ``values`` of the parts, as the stacked tensor's dims (j merged with the axis after it: unpadded)."""
-    return values[:part_dim + 1] + values[part_dim + 2:]
+    return values if part_dim is None else values[:part_dim + 1] + values[part_dim + 2:]
 
 
-def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int,
+def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int | None,
                 which: Parts, attrs: str, padding=None) -> str:
     """The split fragment, its parts stacked into %``v``3, or written at ``padding`` ((low per dim, padded shape))
-    into a zero-filled tensor and stacked into %``v``3_padded."""
-    merged = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
-    merged.insert(part_dim, [part_dim, part_dim + 1])
-    collapse = ", ".join(str(m) for m in merged)
+    into a zero-filled tensor and stacked into %``v``3_padded; with no part axis (``part_dim`` None), written there
+    as they are."""
     parts_type = mlir.tensor(parts, which.element)
+    stacked = f"%{v}3" if padding is None else f"%{v}3_padded"
+    result = stacked if part_dim is None and padding is None else f"%{v}_parts"
     if padding is None:
-        stack = mlir.render("split_bf16x3.stack", v=v, collapse=collapse, parts_type=parts_type,
-                            stacked_type=mlir.tensor(_stacked(parts, part_dim), which.element))
+        stack = _stack(f"%{v}_parts", parts, part_dim, which.element, stacked)
     else:
         low, padded = padding
-        stack = mlir.render("split_bf16x3.stack_padded", v=v, collapse=collapse, parts_type=parts_type,
-                            padded_type=mlir.tensor(padded, which.element), offsets=mlir.index_list(low),
-                            sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts)),
-                            stacked_type=mlir.tensor(_stacked(padded, part_dim), which.element),
-                            element=which.element)
-    maps = dict(v=v, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
+        into = stacked if part_dim is None else f"%{v}_padded"
+        stack = "\n".join(filter(None, [mlir.render(
+            "split_bf16x3.stack_padded", v=v, parts_type=parts_type, element=which.element, padded=into,
+            padded_type=mlir.tensor(padded, which.element), offsets=mlir.index_list(low),
+            sizes=mlir.index_list(parts), strides=mlir.index_list([1] * len(parts))),
+            _stack(into, padded, part_dim, which.element, stacked)]))
+    maps = dict(v=v, result=result, parts_type=parts_type, in_type=mlir.tensor(in_shape, "f32"),
                 read_map=mlir.affine_map(domain, read), write_map=mlir.affine_map(domain, domain),
                 iterators=mlir.iterators(["parallel"] * len(domain)), attrs=attrs, stack=stack)
     if which.largest:  # f16x1: the one part, scaled
@@ -268,7 +292,21 @@ def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, par
                        round_mid=mlir.render("split_bf16x3.round", p="mid", value="rest"))
 
 
-def _stacked(parts: tuple, part_dim: int) -> tuple:
+def _stack(source: str, parts: tuple, part_dim: int | None, element: str, stacked: str) -> str:
+    """The parts ``source`` (of the ``parts`` shape) as one tensor ``stacked``, j merged with the axis after it;
+    nothing where they have no part axis (``part_dim`` None: ``source`` is ``stacked``)."""
+    if part_dim is None:
+        return ""
+    groups = [[a] for a in range(len(parts)) if a not in (part_dim, part_dim + 1)]
+    groups.insert(part_dim, [part_dim, part_dim + 1])
+    return mlir.indent(mlir.render(
+        "common.collapse", result=stacked, source=source, reassociation=groups,
+        source_type=mlir.tensor(parts, element), result_type=mlir.tensor(_stacked(parts, part_dim), element)))
+
+
+def _stacked(parts: tuple, part_dim: int | None) -> tuple:
+    if part_dim is None:
+        return parts
     return (*parts[:part_dim], parts[part_dim] * parts[part_dim + 1], *parts[part_dim + 2:])
 
 
