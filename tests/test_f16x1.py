@@ -87,28 +87,34 @@ def test_f16x1_keeps_float32s_zeros_nans_and_infinities(rng):
 @pytest.mark.parametrize("row", [0, -1])
 def test_f16x1_finds_an_operands_largest_magnitude_in_any_row_of_its_view(row, rng):
     """x's largest magnitude (1e4, the rest near 1) in the first or the last row of its (rows, columns) view
-    (split_precision.largest_view: 4 rows of 6,144 here): missed, x scaled by the others' would overflow float16 to
+    (split_precision.largest_view: 64 rows of 384 here): missed, x scaled by the others' would overflow float16 to
     infinity; found, grad_w is right."""
     problem = op.problem_from_params(**dict(_PARAMS, groups=1, in_channels=64, out_channels=8, batch=4,
                                             input_spatial=(12, 8), layout="NCHW"), precision="f16x1")
-    assert split_precision.largest_view(math.prod(problem.input_shape)) == (4, 6144)
+    view = split_precision.largest_view(math.prod(problem.input_shape))
+    assert view == (64, 384)
     x = rng.standard_normal(problem.input_shape).astype(np.float32)
-    x.reshape(4, 6144)[row, 100] = 1e4
+    x.reshape(view)[row, 100] = 1e4
     grad_out = rng.standard_normal(problem.output_shape).astype(np.float32)
     got = np.asarray(_run(problem, x, grad_out))
     assert np.isfinite(got).all() and _error(problem, x, grad_out, got) < F16X1_BOUND
 
 
-def test_the_largest_magnitudes_view_has_power_of_two_rows_of_at_least_its_minimum_columns():
-    """Rows of 784 (an image's positions at 28x28) got one thread a row on CUDA, and 784 rows one thread for the
-    rows' reduction; a power of two of rows of at least LARGEST_MIN_COLUMNS: a subgroup a row or more."""
-    least = split_precision.LARGEST_MIN_COLUMNS
-    for elements in (32 * 128 * 28 * 28, 32 * 512 * 7 * 7, 8 * 64 * 8 * 56 * 56, 512 * 512 * 9, 3 * 7 * 7, 4097):
+def test_the_largest_magnitudes_view_has_whole_blocks_of_columns_and_rows():
+    """Rows of 784 (an image's positions at 28x28) got one thread a row on CUDA, 784 rows one thread for the rows'
+    reduction, and 7,056 columns (MobileNetV2's 576 channels at 14x14, batch 64, in 1,024 rows) one thread a row:
+    the most columns, at most LARGEST_MAX_COLUMNS, in whole blocks of columns and of rows."""
+    most, columns_block, rows_block = (split_precision.LARGEST_MAX_COLUMNS, split_precision.LARGEST_COLUMN_BLOCK,
+                                       split_precision.LARGEST_ROW_BLOCK)
+    for elements in (32 * 128 * 28 * 28, 64 * 576 * 14 * 14, 8 * 64 * 8 * 56 * 56, 512 * 512 * 9, 64 * 96 * 14 * 14):
         rows, columns = split_precision.largest_view(elements)
-        assert rows * columns == elements and rows & (rows - 1) == 0
-        assert columns >= least or rows == 1
-        assert elements % (2 * rows) or elements // (2 * rows) < least  # the most such rows
-    assert split_precision.largest_view(32 * 128 * 28 * 28) == (512, 6272)
+        assert rows * columns == elements and columns <= most
+        assert columns % columns_block == 0 and rows % rows_block == 0, elements
+        assert not any(elements % c == 0 and c % columns_block == 0 and elements // c % rows_block == 0
+                       for c in range(columns + 1, most + 1))  # the most such columns
+    assert split_precision.largest_view(64 * 576 * 14 * 14) == (896, 8064)
+    assert split_precision.largest_view(96 * 576) == (8, 6912)  # no whole blocks of both: the most columns
+    assert split_precision.largest_view(100) == (1, 100)
 
 
 def test_the_check_allows_f16x1_its_tf32_error():

@@ -11,9 +11,13 @@ from .. import render as mlir
 from ..dtypes import mlir_element_type
 from ..problem import PART_DTYPES, SCALED_PRECISIONS, SPLIT_PRODUCTS, ConvBwdWeightProblem
 
-# a scaled operand's largest magnitude: over the rows of its (rows, columns) view of its elements in order (the
-# most rows, a power of two that divides their count, of at least this many columns each), then over the rows
-LARGEST_MIN_COLUMNS = 4096
+# a scaled operand's largest magnitude: over the rows of its (rows, columns) view of its elements in order, then over
+# the rows. The columns: the most that divide the elements, at most LARGEST_MAX_COLUMNS, in whole blocks of
+# LARGEST_COLUMN_BLOCK (a subgroup of 32 threads reading 4 elements each), the rows in whole blocks of
+# LARGEST_ROW_BLOCK (the rows' reduction: a subgroup of 32 reading 2 each)
+LARGEST_MAX_COLUMNS = 8192
+LARGEST_COLUMN_BLOCK = 128
+LARGEST_ROW_BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -113,14 +117,15 @@ def largest(v: str, shape: tuple, which: Parts) -> str:
 
 def largest_view(elements: int) -> tuple[int, int]:
     """The (rows, columns) view of an operand's ``elements`` over which its largest magnitude is reduced: the most
-    rows, a power of two that divides ``elements``, of at least LARGEST_MIN_COLUMNS columns (one row where there are
-    fewer elements). IREE's GPU reduction gives each row a subgroup or more, its reads in runs, and the rows'
-    reduction (a power of two) a workgroup's subgroups; a row of an image's positions (784 at 28x28) got one thread
-    a row, its reads a row apart, and 784 rows a single thread."""
-    rows = 1
-    while elements % (2 * rows) == 0 and elements // (2 * rows) >= LARGEST_MIN_COLUMNS:
-        rows *= 2
-    return rows, elements // rows
+    columns, at most LARGEST_MAX_COLUMNS, that divide ``elements`` in whole LARGEST_COLUMN_BLOCKs, their rows in
+    whole LARGEST_ROW_BLOCKs (where none do, the most columns that divide them). IREE's GPU reduction gives such a row
+    a subgroup or more, its reads in runs, and the rows' reduction a subgroup. Columns of no whole block got one
+    thread a row, each thread's reads a row apart (rows of an image's positions, 784 at 28x28; 7,056 columns of 1,024
+    rows ran on 8 workgroups of 32 threads), and rows of no whole block one thread for their reduction (784 rows)."""
+    divisors = [c for c in range(1, min(elements, LARGEST_MAX_COLUMNS) + 1) if elements % c == 0]
+    blocks = [c for c in divisors if c % LARGEST_COLUMN_BLOCK == 0 and elements // c % LARGEST_ROW_BLOCK == 0]
+    columns = max(blocks or divisors)
+    return elements // columns, columns
 
 
 def _dims(count: int) -> list[str]:
