@@ -69,10 +69,11 @@ TF32_SPLITS = {"bf16x3": "f16x1"}
 def _weight_split(problem, split: str) -> str:
     """The split of a weight gradient ``split`` allows: where TF32 is (bf16x3), f16x1 (``TF32_SPLITS``), but bf16x3
     for grouped ones (policy.WORKAROUNDS) and for channels-first ones whose split keeps their layout (one tap, whole
-    GEMM_BLOCKs of positions: ``gemm_rows``, its parts written in order), where IREE rebuilds f16x1's one-part pass
-    without its tile (32 threads a workgroup): on an H200 EfficientNet-B0's such layers ran 1.2-1.6x slower as
-    f16x1, and keeping them bf16x3 took its float32 NCHW TF32 step 24.25 -> 23.75 ms, ResNet-50's 35.10 -> 34.44
-    (docs/perf/h200-f16x1/cf_in_order_ab6.log)."""
+    GEMM_BLOCKs of positions: ``gemm_rows``, its parts written in order): on an H200 EfficientNet-B0's such layers
+    ran 1.2-1.6x slower as f16x1, and keeping them bf16x3 took its float32 NCHW TF32 step 24.25 -> 23.75 ms,
+    ResNet-50's 35.10 -> 34.44 (docs/perf/h200-f16x1/cf_in_order_ab6.log). Then IREE dropped the one-part pass's
+    tile; with it kept (``split_precision.split_as``), f16x1 still lost there: 25.07 -> 26.96 and 26.31 -> 27.00
+    (docs/perf/h200-f16x1-passes/*_variants.log, tree n73a)."""
     if split not in TF32_SPLITS or problem.groups > 1 or (not problem.channels_last and problem.gemm_rows):
         return split
     return TF32_SPLITS[split]
@@ -106,7 +107,8 @@ DATA_SPLIT_MIN_CHANNELS = 128
 # float32 GEMM against f16x1: channels-last, the ten of 128 channels or more 0.102-0.288 ms, 1.971 in sum -> 1.326
 # (c128 -> k512 level at 0.160 / 0.156; C = 64 slower, 0.064 -> 0.099 and 0.151 -> 0.264); channels-first at 14x14
 # and 7x7 1.189 -> 0.841 over the five (2048 -> 512 at 7x7 the one loss, 0.153 -> 0.201), at 56x56 and 28x28 slower
-# on six of seven (1.232 -> 1.547).
+# on six of seven (1.232 -> 1.547). With f16x1's passes made cheaper (docs/perf/h200-f16x1-passes), f16x1 at any
+# count of positions was still no faster in ResNet-50's step (27.00 -> 27.07 ms, tree n73b against n73a).
 F16X1_GEMM_MAX_POSITIONS = 196
 
 
