@@ -254,6 +254,12 @@ def _tiled(thread: list[int], workgroup: list[int], threads: int, copy, promote:
                   promote="promote_operands = [0], " if promote else "").splitlines()[-1]
 
 
+def private(module: str, function: str, name: str | None = None) -> str:
+    """``module`` with its function @``function`` made private (and named @``name`` where given): the inner
+    module a wrapping module's function calls."""
+    return module.replace(f"func.func @{function}(", f"func.func private @{name or function}(", 1)
+
+
 def transients(taken: bool) -> str:
     """The module function's last argument when it ``taken``, the workspace for its intermediates
     (``common.transients``; ops/runtime.py passes it; ``Target.transients``)."""

@@ -194,6 +194,7 @@ def _unscaled(problem: ConvBwdDataProblem, domain: list[str]) -> dict:
     if problem.precision not in SCALED_PRECISIONS:
         return dict(scale_maps="", scale_ins="", scale_types="", scale_args="", unscale="", result="%value")
     scalar = mlir.affine_map(domain, [])
-    return dict(scale_maps=f", {scalar}, {scalar}", scale_ins=", %grad_out_largest, %weight_largest",
-                scale_types=", tensor<f32>, tensor<f32>", scale_args=", %grad_out_most: f32, %weight_most: f32",
+    largest, most = split_precision.scale_operands("grad_out", "weight")
+    return dict(scale_maps=f", {scalar}, {scalar}", scale_ins="".join(f", {v}" for v in largest),
+                scale_types=", tensor<f32>, tensor<f32>", scale_args="".join(f", {v}" for v in most),
                 unscale="\n" + split_precision.unscale("grad_out", "weight"), result="%unscaled")

@@ -15,7 +15,7 @@ from ..validation import check
 from . import data_gemm, split_precision, stride_phases
 
 OP = "conv_bwd_data"
-SCALES = ("%grad_out_largest", "%weight_largest")  # the rank-0 largest magnitudes the stores read
+SCALES, MOSTS = split_precision.scale_operands("grad_out", "weight")  # what the stores read, and as what
 
 
 def applies(problem: ConvBwdDataProblem) -> bool:
@@ -36,8 +36,7 @@ class Unscaled(stride_phases.Fusion):
     def operands(self, index_of: dict, phase=None, index: int | None = None,
                  d_read: str = "slice") -> stride_phases.Operands:
         """The largest magnitudes, rank 0: read whole by every point of a store."""
-        return stride_phases.Operands(SCALES, ("tensor<f32>",) * 2, ("%grad_out_most: f32", "%weight_most: f32"),
-                                      ((), ()))
+        return stride_phases.Operands(SCALES, ("tensor<f32>",) * 2, MOSTS, ((), ()))
 
     def body(self, acc: str) -> tuple[list[str], str]:
         return [split_precision.unscale("grad_out", "weight", acc)], "%unscaled"
@@ -56,7 +55,7 @@ def render(problem: ConvBwdDataProblem, form: stride_phases.Form, lowering: Lowe
     return mlir.render(
         "data_scaled", rank=problem.rank, layout=problem.layout, stride="x".join(map(str, problem.stride)),
         problem_name=problem.name, function=problem.name, phases=phases,
-        phases_module=module.replace(f"func.func @{problem.name}(", f"func.func private @{phases}(", 1),
+        phases_module=mlir.private(module, problem.name, phases),
         grad_out_type=mlir.tensor(problem.output_shape, "f32"), weight_type=mlir.tensor(problem.weight_shape, "f32"),
         grad_in_type=mlir.tensor(problem.input_shape, "f32"),
         grad_out_scaled_type=mlir.tensor(problem.output_shape, g_parts.element),

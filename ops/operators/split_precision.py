@@ -54,7 +54,7 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
     element = x_parts.element
     return mlir.render(
         "split_bf16x3", function=problem.name, inner=inner.name, about=_about(problem, inner),
-        inner_module=inner_module.replace(f"func.func @{inner.name}(", f"func.func private @{inner.name}(", 1),
+        inner_module=mlir.private(inner_module, inner.name),
         x_type=mlir.tensor(problem.input_shape, "f32"), grad_out_type=mlir.tensor(problem.output_shape, "f32"),
         grad_w_type=mlir.tensor(problem.weight_shape, "f32"),
         inner_grad_w_type=mlir.tensor(inner.weight_shape, "f32"),
@@ -97,6 +97,12 @@ def unscale(a: str, b: str, value: str = "%value") -> str:
     exponents = {f"{v}_exponent": mlir.render("split_bf16x3.exponent", p=name, most=f"{name}_most")
                  for v, name in (("a", a), ("b", b))}
     return mlir.render("split_bf16x3.unscale", a=a, b=b, value=value, **exponents)
+
+
+def scale_operands(*names: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """For the operands ``names`` (f16x1's), their largest magnitudes' SSA names (rank-0 tensors, ``largest``) and
+    the block arguments a store's body reads them as (``unscale``'s %v_most)."""
+    return tuple(f"%{v}_largest" for v in names), tuple(f"%{v}_most: f32" for v in names)
 
 
 def largest(v: str, shape: tuple, which: Parts) -> str:
