@@ -7,6 +7,7 @@ PyTorch allows TF32 (precision.TF32_SPLITS), but for grouped weight gradients (p
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -220,3 +221,20 @@ def test_cuda_computes_f16x1_with_float16_mma_and_the_modules_are_right(tmp_path
         spec = policy.module_specs(case, targets.parse_target("cuda:sm_80"))[0]
         lowered = compile_and_dump(case.name, spec.mlir, "cuda:sm_80", tmp_path / case.name, tuple(spec.extra_flags))
         assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in lowered.ptx and ".bf16" not in lowered.ptx
+
+
+@pytest.mark.parametrize("layer", [(32, 128, 512, 28), (64, 96, 576, 14)])
+def test_cuda_spreads_each_largest_magnitude_row_over_a_subgroup(tmp_path, layer):
+    """ResNet-50's 128 -> 512 1x1 weight gradient at 28x28 (batch 32) and MobileNetV2's 96 -> 576 at 14x14 (batch
+    64): every row reduction of the operands' largest magnitudes lowers through IREE's VectorDistribute (a subgroup
+    or more a row, reads in runs), where rows of 784 positions, or 7,056 columns, got TileAndFuse's one thread a row
+    (docs/perf/h200-f16x1-passes: 61 us for 12.8 MB, and MobileNetV2's step 33.0 -> 37.7 ms)."""
+    batch, c, k, size = layer
+    problem = op.problem_from_params(batch=batch, in_channels=c, out_channels=k, input_spatial=(size, size),
+                                     filter_spatial=(1, 1), dtype="float32", layout="NCHW", precision="f16x1")
+    spec = policy.module_specs(problem, targets.parse_target("cuda:sm_80"))[0]
+    lowered = compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, tuple(spec.extra_flags))
+    views = {"x".join(map(str, split_precision.largest_view(math.prod(shape))))
+             for shape in (problem.input_shape, problem.output_shape)}
+    rows = [d for d in lowered.dispatches if d.name.split("_reduction_")[-1][:-len("_f32")] in views]
+    assert len(rows) == 2 and all(d.pipeline == "VectorDistribute" for d in rows), lowered.dispatches
