@@ -5,7 +5,9 @@ tile reaches the compiled dispatch; the merged form computes what the plain one 
 attributes left out); targets whose table has no such tile keep IREE's tiling. An in-order split (the parts as the
 activation lies) gets the table's split tile instead: its elements as one dim, all three parts of 8 a thread. A split
 whose parts are zero-padded next (the split_conv form's grad_out, a padded weight gradient's x) writes them into the
-padded tensor in place, its spatial dims apart (render.window_transpose_attrs): no copy dispatch of IREE's."""
+padded tensor in place, its spatial dims apart (render.window_transpose_attrs): no copy dispatch of IREE's. f16x1's
+one part has no part axis (IREE drops a unit axis, and the tile set on the pass with it): the same tiles, a dim
+fewer."""
 
 from __future__ import annotations
 
