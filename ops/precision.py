@@ -139,7 +139,7 @@ def _splits_data(problem, split: str) -> bool:
     (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
     pipeline) where the problem is of stride 1 with several taps; scaled (f16x1), the stride phases of scaled
     operands (``data_scaled``) where the problem is of a stride above 1 with several taps."""
-    if data_split_conv.applies(problem) or (split in SCALED_PRECISIONS and data_scaled.applies(problem)):
+    if data_split_conv.applies(problem) or data_scaled.computes(problem, split):
         return True
     gemm = stride_phases.Form(contraction="gemm")
     if (data_gemm.takes_float32(problem) and max(problem.stride) == 1 and not _beats_float32_gemm(problem, split)

@@ -65,8 +65,7 @@ def with_precision(problem: ConvBwdDataProblem, precision) -> ConvBwdDataProblem
 def splits(problem: ConvBwdDataProblem, precision: str) -> bool:
     """Whether a form computes ``problem`` in the split ``precision``: the gemm form or the split_conv form takes
     it, or, scaled (f16x1), the stride phases of scaled operands (``data_scaled``)."""
-    scaled = precision in SCALED_PRECISIONS and data_scaled.applies(problem)
-    return data_gemm.applies(problem) or data_split_conv.applies(problem) or scaled
+    return data_gemm.applies(problem) or data_split_conv.applies(problem) or data_scaled.computes(problem, precision)
 
 
 def results(problem: ConvBwdDataProblem) -> list:

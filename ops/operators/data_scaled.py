@@ -24,6 +24,11 @@ def applies(problem: ConvBwdDataProblem) -> bool:
             and math.prod(problem.filter_spatial) > 1)
 
 
+def computes(problem: ConvBwdDataProblem, precision: str) -> bool:
+    """Whether the scaled stride phases compute ``problem`` in ``precision``: a scaled one (f16x1) that ``applies``."""
+    return precision in SCALED_PRECISIONS and applies(problem)
+
+
 class Unscaled(stride_phases.Fusion):
     """What the phases' stores fuse: each sum times 1 / (s_g s_w), read from the operands' largest magnitudes
     (arguments of the phases' function)."""
@@ -46,7 +51,7 @@ def render(problem: ConvBwdDataProblem, form: stride_phases.Form, lowering: Lowe
     """The problem's module: its function scales grad_out and the weight into float16 copies in their layouts
     (each one's largest magnitude first) and calls the stride phases' function (made private, rendered without the
     workspace argument, which ours takes where ``lowering.transients``) on them."""
-    check(applies(problem) and problem.precision in SCALED_PRECISIONS,
+    check(computes(problem, problem.precision),
           f"{OP}: the scaled stride phases compute float32 problems of one group, several taps and a stride above 1 "
           f"as {', '.join(SCALED_PRECISIONS)}, but got {problem.name}")
     phases = f"{problem.name}_phases"

@@ -110,12 +110,13 @@ def largest(v: str, shape: tuple, which: Parts) -> str:
     view's rows are runs of %``v``'s elements in order (``largest_view``), reshaped (free)."""
     if which.largest is None:
         return ""
-    view = largest_view(math.prod(shape))
+    elements = math.prod(shape)
+    view = largest_view(elements)
     flat = mlir.render("common.collapse", result=f"%{v}_flat_view", source=f"%{v}",
                        reassociation=[list(range(len(shape)))], source_type=mlir.tensor(shape, "f32"),
-                       result_type=mlir.tensor((math.prod(shape),), "f32"))
+                       result_type=mlir.tensor((elements,), "f32"))
     rows = mlir.render("common.expand", result=f"%{v}_view", source=f"%{v}_flat_view", reassociation=[[0, 1]],
-                       shape=mlir.index_list(view), source_type=mlir.tensor((math.prod(shape),), "f32"),
+                       shape=mlir.index_list(view), source_type=mlir.tensor((elements,), "f32"),
                        result_type=mlir.tensor(view, "f32"))
     return mlir.render("split_bf16x3.largest", v=v, view=mlir.indent(flat + "\n" + rows),
                        view_type=mlir.tensor(view, "f32"), rows_type=mlir.tensor(view[:1], "f32")) + "\n"
