@@ -135,6 +135,24 @@ def test_cuda_writes_float32_weight_gradient_padding_by_a_gather(tmp_path):
         assert ("tensor.pad" in spec.mlir, bool(copies)) == (copied, copied), (problem.name, copies)
 
 
+def test_cuda_writes_grouped_split_padding_by_a_gather_and_keeps_the_others(tmp_path):
+    """The ``zero_pad`` rule for grouped bfloat16 parts (H200, docs/perf/h200-weight-tiles-2d/exp50.log): a grouped
+    float32 weight gradient computed as bf16x3 writes its parts' zero padding by a gathering generic (ResNeXt-50's
+    four such modules 1.04-1.28x faster, its step 39.69 -> 39.17 ms); grouped ones computed in float32 (fewer than
+    16 channels a group) and depthwise ones keep IREE's copy of the tensor.pad (the gather ran 0.76-1.25x there)."""
+    cuda = targets.parse_target("cuda:sm_80")
+    layer = dict(batch=2, groups=4, in_channels=16, out_channels=16, input_spatial=(14, 14), filter_spatial=(3, 3),
+                 padding=1, layout="NCHW", dtype="float32")
+    split = dataclasses.replace(_weight_problem(layer), precision="bf16x3")
+    kept = [_weight_problem(dict(layer, in_channels=8, out_channels=8)),
+            _weight_problem(dict(layer, groups=16, in_channels=1, out_channels=1))]
+    for number, problem in enumerate([split, *kept]):
+        spec = policy.module_specs(problem, cuda)[0]
+        copies = [name for name in dispatch_names(spec, tmp_path / str(number)) if "slow_memcpy" in name]
+        copied = number > 0
+        assert ("tensor.pad" in spec.mlir, bool(copies)) == (copied, copied), (problem.name, copies)
+
+
 def _weight_problem(params: dict):
     """grouped_conv_bwd_weight's problem of ``params``."""
     return grouped_conv_bwd_weight.problem_from_params(**params)
