@@ -169,8 +169,8 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     """The split fragment of %``v`` (float32, ``in_shape``) into %``v``3: its bfloat16 parts, of ``parts``' shape
     (the iteration ``domain``'s order, the part axis j at ``part_dim``, part j the part ``which[j]``), read through
     ``read`` (an affine expression of the domain per axis of ``v``), j merged with the axis after it. One part
-    (f16x1's) has no part axis: the pass writes the stacked shape itself, whose tile IREE keeps (it drops a unit
-    axis, and a tile set on the pass with it).
+    (f16x1's) has no part axis: the pass writes the stacked shape itself, so that IREE keeps a transposing pass's
+    tile (it drops a unit axis, and a tile set on the pass with it).
 
     An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
     (``_in_order``). A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of
@@ -211,7 +211,10 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, part_dim: int | None, which
     """The in-order split of %``v`` (its parts' axis first, or none, ``part_dim``): with the ``split_tile`` of
     ``copy`` (``render.split_attrs``), over %``v``'s elements as one dim, each thread writing all the parts of a run
     of them (read once: IREE's own tiling gives a thread one part, so each element is read three times), reshaped
-    (free) around the pass; else as it lies."""
+    (free) around the pass; else as it lies. With no part axis (f16x1), IREE 3.13 moves the reshape after the pass
+    through it (BubbleUpExpandShapesPass) and rebuilds the pass without the tile (IREE's 32 threads a workgroup, 4
+    elements a thread); a util.optimization_barrier there kept the tile, but the module ran slower
+    (docs/perf/h200-weight-tiles-2d/exp49_in_order_f16x1.log), and splits a module's submission."""
     dims = _dims(len(parts))
     elements = math.prod(in_shape)
     lead = () if part_dim is None else parts[:1]
