@@ -136,10 +136,11 @@ def test_cuda_writes_float32_weight_gradient_padding_by_a_gather(tmp_path):
 
 
 def test_cuda_writes_grouped_split_padding_by_a_gather_and_keeps_the_others(tmp_path):
-    """The ``zero_pad`` rule for grouped bfloat16 parts (H200, docs/perf/h200-weight-tiles-2d/exp50.log): a grouped
-    float32 weight gradient computed as bf16x3 writes its parts' zero padding by a gathering generic (ResNeXt-50's
-    four such modules 1.04-1.28x faster, its step 39.69 -> 39.17 ms); grouped ones computed in float32 (fewer than
-    16 channels a group) and depthwise ones keep IREE's copy of the tensor.pad (the gather ran 0.76-1.25x there)."""
+    """The ``zero_pad`` rule for grouped bfloat16 parts (H200, docs/perf/h200-weight-tiles-2d/exp50_gather_pads.log):
+    a grouped float32 weight gradient computed as bf16x3 writes its parts' zero padding by a gathering generic
+    (ResNeXt-50's four such modules 1.04-1.29x faster, its step 39.69 -> 39.17 ms); grouped ones computed in float32
+    (fewer than 16 channels a group) and depthwise ones keep IREE's copy of the tensor.pad (the gather ran 0.59-1.37x
+    there)."""
     cuda = targets.parse_target("cuda:sm_80")
     layer = dict(batch=2, groups=4, in_channels=16, out_channels=16, input_spatial=(14, 14), filter_spatial=(3, 3),
                  padding=1, layout="NCHW", dtype="float32")
