@@ -122,17 +122,11 @@ def test_cuda_writes_float32_weight_gradient_padding_by_a_gather(tmp_path):
     """``mlir/tuning/cuda-sm_80.json``'s ``zero_pad`` rule (H200, docs/perf/h200-pad-fusion/exp40.log): a float32
     weight gradient of 64+ channels (computed in float32, or as bf16x3 parts) writes x's zero padding by a gathering
     generic, so no copy dispatch is left; a bfloat16 one (grad_w bfloat16) keeps the pad IREE copies."""
-    cuda = targets.parse_target("cuda:sm_80")
     layer = dict(batch=2, groups=1, in_channels=64, out_channels=64, input_spatial=(8, 28, 28),
                  filter_spatial=(3, 3, 3), padding=1, layout="NCDHW", dtype="float32")
     split = dataclasses.replace(_weight_problem(dict(layer, layout="NDHWC")), precision="bf16x3")
-    gathered = [_weight_problem(layer), split]
-    padded = [_weight_problem(dict(layer, layout="NDHWC", dtype="bfloat16"))]
-    for number, problem in enumerate(gathered + padded):
-        spec = policy.module_specs(problem, cuda)[0]
-        copies = [name for name in dispatch_names(spec, tmp_path / str(number)) if "slow_memcpy" in name]
-        copied = number >= len(gathered)  # the bfloat16 one keeps IREE's copy of its tensor.pad
-        assert ("tensor.pad" in spec.mlir, bool(copies)) == (copied, copied), (problem.name, copies)
+    _check_pad_writing([_weight_problem(layer), split],
+                       [_weight_problem(dict(layer, layout="NDHWC", dtype="bfloat16"))], tmp_path)
 
 
 def test_cuda_writes_grouped_split_padding_by_a_gather_and_keeps_the_others(tmp_path):
@@ -141,17 +135,22 @@ def test_cuda_writes_grouped_split_padding_by_a_gather_and_keeps_the_others(tmp_
     (ResNeXt-50's four such modules 1.04-1.29x faster, its step 39.69 -> 39.17 ms); grouped ones computed in float32
     (fewer than 16 channels a group) and depthwise ones keep IREE's copy of the tensor.pad (the gather ran 0.59-1.37x
     there)."""
-    cuda = targets.parse_target("cuda:sm_80")
     layer = dict(batch=2, groups=4, in_channels=16, out_channels=16, input_spatial=(14, 14), filter_spatial=(3, 3),
                  padding=1, layout="NCHW", dtype="float32")
     split = dataclasses.replace(_weight_problem(layer), precision="bf16x3")
-    kept = [_weight_problem(dict(layer, in_channels=8, out_channels=8)),
-            _weight_problem(dict(layer, groups=16, in_channels=1, out_channels=1))]
-    for number, problem in enumerate([split, *kept]):
+    _check_pad_writing([split], [_weight_problem(dict(layer, in_channels=8, out_channels=8)),
+                                 _weight_problem(dict(layer, groups=16, in_channels=1, out_channels=1))], tmp_path)
+
+
+def _check_pad_writing(gathered: list, copied: list, tmp_path) -> None:
+    """On CUDA, each problem of ``gathered`` writes x's zero padding by a gather (no tensor.pad, no copy dispatch),
+    each of ``copied`` keeps the tensor.pad that IREE copies (a slow_memcpy dispatch)."""
+    cuda = targets.parse_target("cuda:sm_80")
+    for number, problem in enumerate([*gathered, *copied]):
         spec = policy.module_specs(problem, cuda)[0]
         copies = [name for name in dispatch_names(spec, tmp_path / str(number)) if "slow_memcpy" in name]
-        copied = number > 0
-        assert ("tensor.pad" in spec.mlir, bool(copies)) == (copied, copied), (problem.name, copies)
+        kept = number >= len(gathered)
+        assert ("tensor.pad" in spec.mlir, bool(copies)) == (kept, kept), (problem.name, copies)
 
 
 def _weight_problem(params: dict):
