@@ -188,7 +188,6 @@ def test_the_merged_split_computes_what_the_plain_one_does(name, rng, tmp_path):
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6 * np.abs(got[1]).max())
 
 
-
 # f16x1's one part: its splits have no part axis (IREE drops a unit dim, and the tile set on the pass with it)
 F16X1_TILE = "lowering_config<{thread = [1, 4, 2], workgroup = [1, 32, 64]}>"  # (n, positions, channels)
 
