@@ -7,10 +7,11 @@
 // where shift is the least o - m any (r, f) gives and taps the span of o - m (ops/geometry.py, merged_phase_axis),
 // and a tap outside [0, F) adds nothing (its product is selected away, so that an infinite grad_out meets no zero
 // weight: the terms are the definition's, as in the stride-phase form). So grad_in, viewed phase-major as (m, r)
-// per axis (a free expand_shape: each size divides by its stride), is one depthwise contraction of the zero-padded
-// grad_out with the phase filter wp[r, u, g] = w[g, first_tap + r - s*u] (zero off the filter): each position
-// written once, all phases in one dispatch, where the stride-phase form (mlir/conv_bwd_data.mlir) takes a
-// convolution per phase and an interleave. The price: a phase with fewer taps than the others multiplies zeros
+// per axis (a free expand_shape: each size divides by its stride; m alone along an axis of stride 1, where r = 0:
+// IREE folds a unit dim away and rebuilds the contraction without its pinned tile), is one depthwise contraction
+// of the zero-padded grad_out with the phase filter wp[r, u, g] = w[g, first_tap + r - s*u] (zero off the filter):
+// each position written once, all phases in one dispatch, where the stride-phase form (mlir/conv_bwd_data.mlir)
+// takes a convolution per phase and an interleave. The price: a phase with fewer taps than the others multiplies zeros
 // (3x3 stride 2: 16 products for a 2x2 block of positions that 9 reach), cheap where the layer is bound by memory,
 // as depthwise ones are.
 //
@@ -48,7 +49,7 @@ ${accumulate}
 }
 
 // fragment filter_tap: one axis's tap of the phase filter, f = first_tap + r - s*u, and whether it is on the filter
-    %r${axis} = linalg.index ${r_dim} : index
+    %r${axis} = ${residue} : index
     %u${axis} = linalg.index ${u_dim} : index
     %f${axis} = affine.apply affine_map<(r, u) -> (r - u * ${stride} + ${first_tap})>(%r${axis}, %u${axis})
     %window${axis} = arith.constant ${window} : index
@@ -63,6 +64,16 @@ ${accumulate}
     // comes as data: IREE 3.13 miscompiled the same select made of linalg.index in this body where a dim had size 1
     %tap_on = arith.trunci %on_byte : i8 to i1
     %g = arith.select %tap_on, %g_read, %zero : ${element}
+${widen}
+${multiply_add}
+    linalg.yield %new_sum : f32
+  } -> ${acc_type}
+
+// fragment contraction_every_tap: the same where every (r, u) is a tap on the filter (stride 1 along each axis): no
+// mask (IREE folds a constant mask of ones into the body, rebuilding the contraction without its pinned tile)
+  ${result} = linalg.generic {indexing_maps = [${read_map}, ${filter_read_map}, ${view_map}], iterator_types = ${iterators}}
+      ins(%padded, %filter : !padded, !filter) outs(${acc_init} : ${acc_type})${config} {
+  ^bb0(%g: ${element}, %w: ${element}, %sum: f32):
 ${widen}
 ${multiply_add}
     linalg.yield %new_sum : f32

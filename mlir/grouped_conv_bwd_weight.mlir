@@ -292,24 +292,47 @@ ${taps}
   %taps_${next} = tensor.insert_slice %tap_${tap} into %taps_${after}[${tap}, 0, 0, 0] [1, ${batch}, ${out_channels}, ${channels}] [1, 1, 1, 1] : ${tap_type} into ${taps_type}
 
 // fragment columns: on the GPU targets, depthwise problems channels-first (C = K = 1): partial sums by columns
-  // grad_w[g, f] = sum_{n, o} x_padded[n, g, s*o + d*f] * grad_out[n, g, o] in two generics. The first keeps
-  // (n, g, f.., o_last) and reduces the other output axes, so that a workgroup's neighbouring threads (along
-  // o_last) read neighbouring positions of x's and grad_out's contiguous rows; the second sums (n, o_last).
+  // x read where it lies: grad_w[g, f] = sum_{n, o} x[n, g, s*o + d*f - p_lo] * grad_out[n, g, o], a term whose x
+  // position is off x zero, in two generics. The first keeps (plane = (n, g), tap = f.., o_last) and reduces the
+  // other output axes (o_rest, merged), so that a workgroup's neighbouring threads (along o_last) read neighbouring
+  // positions of x's and grad_out's contiguous rows. It reads x in its body at the position clamped onto x and
+  // selects zero off x: no padded copy of x (IREE copies a pad it does not fuse in a dispatch of its own, and
+  // fused into this reduction the pad computed wrong sums). The dims merged here IREE would merge itself, rebuilding
+  // the generic without its pinned tile. The second generic sums (n, o_last).
+  %grad_out_planes = tensor.collapse_shape %grad_out ${planes_reassociation} : !grad_out into ${planes_type}
+  %x_off = arith.constant 0.0 : ${element}
+  %c0 = arith.constant 0 : index
   %columns_empty = tensor.empty() : ${columns_type}
   %columns_zero = linalg.fill ins(%zero : f32) outs(%columns_empty : ${columns_type}) -> ${columns_type}
-  %columns = linalg.generic {indexing_maps = [${grad_out_map}, ${x_map}, ${columns_map}], iterator_types = ${columns_iterators}${dispatch_config}}
-      ins(%grad_out, ${x_value} : !grad_out, !x_padded) outs(%columns_zero : ${columns_type}) {
-  ^bb0(%gv: ${element}, %xv: ${element}, %sum: f32):
+  %columns = linalg.generic {indexing_maps = [${grad_out_map}, ${columns_map}], iterator_types = ${columns_iterators}${dispatch_config}}
+      ins(%grad_out_planes : ${planes_type}) outs(%columns_zero : ${columns_type}) {
+  ^bb0(%gv: ${element}, %sum: f32):
+    %plane = linalg.index 0 : index
+    %tap = linalg.index 1 : index
+    %n = affine.apply affine_map<(p) -> (p floordiv ${groups})>(%plane)
+    %g = affine.apply affine_map<(p) -> (p mod ${groups})>(%plane)
+${positions}
+    %x_read = tensor.extract %x[%n, %g, ${clamped}] : !x
+    %xv = arith.select ${on_x}, %x_read, %x_off : ${element}
 ${to_accumulator}
 ${multiply_add}
     linalg.yield %new_sum : f32
   } -> ${columns_type}
+  %columns_split = tensor.expand_shape %columns [[0, 1], [2], [3]] output_shape [${split_shape}] : ${columns_type} into ${split_type}
   %taps_empty = tensor.empty() : ${taps_type}
   %taps_zero = linalg.fill ins(%zero : f32) outs(%taps_empty : ${taps_type}) -> ${taps_type}
-  %taps = linalg.generic {indexing_maps = [${sum_map}, ${sum_out_map}], iterator_types = ${sum_iterators}}
-      ins(%columns : ${columns_type}) outs(%taps_zero : ${taps_type}) {
+  %taps = linalg.generic {indexing_maps = [affine_map<(g, t, n, o) -> (n, g, t, o)>, affine_map<(g, t, n, o) -> (g, t)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%columns_split : ${split_type}) outs(%taps_zero : ${taps_type}) {
   ^bb0(%p: f32, %s: f32):
     %new_s = arith.addf %s, %p : f32
     linalg.yield %new_s : f32
   } -> ${taps_type}
   %acc = tensor.expand_shape %taps ${acc_reassociation} output_shape [${acc_shape}] : ${taps_type} into !acc_flat
+
+// fragment columns_position: one axis's x position i = s*o + d*f - p_lo, whether it lies on x, the position clamped
+    // axis ${axis}: i = s*o + d*f - p_lo, on x where i < size unsigned (a position before x is a huge one)
+    %o_${axis} = linalg.index ${o_dim} : index
+    %i${axis} = affine.apply affine_map<(o, t) -> (${position})>(%o_${axis}, %tap)
+    %size${axis} = arith.constant ${size} : index
+    %on${axis} = arith.cmpi ult, %i${axis}, %size${axis} : index
+    %r${axis} = arith.select %on${axis}, %i${axis}, %c0 : index

@@ -72,29 +72,60 @@ def depthwise_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 
 def merged_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for the merged form's contraction (``data_merged``), by the rule ``spec``: SIMT
-    workgroups of every residue of ``rows`` x ``positions`` rows (the last two spatial axes; ``positions`` and the
-    rest from the spec's ``channels_last`` or ``channels_first`` part); channels-last, ``channels`` groups
-    (``narrow_channels`` where those do not divide them), ``thread_channels`` a thread; channels-first, one group,
-    ``thread_positions`` rows of the last axis a thread, every residue of each. Empty where the form does not take
-    ``problem`` or a workgroup would exceed 1024 threads."""
-    if not data_merged.applies(problem):
+    """{0: compilation_info} for the merged form's contraction (``data_merged``), by the rule ``spec``'s
+    ``channels_last`` or ``channels_first`` part: a part with ``threads`` fits whole rows (``whole_rows``); else
+    SIMT workgroups of every residue of ``rows`` x ``positions`` rows (the last two spatial axes); channels-last,
+    ``channels`` groups (``narrow_channels`` where those do not divide them), ``thread_channels`` a thread;
+    channels-first, one group, ``thread_positions`` rows of the last axis a thread, every residue of each. Empty where
+    the form does not take ``problem``, the spec has no part for its layout (IREE's tiling), or a workgroup would
+    exceed 1024 threads."""
+    layout = spec.get("channels_last" if problem.channels_last else "channels_first")
+    if not data_merged.applies(problem) or layout is None:
         return {}
-    rank, stride = problem.rank, problem.stride
-    layout = spec["channels_last" if problem.channels_last else "channels_first"]
-    along = [1] * (rank - 2) + [spec["rows"], layout["positions"]][-rank:]
-    spatial = [size for rows, s in zip(along, stride) for size in (rows, s)]
-    if problem.channels_last:
-        channels = next((c for c in (layout["channels"], layout["narrow_channels"]) if problem.groups % c == 0), 0)
-        workgroup, thread = [1, *spatial, channels], [1] * (2 * rank + 1) + [layout["thread_channels"]]
+    if "threads" in layout:
+        workgroup, thread = whole_rows(problem, layout["threads"], layout["thread_positions"])
     else:
-        channels = 1
-        workgroup, thread = [1, 1, *spatial], [1] * (2 * rank) + [layout["thread_positions"], stride[-1]]
+        workgroup, thread = _residue_tile(problem, spec["rows"], layout)
     threads = math.prod(workgroup) // math.prod(thread)
-    if not channels or threads > 1024:
+    if not workgroup or threads > 1024:
         return {}
     return {0: render.simt_compilation_info(workgroup, thread, data_merged.taps(problem), threads,
                                             copy_config(target)["subgroup_size"])}
+
+
+def _residue_tile(problem, rows: int, layout: dict) -> tuple[list[int], list[int]]:
+    """``merged_tiles``' (workgroup, thread) of ``rows`` x ``positions`` rows of every residue; ([], []) where no
+    channel count of the spec divides the groups (channels-last)."""
+    rank, stride = problem.rank, list(problem.stride)
+    along = [1] * (rank - 2) + [rows, layout["positions"]][-rank:]
+    spatial = sum(data_merged.phase_dims(problem, along, stride), [])
+    if problem.channels_last:
+        channels = next((c for c in (layout["channels"], layout["narrow_channels"]) if problem.groups % c == 0), 0)
+        return ([1, *spatial, channels], [1] * (len(spatial) + 1) + [layout["thread_channels"]]) if channels else \
+            ([], [])
+    per_thread = data_merged.phase_dims(problem, [1] * (rank - 1) + [layout["thread_positions"]],
+                                        [1] * (rank - 1) + stride[-1:])
+    return [1, 1, *spatial], [1, 1, *sum(per_thread, [])]
+
+
+def whole_rows(problem, threads: int, thread_positions: int) -> tuple[list[int], list[int]]:
+    """(workgroup, thread) over a channels-first stride-1 problem's grad_in (n, g, spatial..): the last axis whole,
+    ``thread_positions`` of it a thread (one where that does not divide it), as many rows of the axis before it as
+    bring a workgroup nearest ``threads`` threads without passing it (at least one), then as many groups (a divisor
+    of the groups). A rule that carries to any image size: small images get several rows or groups a workgroup, where
+    a fixed tile of rows of 64 positions left most of its threads idle. ([], []) for strided or channels-last
+    problems (their residue dims: ``_residue_tile``)."""
+    if problem.channels_last or set(problem.stride) != {1}:
+        return [], []
+    *lead, width = problem.input_spatial
+    per_thread = thread_positions if width % thread_positions == 0 else 1
+    row_threads = width // per_thread
+    rows = max(1, min(lead[-1], threads // row_threads)) if lead else 1
+    groups = max(1, threads // (rows * row_threads))
+    while problem.groups % groups:
+        groups -= 1
+    along = [*[1] * max(len(lead) - 1, 0), *([rows] if lead else []), width]
+    return [1, groups, *along], [1, 1, *[1] * len(lead), per_thread]
 
 
 def gemm_tiles(problem, target: Target, spec: dict) -> dict[int, str]:

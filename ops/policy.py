@@ -238,9 +238,9 @@ def _simt_workgroup(problem, spec: dict, columns: int | None = None) -> tuple[in
 
 def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for the columns form's partial sums (``weight_columns.tile``): a thread a partial sum,
-    ``groups`` groups a workgroup, ``reduction`` rows a step. Empty where the form does not take ``problem`` or
+    about ``threads`` a workgroup, ``reduction`` of o_rest a step. Empty where the form does not take ``problem`` or
     ``weight_columns.tile`` finds no tile."""
-    tile = weight_columns.applies(problem) and weight_columns.tile(problem, spec["groups"], spec["reduction"])
+    tile = weight_columns.applies(problem) and weight_columns.tile(problem, spec["threads"], spec["reduction"])
     if not tile:
         return {}
     workgroup, reduction, threads = tile

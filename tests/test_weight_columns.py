@@ -1,8 +1,8 @@
 """grouped_conv_bwd_weight's columns form (ops/operators/weight_columns.py): a depthwise weight gradient,
-channels-first, as partial sums kept along the last output axis, then summed. The CUDA table gives it to float32
-NCHW depthwise problems with its tile (a thread a partial sum, the last output axis's positions side by side); its
-module, the tile cut, computes the float64 reference on the CPU at MobileNetV2's sizes and in 1-D and 3-D; the CPU
-never takes it, and problems it cannot take are refused by name."""
+channels-first, as partial sums kept along the last output axis, then summed, x read where it lies (no pad). The
+CUDA table gives it to float32 NCHW depthwise problems with its tile (a thread a partial sum, the last output axis's
+positions side by side); its module, the tile cut, computes the float64 reference on the CPU at MobileNetV2's sizes,
+for one image and in 1-D and 3-D; the CPU never takes it, and problems it cannot take are refused by name."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ops import policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight
 from ops.operators import weight_columns
 
-from lowering import gpu_module_on_cpu
+from lowering import compile_and_dump, gpu_module_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -24,16 +24,27 @@ def _depthwise(**params):
 
 
 @pytest.mark.parametrize("params, tile", [
-    (dict(batch=64, groups=96, input_spatial=(112, 112), stride=2), "workgroup = [1, 3, 3, 1, 56, 0]"),
-    (dict(batch=64, groups=960, input_spatial=(7, 7)), "workgroup = [1, 3, 3, 1, 7, 0]"),
-    (dict(batch=8, groups=32, input_spatial=(128, 128)), "workgroup = [1, 1, 3, 1, 128, 0]"),  # 3 x 3 x 128 > 1024
-    (dict(batch=1, groups=32, input_spatial=(16, 16)), None),  # one image: a unit dim would drop the tile
+    (dict(batch=64, groups=96, input_spatial=(112, 112), stride=2), "workgroup = [1, 9, 56, 0]"),
+    (dict(batch=64, groups=960, input_spatial=(7, 7)), "workgroup = [2, 9, 7, 0]"),  # 2 planes: nearest 128 threads
+    (dict(batch=8, groups=32, input_spatial=(128, 128)), "workgroup = [1, 3, 128, 0]"),  # 9 x 128 > 1024 threads
+    (dict(batch=1, groups=32, input_spatial=(16, 16)), "workgroup = [1, 9, 16, 0]"),  # planes (n, g): no unit dim
+    (dict(input_spatial=(16, 1), filter_spatial=(3, 1), padding=(1, 0)), None),  # a unit dim would drop the tile
 ])
 def test_cudas_rule_takes_float32_nchw_depthwise_problems_with_the_column_tile(params, tile):
     problem = _depthwise(**params)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "columns"
     assert (tile or "None") in policy.configs_for(problem, CUDA, form).get(0, "None")
+
+
+def test_the_cuda_module_copies_no_padded_x(tmp_path):
+    """IREE copied the zero-padded x in a slow_memcpy dispatch of its own (3.1 ms of MobileNetV2's step on an H200,
+    docs/perf/h200-depthwise-gather); the columns form reads x where it lies, its tile on the partial sums."""
+    problem = _depthwise(batch=4, groups=32, input_spatial=(28, 28))
+    spec = policy.module_spec(problem, CUDA)
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
+    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    assert "workgroup = [1, 9, 28, 0]" in configured and "slow_memcpy" not in configured
 
 
 @pytest.mark.parametrize("params", [dict(layout="NHWC"), dict(groups=4, in_channels=2, out_channels=2),
@@ -50,14 +61,17 @@ def test_others_keep_their_forms_and_the_cpu_never_takes_it(params):
 
 @pytest.mark.parametrize("params", [
     dict(batch=2, groups=96, input_spatial=(112, 112), stride=2),   # MobileNetV2's, 2.4 M elements of x
+    dict(batch=2, groups=144, input_spatial=(56, 56)),              # and a stride-1 one, 0.9 M
+    dict(batch=1, groups=6, input_spatial=(9, 8), padding=(2, 0)),  # one image; x's last column no window reads
     dict(batch=3, groups=16, input_spatial=(14, 15), filter_spatial=(5, 3), padding=(2, 1), dilation=(1, 2)),
     dict(batch=2, groups=8, input_spatial=(6, 7, 9), filter_spatial=(3, 3, 3), stride=(1, 2, 2), layout="NCDHW"),
     dict(batch=2, groups=8, input_spatial=(17,), filter_spatial=(3,), stride=2, layout="NCW"),
     dict(batch=2, groups=8, input_spatial=(12, 10), dtype="bfloat16"),
-], ids=["mobilenet_s2", "5x3_dilated", "3d", "1d", "bf16"])
+], ids=["mobilenet_s2", "mobilenet_s1", "one_image", "5x3_dilated", "3d", "1d", "bf16"])
 def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
+    """x is read where it lies: the module pads nothing (IREE's copy of a pad, or a pad fused wrong)."""
     problem = _depthwise(**params)
     spec = policy.module_spec(problem, CUDA, options=weight.Form(contraction="columns"))
-    assert spec.mlir.count("%columns = linalg.generic") == 1
+    assert spec.mlir.count("%columns = linalg.generic") == 1 and "= tensor.pad" not in spec.mlir
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= (1e-5 if problem.dtype == "float32" else 1e-2) * scale

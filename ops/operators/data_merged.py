@@ -31,9 +31,17 @@ def axes(problem: ConvBwdDataProblem) -> list[MergedAxis]:
             zip(problem.input_spatial, problem.output_spatial, problem.filter_spatial, problem.stride, problem.padding)]
 
 
+def phase_dims(problem: ConvBwdDataProblem, rows: list[int], residues: list[int]) -> list[list[int]]:
+    """Each axis's dims of the phase-major view: (rows, residues) along a strided axis, (rows,) along one of stride
+    1, whose one residue would be a unit dim (IREE folds unit dims away and rebuilds the contraction without its
+    pinned configuration)."""
+    return [[m, r] if s > 1 else [m] for m, r, s in zip(rows, residues, problem.stride)]
+
+
 def view_dims(problem: ConvBwdDataProblem) -> list[int]:
-    """grad_in's phase-major view: (n, (m, r) per axis, g) channels-last, (n, g, (m, r) per axis) channels-first."""
-    spatial = [size for a, s in zip(axes(problem), problem.stride) for size in (a.rows, s)]
+    """grad_in's phase-major view: (n, (m, r) per axis, g) channels-last, (n, g, (m, r) per axis) channels-first;
+    m alone along an axis of stride 1 (``phase_dims``)."""
+    spatial = sum(phase_dims(problem, [a.rows for a in axes(problem)], list(problem.stride)), [])
     return list(join_activation(problem.batch, spatial, problem.groups, problem.channels_last))
 
 
@@ -53,8 +61,8 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     padded_shape = join_activation(problem.batch, padded, problem.groups, problem.channels_last)
     view = view_dims(problem)
     first = 1 if problem.channels_last else 2  # the view's first spatial dim
-    pairs = [[first + 2 * a, first + 2 * a + 1] for a in range(rank)]  # each axis's (m, r)
-    reassociation = [[0], *pairs, [2 * rank + 1]] if problem.channels_last else [[0], [1], *pairs]
+    pairs = _axis_positions(problem, first, [2] * rank)  # each axis's (m, r), or m
+    reassociation = [[0], *pairs, [len(view) - 1]] if problem.channels_last else [[0], [1], *pairs]
     pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
     zero_pad = mlir.zero_pad("%padded", "%grad_out", pad[0], pad[1], element, "!grad_out", "!padded", zero="%zero")
     return mlir.render(
@@ -64,16 +72,27 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
         weight_type=mlir.tensor(problem.weight_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         padded_type=mlir.tensor(padded_shape, element),
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
-        on_values=_on_values(problem),
+        on_values=str(_on(problem).tolist()).replace(" ", ""),
         view_type=mlir.tensor(view, element),
         pad=mlir.indent(zero_pad, 2), **_filter(problem), reassociation=reassociation,
         view_shape=mlir.index_list(view), accumulate=_accumulate(problem, element, config),
     )
 
 
+def _axis_positions(problem: ConvBwdDataProblem, first: int, per_axis: list[int]) -> list[list[int]]:
+    """Each axis's dim positions from ``first`` on, ``per_axis[a]`` dims along a strided axis, one fewer (no
+    residue) along one of stride 1."""
+    positions, at = [], first
+    for count, s in zip(per_axis, problem.stride):
+        count -= s == 1
+        positions.append(list(range(at, at + count)))
+        at += count
+    return positions
+
+
 def _tap_dims(problem: ConvBwdDataProblem) -> list[int]:
-    """(r, u) per axis: residues and taps."""
-    return [size for a, s in zip(axes(problem), problem.stride) for size in (s, a.taps)]
+    """(r, u) per axis: residues and taps; u alone along an axis of stride 1."""
+    return [size for a, s in zip(axes(problem), problem.stride) for size in ((s, a.taps) if s > 1 else (a.taps,))]
 
 
 def _filter_dims(problem: ConvBwdDataProblem) -> list[int]:
@@ -81,21 +100,22 @@ def _filter_dims(problem: ConvBwdDataProblem) -> list[int]:
     return [*_tap_dims(problem), problem.groups] if problem.channels_last else [problem.groups, *_tap_dims(problem)]
 
 
-def _on_values(problem: ConvBwdDataProblem) -> str:
-    """The dense literal of which (r, u) per axis is a tap on the filter: 0 <= first_tap + r - s*u < F on every axis."""
+def _on(problem: ConvBwdDataProblem) -> np.ndarray:
+    """Which (r, u) per axis is a tap on the filter (1): 0 <= first_tap + r - s*u < F on every axis."""
     on = np.ones((), dtype=np.int8)
     for a, s, f in zip(axes(problem), problem.stride, problem.filter_spatial):
         axis = np.array([[0 <= a.first_tap + r - s * u < f for u in range(a.taps)] for r in range(s)], dtype=np.int8)
-        on = np.multiply.outer(on, axis)
-    return str(on.tolist()).replace(" ", "")
+        on = np.multiply.outer(on, axis if s > 1 else axis[0])
+    return on
 
 
 def _on_filter(problem: ConvBwdDataProblem, first: int) -> tuple[str, str]:
-    """(lines, i1 value): each axis's tap f = first_tap + r - s*u, from the gather's (r, u) dims (from ``first`` on),
-    and whether every one is on the filter."""
-    lines = [mlir.render("data_merged.filter_tap", axis=a, r_dim=first + 2 * a, u_dim=first + 2 * a + 1, stride=s,
-                         first_tap=m.first_tap, window=f)
-             for a, (m, s, f) in enumerate(zip(axes(problem), problem.stride, problem.filter_spatial))]
+    """(lines, i1 value): each axis's tap f = first_tap + r - s*u, from the gather's (r, u) dims (from ``first`` on;
+    r = 0 along an axis of stride 1), and whether every one is on the filter."""
+    dims = _axis_positions(problem, first, [2] * problem.rank)
+    lines = [mlir.render("data_merged.filter_tap", axis=a, u_dim=d[-1], stride=s, first_tap=m.first_tap, window=f,
+                         residue=f"linalg.index {d[0]}" if s > 1 else "arith.constant 0")
+             for a, (m, s, f, d) in enumerate(zip(axes(problem), problem.stride, problem.filter_spatial, dims))]
     on = "%on0"
     for a in range(1, problem.rank):
         lines.append(mlir.indent(mlir.render("common.and", result=f"%on_0_{a}", a=on, b=f"%on{a}"), 4))
@@ -105,7 +125,7 @@ def _on_filter(problem: ConvBwdDataProblem, first: int) -> tuple[str, str]:
 
 def _filter(problem: ConvBwdDataProblem) -> dict:
     """The phase filter's gather: its map, iterators, per-axis taps and the weight read."""
-    rank, count = problem.rank, 2 * problem.rank + 1
+    rank, count = problem.rank, len(_filter_dims(problem))
     first = 0 if problem.channels_last else 1  # the filter's (r, u) dims follow
     taps, on = _on_filter(problem, first)
     group = f"    %g = linalg.index {count - 1 if problem.channels_last else 0} : index"
@@ -120,26 +140,26 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None) -
     """The contraction over the taps, into grad_in's view: float32 sums straight into it, or (16-bit) into a
     float32 accumulator narrowed into it."""
     rank, merged = problem.rank, axes(problem)
-    count = 2 * rank + 2
+    count = len(view_dims(problem))
     view_domain = mlir.dims("d", count)
     u = mlir.dims("u", rank)
-    n, m, r = "d0", [], []
-    for a in range(rank):
-        at = (1 if problem.channels_last else 2) + 2 * a
-        m.append(view_domain[at])
-        r.append(view_domain[at + 1])
+    n = "d0"
+    dims = [[view_domain[d] for d in axis] for axis in
+            _axis_positions(problem, 1 if problem.channels_last else 2, [2] * rank)]  # (m, r), or m
     g = view_domain[-1] if problem.channels_last else view_domain[1]
-    rows = [mlir.term(f"{ma} + {ua}", 1, ax.shift + ax.pad[0]) for ma, ua, ax in zip(m, u, merged)]
+    rows = [mlir.term(f"{mr[0]} + {ua}", 1, ax.shift + ax.pad[0]) for mr, ua, ax in zip(dims, u, merged)]
     read = [n, *rows, g] if problem.channels_last else [n, g, *rows]
-    taps = [d for ra, ua in zip(r, u) for d in (ra, ua)]
+    taps = [d for mr, ua in zip(dims, u) for d in (*mr[1:], ua)]
     filter_read = [*taps, g] if problem.channels_last else [g, *taps]
     domain = [*view_domain, *u]
     narrow = element != "f32"
     acc_type = mlir.tensor(view_dims(problem), "f32") if narrow else "!view"
     widen_g, g32 = mlir.widen("%g", element, "%g32")
     widen_w, w32 = mlir.widen("%w", element, "%w32")
+    every_tap = bool(_on(problem).all())
     contraction = mlir.render(
-        "data_merged.contraction", result="%result_acc" if narrow else "%result",
+        "data_merged.contraction_every_tap" if every_tap else "data_merged.contraction",
+        result="%result_acc" if narrow else "%result",
         read_map=mlir.affine_map(domain, read), filter_read_map=mlir.affine_map(domain, filter_read),
         view_map=mlir.affine_map(domain, view_domain), on_read_map=mlir.affine_map(domain, taps),
         iterators=mlir.iterators(["parallel"] * count + ["reduction"] * rank),

@@ -278,14 +278,18 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
           f"{OP}: the row split keeps IREE's tiling; a pinned configuration fits the batch-split generic only")
     shape = _Geometry(problem, chunks, rows=form.row_split)
     element = dtypes.mlir_element_type(problem.dtype)
+    if form.contraction == "columns":  # x read where it lies: no padding, no group split
+        return _module(shape, element, lowering, "  // x is read where it lies (the columns form)", "%x",
+                       weight_columns.render(problem, element, lowering.configs.get(0)), "%acc", split_x=False)
     pad_x, x_value = _pad_x(shape, element, form.contraction == "generic", mlir.gathers_pads(lowering.copy))
     contraction, summed = _contraction(shape, element, form.contraction, x_value, lowering.configs.get(0))
     return _module(shape, element, lowering, pad_x, x_value, contraction, summed)
 
 
 def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_value: str | None, contraction: str,
-            summed: str) -> str:
-    """The module around the contraction: the function, x's padding and group split, grad_out's, the store."""
+            summed: str, split_x: bool = True) -> str:
+    """The module around the contraction: the function, x's padding and group split (``split_x``), grad_out's, the
+    store."""
     problem, rank = shape.problem, shape.problem.rank
     out_element = dtypes.mlir_element_type(result_dtype(problem))
     narrow, stored = mlir.narrow("%a", out_element, "%v")
@@ -295,7 +299,7 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
     x_groups = "  // x_groups is x padded, above" if x_value is None else mlir.indent(mlir.render(
         "common.expand", result="%x_groups", source=x_value, reassociation=reassociation,
         shape=mlir.index_list(x_groups_shape), source_type="!x_padded", result_type="!x_groups",
-    ), 2)
+    ), 2) if split_x else ""
     store_domain = mlir.dims("d", rank + 2)
     sizes = _sizes(shape)
     return mlir.render(
@@ -393,8 +397,6 @@ def _contraction(shape: _Geometry, element: str, contraction: str, x_value: str 
         return weight_per_image.render_nn(problem, element, config), "%acc"
     if contraction == "taps":
         return weight_taps.render(problem, element), "%acc"
-    if contraction == "columns":
-        return weight_columns.render(problem, element, x_value, config), "%acc"
     if contraction == "shifted":
         check(weight_shifted.applies(problem), f"{OP}: the shifted form takes problems of one group, stride and "
                                                f"dilation 1 and several taps, but got {problem.name}")
