@@ -55,6 +55,12 @@ def compile_and_dump(name: str, mlir: str, target: str, workdir: Path, extra_fla
     return Lowered(dispatches, kernels, scratch, ptx)
 
 
+def configured_ir(workdir: Path) -> str:
+    """Every dispatch's configured IR that ``compile_and_dump`` (or ``compiler.compile_module``'s dump) wrote under
+    ``workdir``'s dump folder, joined: where a test looks for the tile a dispatch was given."""
+    return "\n".join(p.read_text() for p in sorted((workdir / "dump").glob("configured_*.mlir")))
+
+
 def shipped(problem, target: str, workdir: Path):
     """(spec, ``compile_and_dump``) of the module the runtime and the ahead-of-time build use: the tuning tables'
     choices, and of the operator's alternative forms the first that compiles."""

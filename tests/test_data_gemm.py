@@ -19,7 +19,8 @@ from ops.precision import data_gradient_precision
 from ops.operators import conv_bwd_data, stride_phases
 
 from conftest import bf16x3_bound
-from lowering import compile_and_dump, gpu_module_on_cpu, one_matrix_contraction, tile_lists
+from lowering import (compile_and_dump, configured_ir, gpu_module_on_cpu, one_matrix_contraction,
+                      tile_lists)
 
 
 def _problem(**params):
@@ -284,7 +285,7 @@ def test_a_squeeze_excite_layers_gemm_keeps_cudas_tiles_and_computes_the_referen
     spec = policy.module_spec(problem, CUDA)
     assert "(n, c, k) -> (n, k)" in spec.mlir and tile_lists(spec.mlir)["workgroup"] == workgroup
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path / "cuda", spec.extra_flags)
-    configured = "".join(f.read_text() for f in (tmp_path / "cuda" / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path / "cuda")
     assert f"workgroup = [{', '.join(map(str, workgroup))}]" in configured
     assert "workgroup_size = [{}, 1, 1]".format(workgroup[1]) in configured
     error, scale = gpu_module_on_cpu(problem, spec, conv_bwd_data, rng, tmp_path, problem.input_shape)

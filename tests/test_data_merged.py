@@ -15,7 +15,7 @@ from ops import data_tiles, geometry, policy, targets
 from ops.operators import data_merged, grouped_conv_bwd_data as data
 
 from grouped_bwd_data_cases import depthwise
-from lowering import compile_and_dump, gpu_module_on_cpu
+from lowering import compile_and_dump, configured_ir, gpu_module_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 PAD_FUSION = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
@@ -128,7 +128,7 @@ def test_the_tile_reaches_the_compiled_contraction(params, workgroup, tmp_path):
     problem = _depthwise(batch=4, input_spatial=(28, 28), groups=64, **params)
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert f"workgroup = {workgroup}" in configured
 
 

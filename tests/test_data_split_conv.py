@@ -15,7 +15,7 @@ from ops import api, policy, targets
 from ops.operators import conv_bwd_data, data_split_conv, stride_phases
 
 from conftest import bf16x3_bound
-from lowering import one_matrix_contraction
+from lowering import configured_ir, one_matrix_contraction
 
 
 def _problem(**params):
@@ -171,6 +171,6 @@ def test_the_rules_tiles_reach_the_compiled_convolution(tmp_path):
     """The configuration pinned on the split convolution is the one IREE compiles (a rebuilt op would drop it)."""
     problem = _problem(batch=8, in_channels=128, out_channels=128, input_spatial=(28, 28))
     lowered = one_matrix_contraction(problem, "cuda:sm_80", tmp_path, "conv_8x28x28x128x3x3x384_bf16xbf16xf32")
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert "workgroup = [1, 4, 32, 128, 0]" in configured and "workgroup_size = [256, 1, 1]" in configured
     assert lowered

@@ -15,7 +15,7 @@ from ops import compiler, policy, targets
 from ops.operators import grouped_conv_bwd_data as data
 
 from grouped_bwd_data_cases import depthwise as _depthwise
-from lowering import compile_and_dump, run_on_cpu, without_gpu_configs
+from lowering import compile_and_dump, configured_ir, run_on_cpu, without_gpu_configs
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 TILE = "thread = [1, 1, 1, 4, 0, 0], workgroup = [1, 1, 16, 16, 0, 0]"
@@ -56,7 +56,7 @@ def test_the_tile_reaches_the_compiled_convolution(tmp_path):
     problem = _depthwise(batch=4, input_spatial=(28, 28))
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert TILE in configured
 
 

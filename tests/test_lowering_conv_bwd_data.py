@@ -17,7 +17,7 @@ from ops.operator import Lowering
 from ops.operators import phase_plan
 
 from conv_cases import PROBLEMS
-from lowering import compile_and_dump, kernel_for, one_matrix_contraction
+from lowering import compile_and_dump, configured_ir, kernel_for, one_matrix_contraction
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 
@@ -213,7 +213,7 @@ def test_cudas_tile_rule_leaves_3d_strided_narrow_and_float32_phases_to_iree(par
 def test_the_16_bit_phases_tiles_reach_its_compiled_convolution(tmp_path):
     """The pinned configuration is the one IREE compiles, and the convolution issues mma.sync."""
     one_matrix_contraction(_3x3("bfloat16", 8, 128, 28), "cuda:sm_80", tmp_path, "conv")
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert "workgroup = [1, 4, 32, 128, 0]" in configured and "workgroup_size = [256, 1, 1]" in configured
 
 

@@ -13,7 +13,7 @@ from ops.operator import Lowering
 from ops.operators import phase_plan
 
 from grouped_bwd_data_cases import CASES, grouped_problem
-from lowering import compile_as_shipped, kernel_for
+from lowering import compile_as_shipped, configured_ir, kernel_for
 
 CK_PROBLEMS = {
     # CK 38's default: 2D, G=32, N=4, K=C=192 per group, 28x28, 3x3, stride 1, pad 1, with and without bias-ReLU
@@ -110,6 +110,6 @@ def test_a_tuned_grouped_configuration_reaches_its_dispatch(tmp_path):
                                           grouped=True)
     mlir = op.render(problem, policy.target_forms(problem, targets.parse_target("cuda:sm_80"))[0], Lowering({0: config}))
     compile_and_dump(problem.name, mlir, "cuda:sm_80", tmp_path)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert "workgroup = [1, 2, 32, 1, 64, 0]" in configured, re.findall(r"workgroup = \[[\d, ]*\]", configured)
     assert "padding_conv = [1, 2, 32, 1, 64, 0, 0, 0]" in configured

@@ -15,8 +15,8 @@ from ops.operators import grouped_conv_bwd_weight as op
 from ops.operator import Lowering
 
 from grouped_conv_bwd_weight_cases import PROBLEMS
-from lowering import (compile_and_dump, compile_as_shipped, kernel_for, one_matrix_contraction, shipped, without_gpu_configs,
-                      workgroup_counts)
+from lowering import (compile_and_dump, compile_as_shipped, configured_ir, kernel_for, one_matrix_contraction, shipped,
+                      without_gpu_configs, workgroup_counts)
 
 SIXTEEN_BIT = ("float16", "bfloat16")
 SPLIT_REDUCTION = "--iree-dispatch-creation-enable-split-reduction"
@@ -194,7 +194,7 @@ def test_a_pinned_configuration_reaches_the_convolution(tmp_path):
     assert f"outs(%partial_zero : !partial) attrs = {{compilation_info = {info}}} {{" in mlir
     assert op.render(problem, op.Form(), Lowering({})) == op.render(problem)
     lowered = compile_and_dump(problem.name, mlir, "rocm:gfx942", tmp_path)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert "reduction = [0, 0, 0, 0, 0, 2]" in configured and "padding = [1, 16, 1, 3, 16, 32]" in configured
     (conv,) = [d for d in lowered.dispatches if d.is_contraction]
     assert conv.mma_kind == "MFMA_F32_16x16x16_F16" and "v_mfma" in kernel_for(lowered, conv)

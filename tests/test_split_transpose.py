@@ -21,7 +21,7 @@ from ops import compiler, policy, registry, render, targets
 from ops.operator import Lowering
 from ops.operators import conv_bwd_data, grouped_conv_bwd_weight
 
-from lowering import compile_and_dump, run_on_cpu, without_gpu_configs
+from lowering import compile_and_dump, configured_ir, run_on_cpu, without_gpu_configs
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 TILE = "lowering_config<{thread = [1, 1, 4, 2], workgroup = [1, 1, 32, 64]}>"  # (j, n, positions, channels)
@@ -98,7 +98,7 @@ def test_the_split_tile_reaches_the_compiled_split(tmp_path):
     problem = _weight(batch=32, out_channels=256, input_spatial=(56, 56), filter_spatial=(1, 1), padding=0)
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert IN_ORDER_TILE in configured
 
 
@@ -106,7 +106,7 @@ def test_the_tile_reaches_the_compiled_split(tmp_path):
     problem = _data(batch=4, in_channels=64, out_channels=256, input_spatial=(28, 28))
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert TILE in configured
 
 
@@ -164,7 +164,7 @@ def test_the_padded_split_is_stored_in_place_when_compiled(tmp_path):
     problem = _data(filter_spatial=(3, 3), padding=1, input_spatial=(56, 56))
     spec = policy.module_spec(problem, CUDA)
     lowered = compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert "thread = [1, 1, 4, 1, 2], workgroup = [1, 1, 28, 1, 64]" in configured
     assert not [d.name for d in lowered.dispatches if "memcpy" in d.name], [d.name for d in lowered.dispatches]
 
@@ -225,5 +225,5 @@ def test_f16x1s_tile_reaches_the_compiled_split(tmp_path):
                              filter_spatial=(1, 1), padding=0))
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert F16X1_TILE in configured

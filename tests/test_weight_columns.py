@@ -12,7 +12,7 @@ from ops import policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight
 from ops.operators import weight_columns
 
-from lowering import compile_and_dump, gpu_module_on_cpu
+from lowering import compile_and_dump, configured_ir, gpu_module_on_cpu
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -43,7 +43,7 @@ def test_the_cuda_module_copies_no_padded_x(tmp_path):
     problem = _depthwise(batch=4, groups=32, input_spatial=(28, 28))
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
-    configured = "\n".join(p.read_text() for p in (tmp_path / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path)
     assert "workgroup = [1, 9, 28, 0]" in configured and "slow_memcpy" not in configured
 
 

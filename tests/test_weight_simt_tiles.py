@@ -13,7 +13,7 @@ import pytest
 from ops import gemm_policy, policy, targets
 from ops.operators import grouped_conv_bwd_weight as weight, weight_gemm
 
-from lowering import compile_and_dump, gpu_module_on_cpu, tile_lists
+from lowering import compile_and_dump, configured_ir, gpu_module_on_cpu, tile_lists
 
 CUDA, ROCM, CPU = (targets.parse_target(t) for t in ("cuda:sm_80", "rocm:gfx942", "llvm-cpu"))
 
@@ -197,7 +197,7 @@ def test_a_segmented_module_keeps_its_tiles_and_computes_the_reference(rng, tmp_
     spec = policy.module_spec(problem, CUDA)
     assert gemm_policy.gemm_split(problem) == 4 * 49 and "4x32x49x256xf32" in spec.mlir
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path / "cuda", spec.extra_flags)
-    configured = "".join(f.read_text() for f in (tmp_path / "cuda" / "dump").glob("configured_*.mlir"))
+    configured = configured_ir(tmp_path / "cuda")
     assert "workgroup = [1, 1, 16, 32, 0]" in configured
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= 1e-5 * scale
