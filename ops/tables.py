@@ -15,7 +15,8 @@ from .targets import Target
 # What a rule may hold: its operator, what narrows it (``rule_applies``), what it chooses, and its evidence.
 RULE_KEYS = frozenset({"operator", "dtypes", "out_dtypes", "precisions", "kinds", "ranks", "layouts",
                        "min_output_positions", "max_output_positions", "min_channels", "max_channels",
-                       "min_out_channels", "max_out_channels", "pointwise", "strided", "host_flags", "host_lacks",
+                       "min_out_channels", "max_out_channels", "min_taps", "max_taps", "pointwise", "strided",
+                       "host_flags", "host_lacks",
                        "except", "except_why",
                        "form", "only_forms", "flags", "conv_tiles", "weight_tiles", "weight_simt_tiles",
                        "weight_gemm_tiles", "data_simt_tiles", "depthwise_tiles", "merged_tiles", "gemm_tiles",
@@ -58,9 +59,9 @@ def rule_applies(rule: dict, problem) -> bool:
     float32 result, ``computed_as``), to ``kinds`` (``ConvProblem.kind``), to ``ranks`` (spatial axes), to
     ``layouts``, to at least ``min_output_positions`` (at most ``max_output_positions``) output positions per
     image and ``min_channels`` (at most ``max_channels``) input channels a group and ``min_out_channels`` (at most
-    ``max_out_channels``) output channels a group, to pointwise convolutions or to the others (``pointwise`` true
-    or false: a 1 x 1 filter at unit stride), to strided ones or the others (``strided``: a stride above 1 along
-    some axis), to hosts whose CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names,
+    ``max_out_channels``) output channels a group, to filters of at least ``min_taps`` (at most ``max_taps``) taps,
+    to pointwise convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to
+    strided ones or the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names,
     ``targets.host_cpu_flags``: a CPU rule holds where it was measured, and another host keeps the rules below
     it), and leave out problems by function name (``except``: measured slower with it)."""
     features = {"dtypes": problem.dtype, "out_dtypes": getattr(problem, "out_dtype", problem.dtype),
@@ -72,6 +73,8 @@ def rule_applies(rule: dict, problem) -> bool:
             <= rule.get("max_out_channels", math.inf)
             and (rule.get("min_output_positions", 0) <= math.prod(getattr(problem, "output_spatial", ()))
                  <= rule.get("max_output_positions", math.inf))
+            and (rule.get("min_taps", 0) <= math.prod(getattr(problem, "filter_spatial", ()))
+                 <= rule.get("max_taps", math.inf))
             and rule.get("pointwise", _pointwise(problem)) == _pointwise(problem)
             and rule.get("strided", _strided(problem)) == _strided(problem)
             and _on_host(rule) and problem.name not in rule.get("except", ()))

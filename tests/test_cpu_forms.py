@@ -703,6 +703,26 @@ def test_channels_first_stems_keep_per_image_on_avx512_hosts_without_amx(monkeyp
                   padding=1)[0] == "per_image_nn"
 
 
+@pytest.mark.parametrize("host, stem", [
+    (ZEN4_HOST | {"avx512_fp16"}, "per_image_nn"),  # an Intel Xeon without AMX: 1.07-1.54x (docs/perf/xeon-stem-3x3)
+    (ZEN4_HOST, "per_image"),                        # unmeasured on Zen 4: the stem rule's
+])
+def test_a_3x3_stem_takes_per_image_nn_on_the_intel_host_without_amx(monkeypatch, host, stem):
+    """MobileNetV2's, EfficientNet-B0's and RegNetY-400MF's stem (3 -> 32 channels, 3x3 stride 2 at 224x224): its
+    per-image matmul has 27 columns (3 channels x 9 taps) where the 7x7 stem's 147 kept per_image the faster; a
+    filter of more than 9 taps keeps the stem rule (``max_taps``)."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+
+    def chosen(**params):
+        base = dict(batch=4, groups=1, in_channels=3, out_channels=32, input_spatial=(224, 224), filter_spatial=(3, 3),
+                    stride=2, padding=1, layout="NCHW", dtype="float32")
+        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+        return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in policy.module_spec(problem, CPU).extra_flags
+    assert chosen() == (stem, stem == "per_image_nn")
+    assert chosen(filter_spatial=(5, 5), padding=2) == ("per_image", False)
+    assert chosen(filter_spatial=(7, 7), padding=3, out_channels=64) == ("per_image", False)
+
+
 PEEL_FLAG = "--iree-llvmcpu-vector-pproc-strategy=peel"
 
 
