@@ -692,15 +692,18 @@ def test_channels_first_stems_keep_per_image_on_avx512_hosts_without_amx(monkeyp
     """A 3-channel stem's weight gradient (ResNet-50's 7x7 stride 2) keeps per_image where the dense rule gives the
     others per_image_nn, and without that rule's flag."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+    assert _stem_choice() == (stem, stem == "per_image_nn")
+    assert _stem_choice(in_channels=128, out_channels=128, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
+                        padding=1)[0] == "per_image_nn"
 
-    def chosen(**params):
-        base = dict(batch=4, groups=1, in_channels=3, out_channels=64, input_spatial=(224, 224), filter_spatial=(7, 7),
-                    stride=2, padding=3, layout="NCHW", dtype="float32")
-        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
-        return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in policy.module_spec(problem, CPU).extra_flags
-    assert chosen() == (stem, stem == "per_image_nn")
-    assert chosen(in_channels=128, out_channels=128, input_spatial=(28, 28), filter_spatial=(3, 3), stride=1,
-                  padding=1)[0] == "per_image_nn"
+
+def _stem_choice(**params) -> tuple[str, bool]:
+    """The CPU's first form for a stem's weight gradient (ResNet-50's: 3 -> 64 channels, 7x7 stride 2 at 224x224,
+    where ``params`` do not say otherwise), and whether its module takes the per_image_nn rule's flag."""
+    base = dict(batch=4, groups=1, in_channels=3, out_channels=64, input_spatial=(224, 224), filter_spatial=(7, 7),
+                stride=2, padding=3, layout="NCHW", dtype="float32")
+    problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
+    return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in policy.module_spec(problem, CPU).extra_flags
 
 
 @pytest.mark.parametrize("host, stem", [
@@ -712,15 +715,9 @@ def test_a_3x3_stem_takes_per_image_nn_on_the_intel_host_without_amx(monkeypatch
     per-image matmul has 27 columns (3 channels x 9 taps) where the 7x7 stem's 147 kept per_image the faster; a
     filter of more than 9 taps keeps the stem rule (``max_taps``)."""
     monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
-
-    def chosen(**params):
-        base = dict(batch=4, groups=1, in_channels=3, out_channels=32, input_spatial=(224, 224), filter_spatial=(3, 3),
-                    stride=2, padding=1, layout="NCHW", dtype="float32")
-        problem = catalog.problem("grouped_conv_bwd_weight", "ck_default", **{**base, **params})
-        return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in policy.module_spec(problem, CPU).extra_flags
-    assert chosen() == (stem, stem == "per_image_nn")
-    assert chosen(filter_spatial=(5, 5), padding=2) == ("per_image", False)
-    assert chosen(filter_spatial=(7, 7), padding=3, out_channels=64) == ("per_image", False)
+    assert _stem_choice(out_channels=32, filter_spatial=(3, 3), padding=1) == (stem, stem == "per_image_nn")
+    assert _stem_choice(out_channels=32, filter_spatial=(5, 5), padding=2) == ("per_image", False)
+    assert _stem_choice() == ("per_image", False)  # the 7x7 stem
 
 
 PEEL_FLAG = "--iree-llvmcpu-vector-pproc-strategy=peel"
