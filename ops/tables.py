@@ -61,9 +61,10 @@ def rule_applies(rule: dict, problem) -> bool:
     image and ``min_channels`` (at most ``max_channels``) input channels a group and ``min_out_channels`` (at most
     ``max_out_channels``) output channels a group, to filters of at least ``min_taps`` (at most ``max_taps``) taps,
     to pointwise convolutions or to the others (``pointwise`` true or false: a 1 x 1 filter at unit stride), to
-    strided ones or the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of ``host_flags`` and none of ``host_lacks`` (Linux's names,
-    ``targets.host_cpu_flags``: a CPU rule holds where it was measured, and another host keeps the rules below
-    it), and leave out problems by function name (``except``: measured slower with it)."""
+    strided ones or the others (``strided``: a stride above 1 along some axis), to hosts whose CPU has every one of
+    ``host_flags`` and none of ``host_lacks`` (Linux's names, ``targets.host_cpu_flags``: a CPU rule holds where it
+    was measured, and another host keeps the rules below it), and leave out problems by function name (``except``:
+    measured slower with it)."""
     features = {"dtypes": problem.dtype, "out_dtypes": getattr(problem, "out_dtype", problem.dtype),
                 "precisions": getattr(problem, "precision", None), "kinds": getattr(problem, "kind", None),
                 "ranks": problem.rank, "layouts": problem.layout}
