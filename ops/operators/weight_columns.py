@@ -38,11 +38,8 @@ def render(problem: ConvBwdWeightProblem, element: str, config: str | None) -> s
     domain = ["p", "t", "ol", *(["orest"] if rest else [])]
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
-    on_x = "%on0"
     positions = [_position(problem, a) for a in range(rank)]
-    for a in range(1, rank):
-        positions.append(mlir.indent(mlir.render("common.and", result=f"%on_0_{a}", a=on_x, b=f"%on{a}"), 4))
-        on_x = f"%on_0_{a}"
+    positions.append(mlir.indent(mlir.fold("common.and", "%on_x", [f"%on{a}" for a in range(rank)]), 4))
     columns_type = mlir.tensor([plane, taps, last], dtypes.ACCUMULATOR)
     return mlir.render(
         "grouped_conv_bwd_weight.columns", element=element, groups=groups,
@@ -52,7 +49,7 @@ def render(problem: ConvBwdWeightProblem, element: str, config: str | None) -> s
         columns_map=mlir.affine_map(domain, domain[:3]), columns_type=columns_type,
         columns_iterators=mlir.iterators(["parallel"] * 3 + ["reduction"] * len(rest)),
         dispatch_config=f", compilation_info = {config}" if config else "",
-        positions="\n".join(positions), clamped=", ".join(f"%r{a}" for a in range(rank)), on_x=on_x,
+        positions="\n".join(positions), clamped=", ".join(f"%r{a}" for a in range(rank)), on_x="%on_x",
         to_accumulator=mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension",
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
         split_shape=mlir.index_list([n, groups, taps, last]),
