@@ -61,7 +61,8 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     padded_shape = join_activation(problem.batch, padded, problem.groups, problem.channels_last)
     view = view_dims(problem)
     first = 1 if problem.channels_last else 2  # the view's first spatial dim
-    pairs = _axis_positions(problem, first, [2] * rank)  # each axis's (m, r), or m
+    pairs = _axis_positions(problem, first)  # each axis's (m, r), or m
+    on = _on(problem)
     reassociation = [[0], *pairs, [len(view) - 1]] if problem.channels_last else [[0], [1], *pairs]
     pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
     zero_pad = mlir.zero_pad("%padded", "%grad_out", pad[0], pad[1], element, "!grad_out", "!padded", zero="%zero")
@@ -72,19 +73,19 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
         weight_type=mlir.tensor(problem.weight_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         padded_type=mlir.tensor(padded_shape, element),
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
-        on_values=str(_on(problem).tolist()).replace(" ", ""),
+        on_values=str(on.tolist()).replace(" ", ""),
         view_type=mlir.tensor(view, element),
         pad=mlir.indent(zero_pad, 2), **_filter(problem), reassociation=reassociation,
-        view_shape=mlir.index_list(view), accumulate=_accumulate(problem, element, config),
+        view_shape=mlir.index_list(view), accumulate=_accumulate(problem, element, config, bool(on.all())),
     )
 
 
-def _axis_positions(problem: ConvBwdDataProblem, first: int, per_axis: list[int]) -> list[list[int]]:
-    """Each axis's dim positions from ``first`` on, ``per_axis[a]`` dims along a strided axis, one fewer (no
-    residue) along one of stride 1."""
+def _axis_positions(problem: ConvBwdDataProblem, first: int) -> list[list[int]]:
+    """Each axis's dim positions from ``first`` on: two ((m, r) or (r, u)) along a strided axis, one (no residue)
+    along one of stride 1."""
     positions, at = [], first
-    for count, s in zip(per_axis, problem.stride):
-        count -= s == 1
+    for s in problem.stride:
+        count = 2 if s > 1 else 1
         positions.append(list(range(at, at + count)))
         at += count
     return positions
@@ -112,7 +113,7 @@ def _on(problem: ConvBwdDataProblem) -> np.ndarray:
 def _on_filter(problem: ConvBwdDataProblem, first: int) -> tuple[str, str]:
     """(lines, i1 value): each axis's tap f = first_tap + r - s*u, from the gather's (r, u) dims (from ``first`` on;
     r = 0 along an axis of stride 1), and whether every one is on the filter."""
-    dims = _axis_positions(problem, first, [2] * problem.rank)
+    dims = _axis_positions(problem, first)
     lines = [mlir.render("data_merged.filter_tap", axis=a, u_dim=d[-1], stride=s, first_tap=m.first_tap, window=f,
                          residue=f"linalg.index {d[0]}" if s > 1 else "arith.constant 0")
              for a, (m, s, f, d) in enumerate(zip(axes(problem), problem.stride, problem.filter_spatial, dims))]
@@ -136,16 +137,16 @@ def _filter(problem: ConvBwdDataProblem) -> dict:
                 filter_taps=taps + "\n" + group, extract=mlir.index_list(extract), on_filter=on)
 
 
-def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None) -> str:
+def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, every_tap: bool) -> str:
     """The contraction over the taps, into grad_in's view: float32 sums straight into it, or (16-bit) into a
-    float32 accumulator narrowed into it."""
+    float32 accumulator narrowed into it; with no mask where ``every_tap`` (r, u) is on the filter."""
     rank, merged = problem.rank, axes(problem)
     count = len(view_dims(problem))
     view_domain = mlir.dims("d", count)
     u = mlir.dims("u", rank)
     n = "d0"
     dims = [[view_domain[d] for d in axis] for axis in
-            _axis_positions(problem, 1 if problem.channels_last else 2, [2] * rank)]  # (m, r), or m
+            _axis_positions(problem, 1 if problem.channels_last else 2)]  # (m, r), or m
     g = view_domain[-1] if problem.channels_last else view_domain[1]
     rows = [mlir.term(f"{mr[0]} + {ua}", 1, ax.shift + ax.pad[0]) for mr, ua, ax in zip(dims, u, merged)]
     read = [n, *rows, g] if problem.channels_last else [n, g, *rows]
@@ -156,7 +157,6 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None) -
     acc_type = mlir.tensor(view_dims(problem), "f32") if narrow else "!view"
     widen_g, g32 = mlir.widen("%g", element, "%g32")
     widen_w, w32 = mlir.widen("%w", element, "%w32")
-    every_tap = bool(_on(problem).all())
     contraction = mlir.render(
         "data_merged.contraction_every_tap" if every_tap else "data_merged.contraction",
         result="%result_acc" if narrow else "%result",
