@@ -291,14 +291,16 @@ ${taps}
       ins(%grad_out_flat, %x_tap_${tap} : ${grad_out_flat_type}, ${x_tap_type}) outs(%tap_zero_${tap} : ${tap_type}) -> ${tap_type}
   %taps_${next} = tensor.insert_slice %tap_${tap} into %taps_${after}[${tap}, 0, 0, 0] [1, ${batch}, ${out_channels}, ${channels}] [1, 1, 1, 1] : ${tap_type} into ${taps_type}
 
-// fragment columns: on the GPU targets, depthwise problems channels-first (C = K = 1): partial sums by columns
-  // x read where it lies: grad_w[g, f] = sum_{n, o} x[n, g, s*o + d*f - p_lo] * grad_out[n, g, o], a term whose x
-  // position is off x zero, in two generics. The first keeps (plane = (n, g), tap = f.., o_last) and reduces the
-  // other output axes (o_rest, merged), so that a workgroup's neighbouring threads (along o_last) read neighbouring
-  // positions of x's and grad_out's contiguous rows. It reads x in its body at the position clamped onto x and
-  // selects zero off x: no padded copy of x (IREE copies a pad it does not fuse in a dispatch of its own, and
-  // fused into this reduction the pad computed wrong sums). The dims merged here IREE would merge itself, rebuilding
-  // the generic without its pinned tile. The second generic sums (n, o_last).
+// fragment columns: on the GPU targets, depthwise problems (C = K = 1): partial sums along an output axis
+  // x read where it lies: grad_w[g, f] = sum_{n, o} x[n, s*o + d*f - p_lo, g] * grad_out[n, o, g] (channels-first
+  // x[n, g, ..], grad_out[n, g, o]), a term whose x position is off x zero, in two generics. The first keeps a
+  // partial sum per (plane, tap = f.., side) and reduces the rest, so that a workgroup's neighbouring threads (along
+  // side) read neighbouring elements of x and grad_out. Channels-first: plane = (n, g), side = o_last, the other
+  // output axes (o_rest, merged) reduced. Channels-last: plane = (n, o_rest), side = g, o_last reduced. It reads x
+  // in its body at the position clamped onto x and selects zero off x: no padded copy of x (IREE copies a pad it
+  // does not fuse in a dispatch of its own, and fused into this reduction the pad computed wrong sums). The dims
+  // merged here IREE would merge itself, rebuilding the generic without its pinned tile. The second generic sums
+  // the planes and o_last (channels-first) or the planes (channels-last).
   %grad_out_planes = tensor.collapse_shape %grad_out ${planes_reassociation} : !grad_out into ${planes_type}
   %x_off = arith.constant 0.0 : ${element}
   %c0 = arith.constant 0 : index
@@ -309,10 +311,10 @@ ${taps}
   ^bb0(%gv: ${element}, %sum: f32):
     %plane = linalg.index 0 : index
     %tap = linalg.index 1 : index
-    %n = affine.apply affine_map<(p) -> (p floordiv ${groups})>(%plane)
-    %g = affine.apply affine_map<(p) -> (p mod ${groups})>(%plane)
+    %n = affine.apply affine_map<(p) -> (p floordiv ${plane_images})>(%plane)
+${channel}
 ${positions}
-    %x_read = tensor.extract %x[%n, %g, ${clamped}] : !x
+    %x_read = tensor.extract %x[${x_index}] : !x
     %xv = arith.select ${on_x}, %x_read, %x_off : ${element}
 ${to_accumulator}
 ${multiply_add}
@@ -321,7 +323,7 @@ ${multiply_add}
   %columns_split = tensor.expand_shape %columns [[0, 1], [2], [3]] output_shape [${split_shape}] : ${columns_type} into ${split_type}
   %taps_empty = tensor.empty() : ${taps_type}
   %taps_zero = linalg.fill ins(%zero : f32) outs(%taps_empty : ${taps_type}) -> ${taps_type}
-  %taps = linalg.generic {indexing_maps = [affine_map<(g, t, n, o) -> (n, g, t, o)>, affine_map<(g, t, n, o) -> (g, t)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+  %taps = linalg.generic {indexing_maps = [${split_read}, affine_map<(g, t, n, o) -> (g, t)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
       ins(%columns_split : ${split_type}) outs(%taps_zero : ${taps_type}) {
   ^bb0(%p: f32, %s: f32):
     %new_s = arith.addf %s, %p : f32

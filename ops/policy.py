@@ -238,9 +238,10 @@ def _simt_workgroup(problem, spec: dict, columns: int | None = None) -> tuple[in
 
 def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
     """{0: compilation_info} for the columns form's partial sums (``weight_columns.tile``): a thread a partial sum,
-    about ``threads`` a workgroup, ``reduction`` of o_rest a step. Empty where the form does not take ``problem`` or
-    ``weight_columns.tile`` finds no tile."""
-    tile = weight_columns.applies(problem) and weight_columns.tile(problem, spec["threads"], spec["reduction"])
+    about ``threads`` a workgroup, ``reduction`` of the reduced dim a step, channels-last up to ``channels`` groups
+    side by side. Empty where the form does not take ``problem`` or ``weight_columns.tile`` finds no tile."""
+    tile = weight_columns.applies(problem) and weight_columns.tile(problem, spec["threads"], spec["reduction"],
+                                                                   spec.get("channels", 32))
     if not tile:
         return {}
     workgroup, reduction, threads = tile

@@ -1,7 +1,7 @@
 """The weight gradient's row split (``grouped_conv_bwd_weight.Form.row_split``): the batch-split generic with the
 first spatial axis's output rows as partial sums too, summed with the chunks. CUDA's table puts it first for
 depthwise problems (a depthwise layer's nine sums a channel over N x H x W products, in parallel over the rows) but
-float32 channels-first ones (the columns form, tests/test_weight_columns.py);
+float32 channels-first and float32 or bfloat16 NHWC ones (the columns form, tests/test_weight_columns.py);
 other problems and the CPU keep their forms; the form computes the float64 reference (run on the CPU) in both
 layouts, 1-D to 3-D, at MobileNetV2's sizes too; it takes the generic only."""
 
@@ -23,7 +23,9 @@ def _problem(**params):
     return weight.problem_from_params(**{**base, **params})
 
 
-@pytest.mark.parametrize("params", [dict(), dict(layout="NCHW", stride=2)], ids=["bf16_cl", "bf16_nchw_s2"])
+@pytest.mark.parametrize("params", [dict(dtype="float16"), dict(layout="NCHW", stride=2),
+                                    dict(layout="NDHWC", input_spatial=(6, 8, 8), filter_spatial=(3, 3, 3))],
+                         ids=["f16_cl", "bf16_nchw_s2", "bf16_ndhwc"])
 def test_cuda_puts_the_row_split_first_for_depthwise_problems(params):
     problem = _problem(**params)
     first = policy.forms_for(problem, CUDA)[0]

@@ -1,7 +1,7 @@
 """grouped_conv_bwd_weight's ``columns`` form (``mlir/grouped_conv_bwd_weight.mlir``'s ``columns``), for depthwise
-problems in channels-first layouts on the GPU targets: partial sums kept along the last output axis, so that a
-workgroup's neighbouring threads read neighbouring positions of x's and grad_out's contiguous rows, then summed. x
-is read where it lies (a select for its padding): no padded copy of it."""
+problems on the GPU targets: partial sums kept along one side (channels-first the last output axis, channels-last the
+groups), so that a workgroup's neighbouring threads read neighbouring elements of x and grad_out, then summed. x is
+read where it lies (a select for its padding): no padded copy of it."""
 
 from __future__ import annotations
 
@@ -16,59 +16,87 @@ OP = "grouped_conv_bwd_weight"
 
 
 def applies(problem: ConvBwdWeightProblem) -> bool:
-    """Whether the columns form can take ``problem``: depthwise (C = K = 1 a group), channels-first."""
-    return problem.kind == "depthwise" and not problem.channels_last
+    """Whether the columns form can take ``problem``: depthwise (C = K = 1 a group)."""
+    return problem.kind == "depthwise"
 
 
 def dims(problem: ConvBwdWeightProblem) -> list[int]:
-    """The partial sums' generic's dims: (plane = (n, g), tap = the filter's taps, o_last) and, from two spatial
-    axes, o_rest (the other output axes, reduced)."""
-    rest = math.prod(problem.output_spatial[:-1])
-    return [problem.batch * problem.groups, math.prod(problem.filter_spatial), problem.output_spatial[-1],
-            *([rest] if problem.rank > 1 else [])]
+    """The partial sums' generic's dims, (plane, tap = the filter's taps, side) kept, then the reduced ones:
+    channels-first plane = (n, g), side = o_last and, from two spatial axes, o_rest (the other output axes) reduced;
+    channels-last plane = (n, o_rest), side = g, o_last reduced."""
+    rest, last = math.prod(problem.output_spatial[:-1]), problem.output_spatial[-1]
+    taps = math.prod(problem.filter_spatial)
+    if problem.channels_last:
+        return [problem.batch * rest, taps, problem.groups, last]
+    return [problem.batch * problem.groups, taps, last, *([rest] if problem.rank > 1 else [])]
 
 
 def render(problem: ConvBwdWeightProblem, element: str, config: str | None) -> str:
-    """The two generics: columns[(n, g), f.., o_last] = sum over o_rest of x[n, g, s*o + d*f - p_lo] (zero off x)
-    * grad_out[n, g, o]; then grad_w[g, 0, f..] = sum over (n, o_last). ``config`` pins the first."""
-    check(applies(problem), f"{OP}: the columns form takes depthwise problems in channels-first layouts, but got "
-                            f"{problem.name}")
-    rank, n, groups = problem.rank, problem.batch, problem.groups
-    plane, taps, last, *rest = dims(problem)
-    domain = ["p", "t", "ol", *(["orest"] if rest else [])]
+    """The two generics: columns[plane, f.., side] = sum over the rest of x[n, s*o + d*f - p_lo, g] (zero off x)
+    * grad_out[n, o, g]; then grad_w[g, f.., 0] = sum over the planes (and o_last). ``config`` pins the first."""
+    check(applies(problem), f"{OP}: the columns form takes depthwise problems, but got {problem.name}")
+    rank, n, groups, last_layout = problem.rank, problem.batch, problem.groups, problem.channels_last
+    plane, taps, side, *reduced = dims(problem)
+    domain = ["p", "t", "g", "ol"] if last_layout else ["p", "t", "ol", *(["orest"] if reduced else [])]
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
     widen_g, g32 = mlir.widen("%gv", element, "%g32")
     positions = [_position(problem, a) for a in range(rank)]
     positions.append(mlir.indent(mlir.fold("common.and", "%on_x", [f"%on{a}" for a in range(rank)]), 4))
-    columns_type = mlir.tensor([plane, taps, last], dtypes.ACCUMULATOR)
+    columns_type = mlir.tensor([plane, taps, side], dtypes.ACCUMULATOR)
+    clamped = [f"%r{a}" for a in range(rank)]
     return mlir.render(
-        "grouped_conv_bwd_weight.columns", element=element, groups=groups,
-        planes_reassociation=[[0, 1], *([list(range(2, rank + 1))] if rest else []), [rank + 1]],
-        planes_type=mlir.tensor([plane, *rest, last], element),
-        grad_out_map=mlir.affine_map(domain, ["p", *domain[3:], "ol"]),
+        "grouped_conv_bwd_weight.columns", element=element, **_layout_parts(problem, element, domain),
         columns_map=mlir.affine_map(domain, domain[:3]), columns_type=columns_type,
-        columns_iterators=mlir.iterators(["parallel"] * 3 + ["reduction"] * len(rest)),
+        columns_iterators=mlir.iterators(["parallel"] * 3 + ["reduction"] * len(reduced)),
         dispatch_config=f", compilation_info = {config}" if config else "",
-        positions="\n".join(positions), clamped=", ".join(f"%r{a}" for a in range(rank)), on_x="%on_x",
+        positions="\n".join(positions), on_x="%on_x",
+        x_index=", ".join(["%n", *clamped, "%g"] if last_layout else ["%n", "%g", *clamped]),
         to_accumulator=mlir.indent(f"{widen_x}\n{widen_g}", 4) if widen_x else "    // f32 inputs: no extension",
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=x32, b=g32),
-        split_shape=mlir.index_list([n, groups, taps, last]),
-        split_type=mlir.tensor([n, groups, taps, last], dtypes.ACCUMULATOR),
+        split_type=mlir.tensor(_split_shape(problem), dtypes.ACCUMULATOR),
+        split_shape=mlir.index_list(_split_shape(problem)),
         taps_type=mlir.tensor([groups, taps], dtypes.ACCUMULATOR),
-        acc_reassociation=[[0, 1], list(range(2, rank + 2))], acc_shape=mlir.index_list(problem.weight_shape),
+        acc_reassociation=[[0], list(range(1, rank + 2))] if last_layout else [[0, 1], list(range(2, rank + 2))],
+        acc_shape=mlir.index_list(problem.weight_shape),
     )
 
 
+def _layout_parts(problem: ConvBwdWeightProblem, element: str, domain: list[str]) -> dict[str, object]:
+    """The template's parts that follow the layout: grad_out as (plane, o_rest, o_last) or (plane, o_last, g), its
+    map, how a plane decodes to (n, g), and how the second generic reads the partial sums split (n, ..)."""
+    rank, groups, (plane, taps, side, *reduced) = problem.rank, problem.groups, dims(problem)
+    if problem.channels_last:
+        return dict(planes_reassociation=[list(range(rank)), [rank], [rank + 1]],
+                    planes_type=mlir.tensor([plane, *reduced, side], element),
+                    grad_out_map=mlir.affine_map(domain, ["p", "ol", "g"]), plane_images=plane // problem.batch,
+                    channel="    %g = linalg.index 2 : index",
+                    split_read="affine_map<(g, t, n, o) -> (n, o, t, g)>")
+    return dict(planes_reassociation=[[0, 1], *([list(range(2, rank + 1))] if reduced else []), [rank + 1]],
+                planes_type=mlir.tensor([plane, *reduced, side], element),
+                grad_out_map=mlir.affine_map(domain, ["p", *domain[3:], "ol"]), plane_images=groups,
+                channel=f"    %g = affine.apply affine_map<(p) -> (p mod {groups})>(%plane)",
+                split_read="affine_map<(g, t, n, o) -> (n, g, t, o)>")
+
+
+def _split_shape(problem: ConvBwdWeightProblem) -> list[int]:
+    """The partial sums split (n, ..): channels-first (n, g, tap, o_last), channels-last (n, o_rest, tap, g)."""
+    plane, taps, side, *_ = dims(problem)
+    return [problem.batch, plane // problem.batch, taps, side]
+
+
 def _position(problem: ConvBwdWeightProblem, axis: int) -> str:
-    """``columns_position`` of ``axis``: i = s*o + d*f - p_lo, o and f decoded from the merged dims (o_rest and the
-    taps row-major)."""
+    """``columns_position`` of ``axis``: i = s*o + d*f - p_lo, o and f decoded from the merged dims (the output
+    axes but the last row-major in o_rest, channels-first, or after n in the plane, channels-last; the taps
+    row-major)."""
     rank, outputs, filters = problem.rank, problem.output_spatial, problem.filter_spatial
     last = axis == rank - 1
-    o = "o" if last else _digit("o", math.prod(outputs[axis + 1:-1]), outputs[axis], axis == 0)
+    o = "o" if last else _digit("o", math.prod(outputs[axis + 1:-1]), outputs[axis],
+                                axis == 0 and not problem.channels_last)
     f = _digit("t", math.prod(filters[axis + 1:]), filters[axis], axis == 0)
     terms = [_times(o, problem.stride[axis]), _times(f, problem.dilation[axis])]
     position = " + ".join(terms) + (f" - {problem.padding[axis][0]}" if problem.padding[axis][0] else "")
-    return mlir.render("grouped_conv_bwd_weight.columns_position", axis=axis, o_dim=2 if last else 3,
+    o_dim = (3 if last else 0) if problem.channels_last else (2 if last else 3)
+    return mlir.render("grouped_conv_bwd_weight.columns_position", axis=axis, o_dim=o_dim,
                        position=position, size=problem.input_spatial[axis])
 
 
@@ -84,17 +112,21 @@ def _times(expression: str, factor: int) -> str:
         f"({expression}) * {factor}"
 
 
-def tile(problem: ConvBwdWeightProblem, threads: int, reduction: int) -> tuple[list[int], list[int], int] | None:
-    """(workgroup, reduction, threads) of the columns generic, one thread a partial sum: every tap by the last output
-    axis whole by as many planes as bring a workgroup nearest ``threads`` threads (at least one), ``reduction``
-    steps of o_rest; where the taps by the row pass 1024 threads, the largest divisor of the taps that fits. None
-    where a row alone passes 1024 threads, where one spatial axis leaves nothing to reduce, or where a dim is 1
-    (IREE folds a unit dim away and rebuilds the generic without its configuration)."""
-    plane, taps, last, *rest = dims(problem)
-    row_taps = max((t for t in range(1, taps + 1) if taps % t == 0 and t * last <= 1024), default=0)
-    if not row_taps or not rest or 1 in (plane, taps, last, *rest):
+def tile(problem: ConvBwdWeightProblem, threads: int, reduction: int,
+         channels: int = 32) -> tuple[list[int], list[int], int] | None:
+    """(workgroup, reduction, threads) of the columns generic, one thread a partial sum: every tap by the side (the
+    last output axis whole, channels-first; channels-last the largest power of two up to ``channels`` that divides
+    the groups) by as many planes as bring a workgroup nearest ``threads`` threads (at least one), ``reduction``
+    steps of the reduced dim; where the taps by the side pass 1024 threads, the largest divisor of the taps that
+    fits. None where the side alone passes 1024 threads, where nothing is left to reduce, or where a dim is 1 (IREE
+    folds a unit dim away and rebuilds the generic without its configuration)."""
+    plane, taps, side, *reduced = dims(problem)
+    if problem.channels_last:
+        side = max(c for c in (1, 2, 4, 8, 16, 32, 64, 128, 256) if c <= max(channels, 1) and side % c == 0)
+    row_taps = max((t for t in range(1, taps + 1) if taps % t == 0 and t * side <= 1024), default=0)
+    if not row_taps or not reduced or 1 in (plane, taps, side, *reduced):
         return None
-    planes = max(1, round(threads / (row_taps * last))) if row_taps == taps else 1
-    while planes * row_taps * last > 1024:
+    planes = max(1, round(threads / (row_taps * side))) if row_taps == taps else 1
+    while planes * row_taps * side > 1024:
         planes -= 1
-    return [planes, row_taps, last], [reduction], planes * row_taps * last
+    return [planes, row_taps, side], [reduction], planes * row_taps * side
