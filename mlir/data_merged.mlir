@@ -79,6 +79,31 @@ ${multiply_add}
     linalg.yield %new_sum : f32
   } -> ${acc_type}
 
+// fragment contraction_in_place: the same (stride 1: every tap on the filter) reading grad_out where it lies, at
+// m + u + shift along each axis clamped onto it, zero selected off it: no padded copy (IREE writes an unfused pad in
+// a dispatch of its own, and fused it into this contraction 2.5-3.3x slower, channels-last on an H200)
+  ${result} = linalg.generic {indexing_maps = [${filter_read_map}, ${view_map}], iterator_types = ${iterators}}
+      ins(%filter : !filter) outs(${acc_init} : ${acc_type})${config} {
+  ^bb0(%w: ${element}, %sum: f32):
+    %n = linalg.index 0 : index
+    %grp = linalg.index ${group_dim} : index
+${positions}
+    %g_read = tensor.extract %grad_out[${grad_out_index}] : !grad_out
+    %g = arith.select ${on_grad_out}, %g_read, %zero : ${element}
+${widen}
+${multiply_add}
+    linalg.yield %new_sum : f32
+  } -> ${acc_type}
+
+// fragment read_position: one axis's grad_out position o = m + u + shift, whether it lies on grad_out (unsigned: a
+// position before it is a huge one), the position clamped onto it
+    %m${axis} = linalg.index ${m_dim} : index
+    %u${axis} = linalg.index ${u_dim} : index
+    %o${axis} = affine.apply affine_map<(m, u) -> (${position})>(%m${axis}, %u${axis})
+    %size${axis} = arith.constant ${size} : index
+    %on${axis} = arith.cmpi ult, %o${axis}, %size${axis} : index
+    %o${axis}_read = arith.select %on${axis}, %o${axis}, %c0 : index
+
 // fragment accumulate_f32: float32 sums straight into grad_in's view
   %view_zero = linalg.fill ins(%zero_acc : f32) outs(%view : !view) -> !view
 ${contraction}

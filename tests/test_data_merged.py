@@ -1,9 +1,9 @@
 """The merged form of depthwise backward-data (ops/operators/data_merged.py, mlir/data_merged.mlir): every stride
 phase in one generic over grad_in viewed phase-major. Its axis algebra computes each term of the identity once; the
-CUDA table's rules give it to strided depthwise problems (and to stride-1 ones but bfloat16 channels-last, which
-keeps the named depthwise op's tile), with its tile and the pad fusion flag; the CUDA module, its GPU attributes
-cut, computes the float64 reference on the CPU at MobileNetV2's sizes; problems it cannot take keep the
-stride-phase forms, and the CPU never takes it."""
+CUDA table's rules give it to strided depthwise problems and channels-first stride-1 ones, with its tile and the pad
+fusion flag, and to NHWC stride-1 ones reading grad_out in place (no pad, IREE's tiling); the CUDA module, its GPU
+attributes cut, computes the float64 reference on the CPU at MobileNetV2's sizes, padded and in place; problems it
+cannot take keep the stride-phase forms, and the CPU never takes it."""
 
 from __future__ import annotations
 
@@ -47,21 +47,21 @@ def test_the_merged_axes_compute_each_identity_term_once(stride):
         assert len(computed) == len(set(computed)) and set(computed) == expected
 
 
-@pytest.mark.parametrize("params, contraction, thread", [
-    (dict(), "merged", "[1, 1, 1, 1, 1, 4, 0, 0]"),
-    (dict(layout="NCHW", dtype="float32"), "merged", "[1, 1, 1, 1, 2, 2"),
-    (dict(layout="NCHW", dtype="float32", stride=1), "merged", "[1, 1, 1, 2, 0, 0]"),  # whole rows, no residues
-    (dict(dtype="float32", stride=1), "merged", None),  # float32 channels-last stride 1: IREE's tiling
-    (dict(stride=1), "depthwise", None),  # bfloat16 channels-last stride 1: the named depthwise op's tile rule
+@pytest.mark.parametrize("params, read, thread", [
+    (dict(), "padded", "[1, 1, 1, 1, 1, 4, 0, 0]"),
+    (dict(layout="NCHW", dtype="float32"), "padded", "[1, 1, 1, 1, 2, 2"),
+    (dict(layout="NCHW", dtype="float32", stride=1), "padded", "[1, 1, 1, 2, 0, 0]"),  # whole rows, no residues
+    (dict(dtype="float32", stride=1), "in_place", None),  # channels-last stride 1: in place, IREE's tiling
+    (dict(stride=1), "in_place", None),
 ], ids=["bf16_cl_s2", "f32_nchw_s2", "f32_nchw_s1", "f32_cl_s1", "bf16_cl_s1"])
-def test_cudas_rules_choose_the_merged_form_with_its_tile_and_the_pad_fusion(params, contraction, thread):
+def test_cudas_rules_choose_the_merged_form_with_its_tile_and_the_pad_fusion(params, read, thread):
+    """A padded module takes the pad fusion flag; one reading grad_out in place has no pad and takes none."""
     problem = _depthwise(**params)
     form = policy.forms_for(problem, CUDA)[0]
-    assert form.contraction == contraction
-    if contraction == "merged":
-        assert PAD_FUSION in policy.flags_for(problem, CUDA, form)
-        tile = policy.configs_for(problem, CUDA, form).get(0)
-        assert (f"thread = {thread}" in tile) if thread else tile is None
+    assert form.contraction == "merged" and form.grad_out_read == read
+    assert (PAD_FUSION in policy.flags_for(problem, CUDA, form)) == (read == "padded")
+    tile = policy.configs_for(problem, CUDA, form).get(0)
+    assert (f"thread = {thread}" in tile) if thread else tile is None
 
 
 @pytest.mark.parametrize("groups, spatial, workgroup, thread", [
@@ -91,6 +91,15 @@ def test_problems_it_cannot_take_keep_the_stride_phases(params):
     assert all(form.contraction != "merged" for form in policy.forms_for(problem, CUDA))
     with pytest.raises(ValueError, match="the merged form takes depthwise problems"):
         data.render(problem, data.Form(contraction="merged"))
+
+
+def test_only_the_merged_form_at_stride_1_reads_in_place():
+    with pytest.raises(ValueError, match="grad_out_read 'in_place' takes the merged form, but the contraction is"):
+        data.Form(contraction="generic", grad_out_read="in_place")
+    strided = _depthwise(dtype="float32")
+    assert all(form.grad_out_read == "padded" for form in policy.forms_for(strided, CUDA))
+    with pytest.raises(ValueError, match="the merged form reads grad_out in place at stride 1 only, but got"):
+        data.render(strided, data.Form(contraction="merged", grad_out_read="in_place"))
 
 
 def test_conv_bwd_data_refuses_it():
@@ -144,7 +153,36 @@ def test_the_tile_reaches_the_compiled_contraction(params, workgroup, tmp_path):
 ], ids=["bf16_cl_mobilenet", "f32_nchw", "f32_nchw_s1", "f32_5x5", "bf16_nchw_s32", "f32_3d", "f32_1d"])
 def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
     problem = _depthwise(**params)
-    spec = policy.module_spec(problem, CUDA, options=data.Form(contraction="merged"))
+    spec = policy.module_spec(problem, CUDA, options=data.Form(contraction="merged", grad_out_read="padded"))
     assert spec.mlir.count("= linalg.generic") == (2 if problem.dtype == "float32" else 3)  # gather, sum(, narrow)
     error, scale = gpu_module_on_cpu(problem, spec, data, rng, tmp_path, problem.input_shape)
     assert error <= (1e-5 if problem.dtype == "float32" else 1e-2) * scale
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch=2, groups=144, input_spatial=(56, 56), layout="NHWC", dtype="float32"),   # MobileNetV2's, 0.9 M
+    dict(batch=2, groups=32, input_spatial=(28, 28), layout="NHWC", dtype="bfloat16"),
+    dict(batch=2, groups=16, input_spatial=(20, 18), filter_spatial=(5, 5), padding=2, layout="NHWC"),
+    dict(batch=2, groups=8, input_spatial=(12, 10), filter_spatial=(3, 3), padding=(0, 2), layout="NHWC"),
+    dict(batch=2, groups=8, input_spatial=(14, 15), layout="NCHW", dtype="float32"),
+    dict(batch=2, groups=8, input_spatial=(4, 6, 8), filter_spatial=(3, 3, 3), layout="NDHWC", dtype="float32"),
+    dict(batch=3, groups=8, input_spatial=(16,), filter_spatial=(3,), layout="NWC", dtype="float32"),
+], ids=["f32_nhwc_mobilenet", "bf16_nhwc", "5x5", "unpadded_rows", "nchw", "ndhwc", "nwc"])
+def test_the_module_reading_grad_out_in_place_computes_the_reference(params, rng, tmp_path):
+    """No pad at all: each tap's grad_out position clamped onto it, zero selected off it, in both layouts and 1-D to
+    3-D, where an axis is unpadded (no position off grad_out) and where a padding of 2 moves it."""
+    problem = _depthwise(stride=1, **params)
+    spec = policy.module_spec(problem, CUDA, options=data.Form(contraction="merged", grad_out_read="in_place"))
+    assert "tensor.pad" not in spec.mlir and PAD_FUSION not in spec.extra_flags
+    error, scale = gpu_module_on_cpu(problem, spec, data, rng, tmp_path, problem.input_shape)
+    assert error <= (1e-5 if problem.dtype == "float32" else 1e-2) * scale
+
+
+def test_the_compiled_in_place_module_copies_no_padded_grad_out(tmp_path):
+    """IREE fused the pad into the contraction (float32) or copied the padded grad_out in a slow_memcpy dispatch
+    (bfloat16's named op): 2.5-3.3x the in-place module's time on an H200 (docs/perf/h200-depthwise-gather-nhwc)."""
+    problem = _depthwise(batch=4, groups=32, input_spatial=(28, 28), stride=1, layout="NHWC")
+    spec = policy.module_spec(problem, CUDA)
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
+    configured = configured_ir(tmp_path)
+    assert "slow_memcpy" not in configured and "tensor.extract" in spec.mlir

@@ -1,5 +1,6 @@
 """The depthwise backward-data tile rule on CUDA (data_tiles.depthwise_tiles, the table's ``depthwise_tiles`` rule):
-a bfloat16 channels-last depthwise problem takes the named depthwise form first, with a SIMT tile pinned on each
+a bfloat16 channels-last depthwise problem the merged form cannot take (dilated, or a size its stride does not
+divide; it takes the others, test_data_merged) takes the named depthwise form first, with a SIMT tile pinned on each
 phase of taps (a phase with single-tap axes as the generic without them that IREE would rebuild, which keeps it);
 the tile reaches the compiled dispatch; the CUDA module, its GPU attributes left out, computes the float64
 reference on the CPU; other problems and targets keep their forms and IREE's tiles."""
@@ -27,7 +28,7 @@ def test_cudas_rule_takes_the_depthwise_form_with_a_tile_on_each_phase_of_taps(s
     test_data_merged): of the 2x2, 2x1, 1x2 and 1x1-tap phases, the 2x2 one a named op, the 2x1 and 1x2 ones
     generics without their single-tap axis (the op IREE would rebuild: it keeps the tile so), each tiled; the 1x1
     one, a named op IREE makes a product of, keeps IREE's elementwise tiling."""
-    problem = _depthwise(stride=stride, input_spatial=(12, 12) if stride == 1 else (13, 13))
+    problem = _depthwise(stride=stride, **(dict(dilation=2, padding=2) if stride == 1 else dict(input_spatial=(13, 13))))
     assert policy.forms_for(problem, CUDA)[0].contraction == "depthwise"
     mlir = policy.module_spec(problem, CUDA).mlir
     assert mlir.count("linalg.depthwise_conv_2d_nhwc_hwc") == named
@@ -53,7 +54,7 @@ def test_rocm_keeps_its_form_and_the_cpu_its_tiles():
 
 
 def test_the_tile_reaches_the_compiled_convolution(tmp_path):
-    problem = _depthwise(batch=4, input_spatial=(28, 28))
+    problem = _depthwise(batch=4, input_spatial=(28, 28), dilation=2, padding=2)
     spec = policy.module_spec(problem, CUDA)
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
     configured = configured_ir(tmp_path)
@@ -63,9 +64,11 @@ def test_the_tile_reaches_the_compiled_convolution(tmp_path):
 @pytest.mark.parametrize("stride, size", [(1, 28), (2, 27), (2, 13)])
 def test_the_cuda_form_computes_the_reference(stride, size, rng, tmp_path):
     """The CUDA module's form compiled for the CPU, against the float64 definition: stride 1, the CUDA module itself,
-    its GPU attributes cut; stride 2, its interleave read by extract (llvm-cpu cannot tile the mod / floordiv map
-    the GPUs read it through, an axis of the form every GPU stride-2 problem already takes)."""
-    problem = _depthwise(batch=4, stride=stride, input_spatial=(size, size))
+    its GPU attributes cut (dilated: undilated, the merged form takes it); stride 2, its interleave read by extract
+    (llvm-cpu cannot tile the mod / floordiv map the GPUs read it through, an axis of the form every GPU stride-2
+    problem already takes)."""
+    dilated = dict(dilation=2, padding=2) if stride == 1 else {}
+    problem = _depthwise(batch=4, stride=stride, input_spatial=(size, size), **dilated)
     form = policy.forms_for(problem, CUDA)[0]
     if stride == 1:
         mlir = policy.module_spec(problem, CUDA).mlir

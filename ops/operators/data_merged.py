@@ -26,6 +26,12 @@ def applies(problem: ConvBwdDataProblem) -> bool:
             and all(size % s == 0 for size, s in zip(problem.input_spatial, problem.stride)))
 
 
+def reads_in_place(problem: ConvBwdDataProblem) -> bool:
+    """Whether the merged form can read grad_out where it lies (``in_place``): stride 1 along every axis, where every
+    tap is on the filter (no tap mask to combine with the padding's select)."""
+    return applies(problem) and set(problem.stride) == {1}
+
+
 def axes(problem: ConvBwdDataProblem) -> list[MergedAxis]:
     return [merged_phase_axis(size, out, f, s, lo) for size, out, f, s, (lo, _) in
             zip(problem.input_spatial, problem.output_spatial, problem.filter_spatial, problem.stride, problem.padding)]
@@ -50,11 +56,13 @@ def taps(problem: ConvBwdDataProblem) -> list[int]:
     return [a.taps for a in axes(problem)]
 
 
-def render(problem: ConvBwdDataProblem, transients: str, config: str | None = None) -> str:
+def render(problem: ConvBwdDataProblem, transients: str, config: str | None = None, in_place: bool = False) -> str:
     """The problem's module; ``config``: an ``#iree_codegen.compilation_info`` pinned on the contraction
-    (``data_tiles.merged_tiles``)."""
+    (``data_tiles.merged_tiles``); ``in_place``: grad_out read where it lies (``reads_in_place``), not padded."""
     check(applies(problem), f"{OP}: the merged form takes depthwise problems of dilation 1 without an epilogue, "
                             f"each input size a multiple of its stride, but got {problem.name}")
+    check(not in_place or reads_in_place(problem),
+          f"{OP}: the merged form reads grad_out in place at stride 1 only, but got {problem.name}")
     element = dtypes.mlir_element_type(problem.dtype)
     merged, rank = axes(problem), problem.rank
     padded = [o + a.pad[0] + a.pad[1] for o, a in zip(problem.output_spatial, merged)]
@@ -75,8 +83,10 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
         on_values=str(on.tolist()).replace(" ", ""),
         view_type=mlir.tensor(view, element),
-        pad=mlir.indent(zero_pad, 2), **_filter(problem), reassociation=reassociation,
-        view_shape=mlir.index_list(view), accumulate=_accumulate(problem, element, config, bool(on.all())),
+        pad="  // grad_out is read where it lies (no padded copy)" if in_place else mlir.indent(zero_pad, 2),
+        **_filter(problem), reassociation=reassociation, view_shape=mlir.index_list(view),
+        accumulate=_accumulate(problem, element, config, "contraction_in_place" if in_place
+                               else "contraction_every_tap" if on.all() else "contraction"),
     )
 
 
@@ -137,19 +147,21 @@ def _filter(problem: ConvBwdDataProblem) -> dict:
                 filter_taps=taps + "\n" + group, extract=mlir.index_list(extract), on_filter=on)
 
 
-def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, every_tap: bool) -> str:
+def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, read: str) -> str:
     """The contraction over the taps, into grad_in's view: float32 sums straight into it, or (16-bit) into a
-    float32 accumulator narrowed into it; with no mask where ``every_tap`` (r, u) is on the filter."""
+    float32 accumulator narrowed into it; ``read``: the contraction's fragment (the padded grad_out masked by the
+    taps on the filter, ``contraction``; with no mask where every (r, u) is on it, ``contraction_every_tap``; or
+    grad_out read where it lies, ``contraction_in_place``)."""
     rank, merged = problem.rank, axes(problem)
     count = len(view_dims(problem))
     view_domain = mlir.dims("d", count)
     u = mlir.dims("u", rank)
     n = "d0"
-    dims = [[view_domain[d] for d in axis] for axis in
-            _axis_positions(problem, 1 if problem.channels_last else 2)]  # (m, r), or m
+    positions = _axis_positions(problem, 1 if problem.channels_last else 2)  # (m, r), or m
+    dims = [[view_domain[d] for d in axis] for axis in positions]
     g = view_domain[-1] if problem.channels_last else view_domain[1]
     rows = [mlir.term(f"{mr[0]} + {ua}", 1, ax.shift + ax.pad[0]) for mr, ua, ax in zip(dims, u, merged)]
-    read = [n, *rows, g] if problem.channels_last else [n, g, *rows]
+    read_map = [n, *rows, g] if problem.channels_last else [n, g, *rows]
     taps = [d for mr, ua in zip(dims, u) for d in (*mr[1:], ua)]
     filter_read = [*taps, g] if problem.channels_last else [g, *taps]
     domain = [*view_domain, *u]
@@ -158,17 +170,32 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, e
     widen_g, g32 = mlir.widen("%g", element, "%g32")
     widen_w, w32 = mlir.widen("%w", element, "%w32")
     contraction = mlir.render(
-        "data_merged.contraction_every_tap" if every_tap else "data_merged.contraction",
-        result="%result_acc" if narrow else "%result",
-        read_map=mlir.affine_map(domain, read), filter_read_map=mlir.affine_map(domain, filter_read),
+        f"data_merged.{read}", result="%result_acc" if narrow else "%result",
+        read_map=mlir.affine_map(domain, read_map), filter_read_map=mlir.affine_map(domain, filter_read),
         view_map=mlir.affine_map(domain, view_domain), on_read_map=mlir.affine_map(domain, taps),
         iterators=mlir.iterators(["parallel"] * count + ["reduction"] * rank),
         acc_init="%acc_zero" if narrow else "%view_zero", acc_type=acc_type, element=element,
         config=f" attrs = {{compilation_info = {config}}}" if config else "",
         widen=mlir.indent("\n".join(line for line in (widen_g, widen_w) if line), 4),
-        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=w32))
+        multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=w32),
+        **(_in_place(problem, [axis[0] for axis in positions], count) if read == "contraction_in_place" else {}))
     if not narrow:
         return mlir.render("data_merged.accumulate_f32", contraction=contraction)
     return mlir.render("data_merged.accumulate_narrow", contraction=contraction, acc_type=acc_type, element=element,
                        view_map_plain=mlir.affine_map(view_domain, view_domain),
                        view_iterators=mlir.iterators(["parallel"] * count))
+
+
+def _in_place(problem: ConvBwdDataProblem, m_dims: list[int], count: int) -> dict[str, str]:
+    """contraction_in_place's reads: each axis's grad_out position m + u + shift (m at ``m_dims``, the taps u after
+    the view's ``count`` dims), clamped, and whether all lie on grad_out."""
+    lines = []
+    for a, (ax, m_dim, size) in enumerate(zip(axes(problem), m_dims, problem.output_spatial)):
+        shift = f" + {ax.shift}" if ax.shift > 0 else f" - {-ax.shift}" if ax.shift < 0 else ""
+        lines.append(mlir.render("data_merged.read_position", axis=a, m_dim=m_dim, u_dim=count + a,
+                                 position=f"m + u{shift}", size=size))
+    lines.append(mlir.indent(mlir.fold("common.and", "%on_grad_out", [f"%on{a}" for a in range(problem.rank)]), 4))
+    read = [f"%o{a}_read" for a in range(problem.rank)]
+    return dict(positions="\n".join(lines), on_grad_out="%on_grad_out",
+                group_dim=count - 1 if problem.channels_last else 1,
+                grad_out_index=", ".join(["%n", *read, "%grp"] if problem.channels_last else ["%n", "%grp", *read]))

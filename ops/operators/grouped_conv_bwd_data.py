@@ -183,10 +183,11 @@ class _Fusion(stride_phases.Fusion):
 
 def render(problem: ConvBwdDataProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:
     """The problem's module: one function, ``problem.name``, taking (grad_out, weight, d0.., params, dst): the stride
-    phases, or every phase in one generic (the merged form, ``data_merged``; its contraction pinned to
-    ``lowering.configs[0]`` where given)."""
+    phases, or every phase in one generic (the merged form, ``data_merged``, grad_out padded or read in place; its
+    contraction pinned to ``lowering.configs[0]`` where given)."""
     if form.contraction == "merged":
-        return data_merged.render(problem, mlir.transients(lowering.transients), lowering.configs.get(0))
+        return data_merged.render(problem, mlir.transients(lowering.transients), lowering.configs.get(0),
+                                  in_place=form.grad_out_read == "in_place")
     return stride_phases.render_module(problem, form, lowering, _Fusion(problem))
 
 

@@ -45,6 +45,8 @@ class Form:
     ``linalg.generic`` with one operand per (tap, output channel), vectorized along the last spatial axis (``"taps"``).
     ``single_taps``: a one-tap axis beside axes of several taps as it is, or given one zero tap (``"zero_tap"``).
     ``interleave_read``: the interleave reads the slots by ``tensor.extract`` or through its indexing map (``"map"``).
+    ``grad_out_read`` (the merged form, stride 1): grad_out zero-padded (``"padded"``: IREE copies the pad, or fuses
+    it with its flag) or read where it lies, a select for the padding (``"in_place"``, ``data_merged``).
     """
 
     weight_flip: str = "gather"
@@ -53,13 +55,18 @@ class Form:
     contraction: str = "generic"
     single_taps: str = "as_is"
     interleave_read: str = "extract"
+    grad_out_read: str = "padded"
 
     def __post_init__(self):
         for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
                              ("store", ("interleave", "strided", "transpose")),
                              ("contraction", ("generic", "gemm", "split_conv", "im2col", "depthwise", "taps", "merged")),
-                             ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map"))):
+                             ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map")),
+                             ("grad_out_read", ("padded", "in_place"))):
             one_of("conv_bwd_data", key, getattr(self, key), allowed)
+        check(self.grad_out_read == "padded" or self.contraction == "merged",
+              f"conv_bwd_data: grad_out_read 'in_place' takes the merged form, but the contraction is "
+              f"{self.contraction!r}")
 
 
 def operand_element(problem: ConvBwdDataProblem) -> str:
