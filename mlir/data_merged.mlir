@@ -81,7 +81,7 @@ ${multiply_add}
 
 // fragment contraction_in_place: the same (stride 1: every tap on the filter) reading grad_out where it lies, at
 // m + u + shift along each axis clamped onto it, zero selected off it: no padded copy (IREE writes an unfused pad in
-// a dispatch of its own, and fused it into this contraction 2.5-3.3x slower, channels-last on an H200)
+// a dispatch of its own, and fused it into this contraction 1.7-3.2x slower, channels-last on an H200)
   ${result} = linalg.generic {indexing_maps = [${filter_read_map}, ${view_map}], iterator_types = ${iterators}}
       ins(%filter : !filter) outs(${acc_init} : ${acc_type})${config} {
   ^bb0(%w: ${element}, %sum: f32):
