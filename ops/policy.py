@@ -323,11 +323,10 @@ def _split_forms(problem, target: Target) -> list:
 
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
-    problem's (``_split_forms``). A GPU's channels-last depthwise
-    problems also have the named depthwise op's forms, its depthwise problems the merged form (``data_merged``; at
-    stride 1 also reading grad_out in place),
-    and its float32 channels-first one-tap problems of stride 1 the float32 gemm form (``data_gemm``), last (a
-    table rule puts one first: ``depthwise_tiles``, ``merged_tiles``, ``gemm_tiles``)."""
+    problem's (``_split_forms``). A GPU's channels-last depthwise problems also have the named depthwise op's forms,
+    its depthwise problems the merged form (``data_merged``; at stride 1 also reading grad_out in place), and its
+    float32 channels-first one-tap problems of stride 1 the float32 gemm form (``data_gemm``), last (a table rule
+    puts one first: ``depthwise_tiles``, ``merged_tiles``, ``gemm_tiles``)."""
     Form = stride_phases.Form
     if problem.is_split:
         return _split_forms(problem, target)

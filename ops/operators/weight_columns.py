@@ -35,7 +35,7 @@ def render(problem: ConvBwdWeightProblem, element: str, config: str | None) -> s
     """The two generics: columns[plane, f.., side] = sum over the rest of x[n, s*o + d*f - p_lo, g] (zero off x)
     * grad_out[n, o, g]; then grad_w[g, f.., 0] = sum over the planes (and o_last). ``config`` pins the first."""
     check(applies(problem), f"{OP}: the columns form takes depthwise problems, but got {problem.name}")
-    rank, n, groups, last_layout = problem.rank, problem.batch, problem.groups, problem.channels_last
+    rank, groups, last_layout = problem.rank, problem.groups, problem.channels_last
     plane, taps, side, *reduced = dims(problem)
     domain = ["p", "t", "g", "ol"] if last_layout else ["p", "t", "ol", *(["orest"] if reduced else [])]
     widen_x, x32 = mlir.widen("%xv", element, "%x32")
@@ -45,7 +45,8 @@ def render(problem: ConvBwdWeightProblem, element: str, config: str | None) -> s
     columns_type = mlir.tensor([plane, taps, side], dtypes.ACCUMULATOR)
     clamped = [f"%r{a}" for a in range(rank)]
     return mlir.render(
-        "grouped_conv_bwd_weight.columns", element=element, **_layout_parts(problem, element, domain),
+        "grouped_conv_bwd_weight.columns", element=element, **_layout_parts(problem, domain),
+        planes_type=mlir.tensor([plane, *reduced, side], element), plane_images=plane // problem.batch,
         columns_map=mlir.affine_map(domain, domain[:3]), columns_type=columns_type,
         columns_iterators=mlir.iterators(["parallel"] * 3 + ["reduction"] * len(reduced)),
         dispatch_config=f", compilation_info = {config}" if config else "",
@@ -61,19 +62,16 @@ def render(problem: ConvBwdWeightProblem, element: str, config: str | None) -> s
     )
 
 
-def _layout_parts(problem: ConvBwdWeightProblem, element: str, domain: list[str]) -> dict[str, object]:
-    """The template's parts that follow the layout: grad_out as (plane, o_rest, o_last) or (plane, o_last, g), its
-    map, how a plane decodes to (n, g), and how the second generic reads the partial sums split (n, ..)."""
-    rank, groups, (plane, taps, side, *reduced) = problem.rank, problem.groups, dims(problem)
+def _layout_parts(problem: ConvBwdWeightProblem, domain: list[str]) -> dict[str, object]:
+    """The template's parts that follow the layout: grad_out's view (plane, o_rest, o_last) or (plane, o_last, g)
+    and its map, how a plane gives g, and how the second generic reads the partial sums split (n, ..)."""
+    rank, groups = problem.rank, problem.groups
     if problem.channels_last:
         return dict(planes_reassociation=[list(range(rank)), [rank], [rank + 1]],
-                    planes_type=mlir.tensor([plane, *reduced, side], element),
-                    grad_out_map=mlir.affine_map(domain, ["p", "ol", "g"]), plane_images=plane // problem.batch,
-                    channel="    %g = linalg.index 2 : index",
+                    grad_out_map=mlir.affine_map(domain, ["p", "ol", "g"]), channel="    %g = linalg.index 2 : index",
                     split_read="affine_map<(g, t, n, o) -> (n, o, t, g)>")
-    return dict(planes_reassociation=[[0, 1], *([list(range(2, rank + 1))] if reduced else []), [rank + 1]],
-                planes_type=mlir.tensor([plane, *reduced, side], element),
-                grad_out_map=mlir.affine_map(domain, ["p", *domain[3:], "ol"]), plane_images=groups,
+    return dict(planes_reassociation=[[0, 1], *([list(range(2, rank + 1))] if rank > 1 else []), [rank + 1]],
+                grad_out_map=mlir.affine_map(domain, ["p", *domain[3:], "ol"]),
                 channel=f"    %g = affine.apply affine_map<(p) -> (p mod {groups})>(%plane)",
                 split_read="affine_map<(g, t, n, o) -> (n, g, t, o)>")
 
