@@ -133,12 +133,13 @@ def test_cuda_writes_grouped_split_padding_by_a_gather_and_keeps_the_others(tmp_
     """The ``zero_pad`` rule for grouped bfloat16 parts (H200, docs/perf/h200-weight-tiles-2d/exp50_gather_pads.log):
     a grouped float32 weight gradient computed as bf16x3 writes its parts' zero padding by a gathering generic
     (ResNeXt-50's four such modules 1.04-1.29x faster, its step 39.69 -> 39.17 ms); grouped ones computed in float32
-    (fewer than 16 channels a group) and channels-last depthwise ones keep IREE's copy of the tensor.pad (the gather
-    ran 0.59-1.37x there; channels-first depthwise ones read x where it lies, tests/test_weight_columns.py)."""
+    (fewer than 16 channels a group) and depthwise ones the columns form does not take (bfloat16 channels-first) keep
+    IREE's copy of the tensor.pad (the gather ran 0.59-1.37x there; float32 NCHW and NHWC depthwise ones read x where
+    it lies, tests/test_weight_columns.py)."""
     layer = dict(batch=2, groups=4, in_channels=16, out_channels=16, input_spatial=(14, 14), filter_spatial=(3, 3),
                  padding=1, layout="NCHW", dtype="float32")
     split = dataclasses.replace(_weight_problem(layer), precision="bf16x3")
-    depthwise = dict(layer, groups=16, in_channels=1, out_channels=1, layout="NHWC")
+    depthwise = dict(layer, groups=16, in_channels=1, out_channels=1, dtype="bfloat16")
     _check_pad_writing([split], [_weight_problem(dict(layer, in_channels=8, out_channels=8)),
                                  _weight_problem(depthwise)], tmp_path)
 
