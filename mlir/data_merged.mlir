@@ -40,13 +40,16 @@ ${filter_taps}
     %value = arith.select ${on_filter}, %tap, %zero : ${element}
     linalg.yield %value : ${element}
   } -> !filter
-  // whether each (r, u) of every axis is a tap on the filter (1) or not (0)
-  %on = arith.constant dense<${on_values}> : !on
+${on}
   %view = tensor.expand_shape %dst ${reassociation} output_shape [${view_shape}] : !grad_in into !view
 ${accumulate}
   %grad_in = tensor.collapse_shape %result ${reassociation} : !view into !grad_in
   return %grad_in : !grad_in
 }
+
+// fragment tap_mask: whether each (r, u) of every axis is a tap on the filter (1) or not (0)
+  // whether each (r, u) of every axis is a tap on the filter (1) or not (0)
+  %on = arith.constant dense<${on_values}> : !on
 
 // fragment filter_tap: one axis's tap of the phase filter, f = first_tap + r - s*u, and whether it is on the filter
     %r${axis} = ${residue} : index

@@ -40,7 +40,7 @@ func.func @${function}(%x: !x, %grad_out: !grad_out, %dst: !grad_w {iree.abi.out
   %zero = arith.constant 0.0 : f32
 ${pad_x}
 ${x_groups}
-  %grad_out_groups = tensor.expand_shape %grad_out ${grad_out_groups_reassociation} output_shape [${grad_out_groups_shape}] : !grad_out into !grad_out_groups
+${grad_out_groups}
 ${contraction}
   %grad_w = linalg.generic {indexing_maps = [${store_map}, ${store_map}], iterator_types = ${store_iterators}}
       ins(${summed} : !acc_flat) outs(%dst : !grad_w) {

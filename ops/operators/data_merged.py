@@ -71,6 +71,7 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     first = 1 if problem.channels_last else 2  # the view's first spatial dim
     pairs = _axis_positions(problem, first)  # each axis's (m, r), or m
     on = _on(problem)
+    read = "contraction_in_place" if in_place else "contraction_every_tap" if on.all() else "contraction"
     reassociation = [[0], *pairs, [len(view) - 1]] if problem.channels_last else [[0], [1], *pairs]
     pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
     zero_pad = mlir.zero_pad("%padded", "%grad_out", pad[0], pad[1], element, "!grad_out", "!padded", zero="%zero")
@@ -81,12 +82,12 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
         weight_type=mlir.tensor(problem.weight_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         padded_type=mlir.tensor(padded_shape, element),
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
-        on_values=str(on.tolist()).replace(" ", ""),
+        on=mlir.render("data_merged.tap_mask", on_values=str(on.tolist()).replace(" ", "")) if read == "contraction"
+        else "  // every (r, u) is a tap on the filter: no mask",
         view_type=mlir.tensor(view, element),
         pad="  // grad_out is read where it lies (no padded copy)" if in_place else mlir.indent(zero_pad, 2),
         **_filter(problem), reassociation=reassociation, view_shape=mlir.index_list(view),
-        accumulate=_accumulate(problem, element, config, "contraction_in_place" if in_place
-                               else "contraction_every_tap" if on.all() else "contraction"),
+        accumulate=_accumulate(problem, element, config, read),
     )
 
 

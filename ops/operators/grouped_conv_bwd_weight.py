@@ -288,8 +288,8 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
 
 def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_value: str | None, contraction: str,
             summed: str, split_x: bool = True) -> str:
-    """The module around the contraction: the function, x's padding and group split (``split_x``), grad_out's, the
-    store."""
+    """The module around the contraction: the function, x's padding and the group split of x and grad_out
+    (``split_x``; the columns form reads both as they lie), the store."""
     problem, rank = shape.problem, shape.problem.rank
     out_element = dtypes.mlir_element_type(result_dtype(problem))
     narrow, stored = mlir.narrow("%a", out_element, "%v")
@@ -315,8 +315,11 @@ def _module(shape: _Geometry, element: str, lowering: Lowering, pad_x: str, x_va
                                       dtypes.ACCUMULATOR),
         acc_flat_type=mlir.tensor(problem.weight_shape, dtypes.ACCUMULATOR), batch_split=shape.partials,
         batch_chunk=shape.batch_chunk, reduction_length=problem.batch * math.prod(problem.output_spatial),
-        pad_x=pad_x, x_groups=x_groups, grad_out_groups_reassociation=reassociation,
-        grad_out_groups_shape=mlir.index_list(grad_out_groups_shape), contraction=contraction, summed=summed,
+        pad_x=pad_x, x_groups=x_groups, grad_out_groups=mlir.indent(mlir.render(
+            "common.expand", result="%grad_out_groups", source="%grad_out", reassociation=reassociation,
+            shape=mlir.index_list(grad_out_groups_shape), source_type="!grad_out", result_type="!grad_out_groups",
+        ), 2) if split_x else "  // grad_out is read as it lies (the columns form)",
+        contraction=contraction, summed=summed,
         store_map=mlir.affine_map(store_domain, store_domain), store_iterators=mlir.iterators(["parallel"] * (rank + 2)),
         narrow=mlir.indent(narrow, 4), stored=stored,
     )
