@@ -186,3 +186,13 @@ def test_the_compiled_in_place_module_copies_no_padded_grad_out(tmp_path):
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
     configured = configured_ir(tmp_path)
     assert "slow_memcpy" not in configured and "tensor.extract" in spec.mlir
+
+
+def test_rocm_lists_the_in_place_read_last_and_compiles_it(tmp_path):
+    """No AMD GPU here: the in-place read is ROCm's last fallback for a stride-1 depthwise problem, and compiles for
+    gfx942 with no copy of a padded grad_out."""
+    problem = _depthwise(batch=4, groups=32, input_spatial=(28, 28), stride=1)
+    assert policy.forms_for(problem, ROCM)[-1].grad_out_read == "in_place"
+    spec = policy.module_spec(problem, ROCM, options=data.Form(contraction="merged", grad_out_read="in_place"))
+    lowered = compile_and_dump(problem.name, spec.mlir, "rocm:gfx942", tmp_path, spec.extra_flags)
+    assert lowered.dispatches and not any("slow_memcpy" in d.name for d in lowered.dispatches)

@@ -96,3 +96,13 @@ def test_the_cuda_module_computes_the_reference(params, rng, tmp_path):
     assert spec.mlir.count("%columns = linalg.generic") == 1 and "= tensor.pad" not in spec.mlir
     error, scale = gpu_module_on_cpu(problem, spec, weight, rng, tmp_path, problem.weight_shape)
     assert error <= (1e-5 if problem.dtype == "float32" else 1e-2) * scale
+
+
+def test_rocm_lists_it_last_and_compiles_it(tmp_path):
+    """No AMD GPU here: ROCm keeps its forms first, and the channels-last columns form, its fallback, compiles for
+    gfx942 reading x where it lies (no copy of a padded x among its dispatches)."""
+    problem = _depthwise(batch=4, groups=32, input_spatial=(28, 28), stride=2, layout="NHWC")
+    assert [form.contraction for form in policy.forms_for(problem, ROCM)][-1] == "columns"
+    spec = policy.module_spec(problem, ROCM, options=weight.Form(contraction="columns"))
+    lowered = compile_and_dump(problem.name, spec.mlir, "rocm:gfx942", tmp_path, spec.extra_flags)
+    assert lowered.dispatches and not any("slow_memcpy" in d.name for d in lowered.dispatches)
