@@ -101,7 +101,6 @@ def test_a_tuned_grouped_configuration_reaches_its_dispatch(tmp_path):
     """build_tools/tune.py's grouped candidates tile the grouped generic's space [n, *spatial, g, c, K], one group
     a workgroup; the configuration the table would pin is the one IREE compiles."""
     from ops import render
-    from ops import targets
     from lowering import compile_and_dump
 
     problem = op.problem_from_params(groups=4, batch=2, in_channels=64, out_channels=32, input_spatial=(12, 12),
