@@ -47,7 +47,7 @@ ${accumulate}
   return %grad_in : !grad_in
 }
 
-// fragment tap_mask: whether each (r, u) of every axis is a tap on the filter (1) or not (0)
+// fragment tap_mask: the masked contraction's constant (strided: some (r, u) fall off the filter)
   // whether each (r, u) of every axis is a tap on the filter (1) or not (0)
   %on = arith.constant dense<${on_values}> : !on
 
