@@ -82,12 +82,13 @@ ${multiply_add}
     linalg.yield %new_sum : f32
   } -> ${acc_type}
 
-// fragment contraction_in_place: the same (stride 1: every tap on the filter) reading grad_out where it lies, at
-// m + u + shift along each axis clamped onto it, zero selected off it: no padded copy (IREE writes an unfused pad in
-// a dispatch of its own, and fused it into this contraction 1.7-3.2x slower, channels-last on an H200)
-  ${result} = linalg.generic {indexing_maps = [${filter_read_map}, ${view_map}], iterator_types = ${iterators}}
-      ins(%filter : !filter) outs(${acc_init} : ${acc_type})${config} {
-  ^bb0(%w: ${element}, %sum: f32):
+// fragment contraction_in_place: the same reading grad_out where it lies, at m + u + shift along each axis clamped
+// onto it, zero selected off it (and, strided, where the tap is off the filter, the mask as data): no padded copy
+// (IREE writes an unfused pad in a dispatch of its own, and fused it into this contraction 1.7-3.2x slower at stride
+// 1, channels-last on an H200)
+  ${result} = linalg.generic {indexing_maps = [${in_place_maps}, ${view_map}], iterator_types = ${iterators}}
+      ins(${in_place_ins}) outs(${acc_init} : ${acc_type})${config} {
+  ^bb0(%w: ${element},${mask_arg} %sum: f32):
     %n = linalg.index 0 : index
     %grp = linalg.index ${group_dim} : index
 ${positions}

@@ -324,7 +324,7 @@ def _split_forms(problem, target: Target) -> list:
 def _phase_forms(problem, target: Target) -> list:
     """The stride-phase forms (``stride_phases.Form``) for ``target``, in order (see ``WORKAROUNDS``); a split
     problem's (``_split_forms``). A GPU's channels-last depthwise problems also have the named depthwise op's forms,
-    its depthwise problems the merged form (``data_merged``; at stride 1 also reading grad_out in place), and its
+    its depthwise problems the merged form (``data_merged``; padded, then reading grad_out in place), and its
     float32 channels-first one-tap problems of stride 1 the float32 gemm form (``data_gemm``), last (a table rule
     puts one first: ``depthwise_tiles``, ``merged_tiles``, ``gemm_tiles``)."""
     Form = stride_phases.Form
@@ -343,8 +343,8 @@ def _phase_forms(problem, target: Target) -> list:
     strided = [Form(weight_flip=f, d_read=read, store="strided", interleave_read="map")
                for read in ("map", "slice") for f in flips]
     named = problem.kind == "depthwise" and problem.channels_last  # the named depthwise op (a table rule's choice)
-    merged = [Form(contraction="merged")] if data_merged.applies(problem) else []  # a table rule's choice too
-    merged += [Form(contraction="merged", grad_out_read="in_place")] if data_merged.reads_in_place(problem) else []
+    merged = ([Form(contraction="merged"), Form(contraction="merged", grad_out_read="in_place")]
+              if data_merged.applies(problem) else [])  # a table rule's choice too
     depthwise = [dataclasses.replace(form, contraction="depthwise") for form in interleaved if named]
     gemm = [Form(contraction="gemm")] if data_gemm.takes_float32(problem) else []  # a table rule's choice too
     return interleaved + strided + depthwise + merged + gemm

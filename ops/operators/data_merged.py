@@ -26,12 +26,6 @@ def applies(problem: ConvBwdDataProblem) -> bool:
             and all(size % s == 0 for size, s in zip(problem.input_spatial, problem.stride)))
 
 
-def reads_in_place(problem: ConvBwdDataProblem) -> bool:
-    """Whether the merged form can read grad_out where it lies (``in_place``): stride 1 along every axis, where every
-    tap is on the filter (no tap mask to combine with the padding's select)."""
-    return applies(problem) and set(problem.stride) == {1}
-
-
 def axes(problem: ConvBwdDataProblem) -> list[MergedAxis]:
     return [merged_phase_axis(size, out, f, s, lo) for size, out, f, s, (lo, _) in
             zip(problem.input_spatial, problem.output_spatial, problem.filter_spatial, problem.stride, problem.padding)]
@@ -58,11 +52,9 @@ def taps(problem: ConvBwdDataProblem) -> list[int]:
 
 def render(problem: ConvBwdDataProblem, transients: str, config: str | None = None, in_place: bool = False) -> str:
     """The problem's module; ``config``: an ``#iree_codegen.compilation_info`` pinned on the contraction
-    (``data_tiles.merged_tiles``); ``in_place``: grad_out read where it lies (``reads_in_place``), not padded."""
+    (``data_tiles.merged_tiles``); ``in_place``: grad_out read where it lies, not padded."""
     check(applies(problem), f"{OP}: the merged form takes depthwise problems of dilation 1 without an epilogue, "
                             f"each input size a multiple of its stride, but got {problem.name}")
-    check(not in_place or reads_in_place(problem),
-          f"{OP}: the merged form reads grad_out in place at stride 1 only, but got {problem.name}")
     element = dtypes.mlir_element_type(problem.dtype)
     merged, rank = axes(problem), problem.rank
     padded = [o + a.pad[0] + a.pad[1] for o, a in zip(problem.output_spatial, merged)]
@@ -82,7 +74,7 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
         weight_type=mlir.tensor(problem.weight_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         padded_type=mlir.tensor(padded_shape, element),
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
-        on=mlir.render("data_merged.tap_mask", on_values=str(on.tolist()).replace(" ", "")) if read == "contraction"
+        on=mlir.render("data_merged.tap_mask", on_values=str(on.tolist()).replace(" ", "")) if not on.all()
         else "  // every (r, u) is a tap on the filter: no mask",
         view_type=mlir.tensor(view, element),
         pad="  // grad_out is read where it lies (no padded copy)" if in_place else mlir.indent(zero_pad, 2),
@@ -179,7 +171,9 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, r
         config=f" attrs = {{compilation_info = {config}}}" if config else "",
         widen=mlir.indent("\n".join(line for line in (widen_g, widen_w) if line), 4),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=w32),
-        **(_in_place(problem, [axis[0] for axis in positions], count) if read == "contraction_in_place" else {}))
+        **(_in_place(problem, [axis[0] for axis in positions], count,
+                     (mlir.affine_map(domain, filter_read), mlir.affine_map(domain, taps)))
+           if read == "contraction_in_place" else {}))
     if not narrow:
         return mlir.render("data_merged.accumulate_f32", contraction=contraction)
     return mlir.render("data_merged.accumulate_narrow", contraction=contraction, acc_type=acc_type, element=element,
@@ -187,16 +181,23 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, r
                        view_iterators=mlir.iterators(["parallel"] * count))
 
 
-def _in_place(problem: ConvBwdDataProblem, m_dims: list[int], count: int) -> dict[str, str]:
+def _in_place(problem: ConvBwdDataProblem, m_dims: list[int], count: int, maps: tuple[str, str]) -> dict[str, str]:
     """contraction_in_place's reads: each axis's grad_out position m + u + shift (m at ``m_dims``, the taps u after
-    the view's ``count`` dims), clamped, and whether all lie on grad_out."""
-    lines = []
+    the view's ``count`` dims), clamped, and whether all lie on grad_out; strided (a tap off the filter somewhere),
+    also the tap mask, read as data through the second of ``maps`` (the filter's, the mask's)."""
+    lines, on = [], [f"%on{a}" for a in range(problem.rank)]
     for a, (ax, m_dim, size) in enumerate(zip(axes(problem), m_dims, problem.output_spatial)):
         shift = f" + {ax.shift}" if ax.shift > 0 else f" - {-ax.shift}" if ax.shift < 0 else ""
         lines.append(mlir.render("data_merged.read_position", axis=a, m_dim=m_dim, u_dim=count + a,
                                  position=f"m + u{shift}", size=size))
-    lines.append(mlir.indent(mlir.fold("common.and", "%on_grad_out", [f"%on{a}" for a in range(problem.rank)]), 4))
+    masked = not _on(problem).all()
+    if masked:
+        lines.append("    %tap_on = arith.trunci %on_byte : i8 to i1")
+    name = "%read_on" if masked else "%on_grad_out"
+    lines.append(mlir.indent(mlir.fold("common.and", name, on + (["%tap_on"] if masked else [])), 4))
     read = [f"%o{a}_read" for a in range(problem.rank)]
-    return dict(positions="\n".join(lines), on_grad_out="%on_grad_out",
-                group_dim=count - 1 if problem.channels_last else 1,
-                grad_out_index=", ".join(["%n", *read, "%grp"] if problem.channels_last else ["%n", "%grp", *read]))
+    return dict(positions="\n".join(lines), on_grad_out=name, group_dim=count - 1 if problem.channels_last else 1,
+                grad_out_index=", ".join(["%n", *read, "%grp"] if problem.channels_last else ["%n", "%grp", *read]),
+                in_place_maps=", ".join(maps if masked else maps[:1]),
+                in_place_ins="%filter, %on : !filter, !on" if masked else "%filter : !filter",
+                mask_arg=" %on_byte: i8," if masked else "")

@@ -45,7 +45,7 @@ class Form:
     ``linalg.generic`` with one operand per (tap, output channel), vectorized along the last spatial axis (``"taps"``).
     ``single_taps``: a one-tap axis beside axes of several taps as it is, or given one zero tap (``"zero_tap"``).
     ``interleave_read``: the interleave reads the slots by ``tensor.extract`` or through its indexing map (``"map"``).
-    ``grad_out_read`` (the merged form, stride 1): grad_out zero-padded (``"padded"``: IREE copies the pad, or fuses
+    ``grad_out_read`` (the merged form): grad_out zero-padded (``"padded"``: IREE copies the pad, or fuses
     it with its flag) or read where it lies, a select for the padding (``"in_place"``, ``data_merged``).
     """
 
