@@ -65,6 +65,11 @@ ${value}_last = arith.constant ${last} : index
 ${value}_low = arith.maxsi ${value}, ${zero} : index
 ${value}_clamped = arith.minsi ${value}_low, ${value}_last : index
 
+// fragment on_and_clamped: whether an index lies in [0, size) (unsigned: a negative one is huge), the index clamped
+%size${axis} = arith.constant ${size} : index
+%on${axis} = arith.cmpi ult, ${index}, %size${axis} : index
+${clamped} = arith.select %on${axis}, ${index}, %c0 : index
+
 // fragment transpose: ${source} with its dims permuted (a copy)
   ${result}_empty = tensor.empty() : ${result_type}
   ${result} = linalg.transpose ins(${source} : ${source_type}) outs(${result}_empty : ${result_type}) permutation = [${permutation}]

@@ -104,9 +104,7 @@ ${multiply_add}
     %m${axis} = linalg.index ${m_dim} : index
     %u${axis} = linalg.index ${u_dim} : index
     %o${axis} = affine.apply affine_map<(m, u) -> (${position})>(%m${axis}, %u${axis})
-    %size${axis} = arith.constant ${size} : index
-    %on${axis} = arith.cmpi ult, %o${axis}, %size${axis} : index
-    %o${axis}_read = arith.select %on${axis}, %o${axis}, %c0 : index
+${on_and_clamped}
 
 // fragment accumulate_f32: float32 sums straight into grad_in's view
   %view_zero = linalg.fill ins(%zero_acc : f32) outs(%view : !view) -> !view

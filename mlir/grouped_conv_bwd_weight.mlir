@@ -335,6 +335,4 @@ ${multiply_add}
     // axis ${axis}: i = s*o + d*f - p_lo, on x where i < size unsigned (a position before x is a huge one)
     %o_${axis} = linalg.index ${o_dim} : index
     %i${axis} = affine.apply affine_map<(o, t) -> (${position})>(%o_${axis}, %tap)
-    %size${axis} = arith.constant ${size} : index
-    %on${axis} = arith.cmpi ult, %i${axis}, %size${axis} : index
-    %r${axis} = arith.select %on${axis}, %i${axis}, %c0 : index
+${on_and_clamped}

@@ -159,6 +159,12 @@ def fold(fragment: str, name: str, values: list[str]) -> str:
     return "\n".join(lines)
 
 
+def on_and_clamped(axis: int, index: str, size: int, clamped: str) -> str:
+    """``common.on_and_clamped`` in a generic's body: whether ``index`` lies in [0, ``size``) as ``%on<axis>``, and
+    it clamped onto it as ``clamped`` (index 0 off it: the caller defines ``%c0``)."""
+    return indent(render("common.on_and_clamped", axis=axis, index=index, size=size, clamped=clamped), 4)
+
+
 def indent(text: str, spaces: int = 2) -> str:
     pad = " " * spaces
     return "\n".join(pad + line if line else line for line in text.splitlines())

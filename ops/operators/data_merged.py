@@ -189,7 +189,8 @@ def _in_place(problem: ConvBwdDataProblem, m_dims: list[int], count: int, maps: 
     for a, (ax, m_dim, size) in enumerate(zip(axes(problem), m_dims, problem.output_spatial)):
         shift = f" + {ax.shift}" if ax.shift > 0 else f" - {-ax.shift}" if ax.shift < 0 else ""
         lines.append(mlir.render("data_merged.read_position", axis=a, m_dim=m_dim, u_dim=count + a,
-                                 position=f"m + u{shift}", size=size))
+                                 position=f"m + u{shift}", on_and_clamped=mlir.on_and_clamped(a, f"%o{a}", size,
+                                                                                              f"%o{a}_read")))
     masked = not _on(problem).all()
     if masked:
         lines.append("    %tap_on = arith.trunci %on_byte : i8 to i1")

@@ -94,8 +94,9 @@ def _position(problem: ConvBwdWeightProblem, axis: int) -> str:
     terms = [_times(o, problem.stride[axis]), _times(f, problem.dilation[axis])]
     position = " + ".join(terms) + (f" - {problem.padding[axis][0]}" if problem.padding[axis][0] else "")
     o_dim = (3 if last else 0) if problem.channels_last else (2 if last else 3)
-    return mlir.render("grouped_conv_bwd_weight.columns_position", axis=axis, o_dim=o_dim,
-                       position=position, size=problem.input_spatial[axis])
+    return mlir.render("grouped_conv_bwd_weight.columns_position", axis=axis, o_dim=o_dim, position=position,
+                       on_and_clamped=mlir.on_and_clamped(axis, f"%i{axis}", problem.input_spatial[axis],
+                                                          f"%r{axis}"))
 
 
 def _digit(merged: str, below: int, size: int, leading: bool) -> str:
