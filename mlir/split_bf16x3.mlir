@@ -193,6 +193,12 @@ ${view}
     %${p}_above = arith.maxsi %${p}_unclamped, %${p}_c1 : i32
     %${p}_biased = arith.minsi %${p}_above, %${p}_c253 : i32
 
+// fragment kept: ${result}, the split pass in a dispatch region of its own (IREE moves no reshape through it, and it keeps its tile)
+  ${result} = flow.dispatch.region -> (${result_type}) {
+${split_pass}
+    flow.return ${inner} : ${result_type}
+  }
+
 // fragment split_scaled: ${v} scaled by s (its largest magnitude in [2^14, 2^15)) and rounded to float16, in the parts' order (one part, f16x1)
   %${v}_parts_empty = tensor.empty() : ${parts_type}
   ${result} = linalg.generic {indexing_maps = [${read_map}, ${scalar_map}, ${write_map}], iterator_types = ${iterators}}

@@ -72,10 +72,10 @@ def _weight_split(problem, split: str) -> str:
     GEMM_BLOCKs of positions: ``gemm_rows``, its parts written in order): on an H200 EfficientNet-B0's such layers
     ran 1.2-1.6x slower as f16x1, and keeping them bf16x3 took its float32 NCHW TF32 step 24.25 -> 23.75 ms,
     ResNet-50's 35.10 -> 34.44 (docs/perf/h200-f16x1/cf_in_order_ab6.log). With f16x1's passes cheaper it lost
-    again: 25.07 -> 26.96 and 26.31 -> 27.00 (docs/perf/h200-f16x1-passes/*_variants.log, tree n73a; IREE gives its
-    in-order splits its own tiling, ``split_precision._in_order``); the modules of 21 such layers of five models ran
-    0.79-1.52x the time of bf16x3's, slower on all but one strided layer
-    (docs/perf/h200-weight-tiles-2d/exp49_in_order_f16x1.log)."""
+    again: 25.07 -> 26.96 and 26.31 -> 27.00 (docs/perf/h200-f16x1-passes/*_variants.log, tree n73a); the modules of
+    21 such layers of five models ran 0.79-1.52x the time of bf16x3's, slower on all but one strided layer
+    (docs/perf/h200-weight-tiles-2d/exp49_in_order_f16x1.log). Both measured while IREE rebuilt f16x1's in-order
+    pass at its own tiling, before that pass kept its tile (``split_precision._in_order``, twenty-seventh stop)."""
     if split not in TF32_SPLITS or problem.groups > 1 or (not problem.channels_last and problem.gemm_rows):
         return split
     return TF32_SPLITS[split]

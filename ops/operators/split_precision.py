@@ -211,10 +211,10 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, part_dim: int | None, which
     """The in-order split of %``v`` (its parts' axis first, or none, ``part_dim``): with the ``split_tile`` of
     ``copy`` (``render.split_attrs``), over %``v``'s elements as one dim, each thread writing all the parts of a run
     of them (read once: IREE's own tiling gives a thread one part, so each element is read three times), reshaped
-    (free) around the pass; else as it lies. With no part axis (f16x1), IREE 3.13 moves the reshape after the pass
-    through it (BubbleUpExpandShapesPass) and rebuilds the pass without the tile (IREE's 32 threads a workgroup, 4
-    elements a thread); a util.optimization_barrier there kept the tile, but the module ran slower
-    (docs/perf/h200-weight-tiles-2d/exp49_in_order_f16x1.log), and splits a module's submission."""
+    (free) around the pass; else as it lies. With no part axis (f16x1), the pass is a dispatch region of its own
+    (``_kept``): IREE 3.13 would move the reshape after it through it (BubbleUpExpandShapesPass) and rebuild it
+    without the tile, at 32 threads a workgroup and 4 elements a thread. A util.optimization_barrier there kept the
+    tile, but the module ran slower (docs/perf/h200-weight-tiles-2d/exp49_in_order_f16x1.log)."""
     dims = _dims(len(parts))
     elements = math.prod(in_shape)
     lead = () if part_dim is None else parts[:1]
@@ -223,9 +223,19 @@ def _in_order(v: str, in_shape: tuple, parts: tuple, part_dim: int | None, which
         return _split_pass(v, dims, dims[len(lead):], in_shape, parts, part_dim, which, "")
     stacked = _stacked(parts, part_dim)
     flat = _dims(len(lead) + 1)
-    split_pass = _split_pass(f"{v}_flat", flat, flat[-1:], (elements,), (*lead, elements), part_dim, which, attrs)
+    split_pass = _split_pass(f"{v}_flat", flat, flat[-1:], (elements,), (*lead, elements), part_dim, which, attrs,
+                             result=f"%{v}_flat3_tiled" if part_dim is None else None)
+    if part_dim is None:
+        split_pass = _kept(f"%{v}_flat3", f"%{v}_flat3_tiled", mlir.tensor((elements,), which.element), split_pass)
     return _reshaped_pass(v, f"{v}_flat", in_shape, [list(range(len(in_shape)))], stacked,
                           [list(range(len(stacked)))], which.element, split_pass)
+
+
+def _kept(result: str, inner: str, result_type: str, split_pass: str) -> str:
+    """``split_pass`` (its result ``inner``) in a ``flow.dispatch.region`` giving ``result``: IREE forms its dispatch
+    as it stands, moving no reshape through it, so the pass keeps its tile."""
+    return mlir.render("split_bf16x3.kept", result=result, inner=inner, result_type=result_type,
+                       split_pass=mlir.indent(split_pass))
 
 
 def _reshaped_pass(v: str, view: str, in_shape: tuple, in_groups: list, stacked: tuple, stacked_groups: list,
@@ -275,13 +285,13 @@ def _unstacked(values: list, part_dim: int | None) -> list:
 
 
 def _split_pass(v: str, domain: list[str], read: list[str], in_shape: tuple, parts: tuple, part_dim: int | None,
-                which: Parts, attrs: str, padding=None) -> str:
+                which: Parts, attrs: str, padding=None, result: str | None = None) -> str:
     """The split fragment, its parts stacked into %``v``3, or written at ``padding`` ((low per dim, padded shape))
     into a zero-filled tensor and stacked into %``v``3_padded; with no part axis (``part_dim`` None), written there
-    as they are."""
+    as they are (or into ``result``, where given)."""
     parts_type = mlir.tensor(parts, which.element)
     stacked = f"%{v}3" if padding is None else f"%{v}3_padded"
-    result = stacked if part_dim is None and padding is None else f"%{v}_parts"
+    result = result or (stacked if part_dim is None and padding is None else f"%{v}_parts")
     if padding is None:
         stack = _stack(f"%{v}_parts", parts, part_dim, which.element, stacked)
     else:
