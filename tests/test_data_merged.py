@@ -1,7 +1,8 @@
 """The merged form of depthwise backward-data (ops/operators/data_merged.py, mlir/data_merged.mlir): every stride
 phase in one generic over grad_in viewed phase-major. Its axis algebra computes each term of the identity once; the
-CUDA table's rules give it to strided depthwise problems and channels-first stride-1 ones, with its tile and the pad
-fusion flag, and to NHWC stride-1 ones reading grad_out in place (no pad, IREE's tiling); the CUDA module, its GPU
+CUDA table's rules give it to strided depthwise problems, with its tile and the pad fusion flag, reading grad_out in
+place (no pad, no flag) at 5x5 and on float32 channels-last layers of up to 784 output positions, and to stride-1
+ones in place (IREE's tiling); the CUDA module, its GPU
 attributes cut, computes the float64 reference on the CPU at MobileNetV2's sizes, padded and in place; problems it
 cannot take keep the stride-phase forms, and the CPU never takes it."""
 
@@ -47,19 +48,30 @@ def test_the_merged_axes_compute_each_identity_term_once(stride):
         assert len(computed) == len(set(computed)) and set(computed) == expected
 
 
+BIG = dict(batch=2, groups=96, input_spatial=(112, 112))  # 56x56 output positions
+FIVE = dict(filter_spatial=(5, 5), padding=2)
+
+
 @pytest.mark.parametrize("params, read, thread", [
     (dict(), "padded", "[1, 1, 1, 1, 1, 4, 0, 0]"),
     (dict(layout="NCHW", dtype="float32"), "padded", "[1, 1, 1, 1, 2, 2"),
-    (dict(layout="NCHW", dtype="float32", stride=1), "padded", "[1, 1, 1, 2, 0, 0]"),  # whole rows, no residues
-    (dict(dtype="float32", stride=1), "in_place", None),  # channels-last stride 1: in place, IREE's tiling
+    (dict(dtype="float32", **BIG), "padded", "[1, 1, 1, 1, 1, 4, 0, 0]"),
+    (dict(dtype="float32"), "in_place", "[1, 1, 1, 1, 1, 4, 0, 0]"),  # float32 channels-last, up to 28x28 outputs
+    (dict(**FIVE), "in_place", "[1, 1, 1, 1, 1, 4, 0, 0]"),  # 5x5: in place in every layout
+    (dict(layout="NCHW", dtype="float32", **FIVE), "in_place", "[1, 1, 1, 1, 2, 2"),
+    (dict(layout="NCHW", dtype="float32", stride=1), "in_place", None),  # stride 1: in place, IREE's tiling
+    (dict(dtype="float32", stride=1), "in_place", None),
     (dict(stride=1), "in_place", None),
-], ids=["bf16_cl_s2", "f32_nchw_s2", "f32_nchw_s1", "f32_cl_s1", "bf16_cl_s1"])
+], ids=["bf16_cl_s2", "f32_nchw_s2", "f32_cl_s2_56x56", "f32_cl_s2", "bf16_cl_5x5_s2", "f32_nchw_5x5_s2",
+        "f32_nchw_s1", "f32_cl_s1", "bf16_cl_s1"])
 def test_cudas_rules_choose_the_merged_form_with_its_tile_and_the_pad_fusion(params, read, thread):
-    """A padded module takes the pad fusion flag; one reading grad_out in place has no pad and takes none."""
+    """A padded module takes the pad fusion flag; one reading grad_out in place has no pad and no flag of its own
+    (channels-first strided ones get the stride phases' rule's, which leaves their code as it is)."""
     problem = _depthwise(**params)
     form = policy.forms_for(problem, CUDA)[0]
     assert form.contraction == "merged" and form.grad_out_read == read
-    assert (PAD_FUSION in policy.flags_for(problem, CUDA, form)) == (read == "padded")
+    phases_flag = problem.layout == "NCHW" and problem.dtype == "float32" and max(problem.stride) > 1
+    assert (PAD_FUSION in policy.flags_for(problem, CUDA, form)) == (read == "padded" or phases_flag)
     tile = policy.configs_for(problem, CUDA, form).get(0)
     assert (f"thread = {thread}" in tile) if thread else tile is None
 
@@ -93,12 +105,15 @@ def test_problems_it_cannot_take_keep_the_stride_phases(params):
         data.render(problem, data.Form(contraction="merged"))
 
 
-def test_only_the_merged_form_reads_in_place_and_strided_ones_only_as_a_fallback():
-    """Strided problems keep the padded form first (the in-place read is unmeasured there), the in-place one last."""
+def test_only_the_merged_form_reads_in_place_and_the_other_read_stays_a_fallback():
+    """A strided 3x3 problem the in-place rules do not name keeps the padded form first, the in-place one last;
+    one they name has the padded form after it."""
     with pytest.raises(ValueError, match="grad_out_read 'in_place' takes the merged form, but the contraction is"):
         data.Form(contraction="generic", grad_out_read="in_place")
-    forms = policy.forms_for(_depthwise(dtype="float32"), CUDA)
+    forms = policy.forms_for(_depthwise(), CUDA)
     assert forms[0].grad_out_read == "padded" and forms[-1].grad_out_read == "in_place"
+    forms = [f for f in policy.forms_for(_depthwise(dtype="float32"), CUDA) if f.contraction == "merged"]
+    assert [f.grad_out_read for f in forms] == ["in_place", "padded"]
 
 
 def test_conv_bwd_data_refuses_it():
@@ -132,9 +147,10 @@ def test_the_cpu_never_takes_it_and_rocm_only_last():
 ], ids=["bf16_cl_s2", "f32_nchw_s1"])
 def test_the_tile_reaches_the_compiled_contraction(params, workgroup, tmp_path):
     """Stride 1 renders no residue dims and no mask of ones: IREE folds either away and rebuilds the contraction
-    without its tile (it ran at IREE's default, 32 threads a workgroup, before)."""
+    without its tile (it ran at IREE's default, 32 threads a workgroup, before). The padded form's module: stride 1
+    reads in place first now, the padded form its fallback."""
     problem = _depthwise(batch=4, input_spatial=(28, 28), groups=64, **params)
-    spec = policy.module_spec(problem, CUDA)
+    spec = policy.module_spec(problem, CUDA, options={"contraction": "merged", "grad_out_read": "padded"})
     compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, spec.extra_flags)
     configured = configured_ir(tmp_path)
     assert f"workgroup = {workgroup}" in configured
