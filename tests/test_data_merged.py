@@ -114,6 +114,8 @@ def test_only_the_merged_form_reads_in_place_and_the_other_read_stays_a_fallback
     assert forms[0].grad_out_read == "padded" and forms[-1].grad_out_read == "in_place"
     forms = [f for f in policy.forms_for(_depthwise(dtype="float32"), CUDA) if f.contraction == "merged"]
     assert [f.grad_out_read for f in forms] == ["in_place", "padded"]
+    cube = _depthwise(input_spatial=(4, 12, 12), filter_spatial=(3, 3, 3), layout="NDHWC", dtype="float32")
+    assert policy.forms_for(cube, CUDA)[0].grad_out_read == "padded"  # 27 taps, but 3-D: unmeasured
 
 
 def test_conv_bwd_data_refuses_it():
