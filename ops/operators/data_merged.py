@@ -120,11 +120,10 @@ def _on_filter(problem: ConvBwdDataProblem, first: int) -> tuple[str, str]:
     lines = [mlir.render("data_merged.filter_tap", axis=a, u_dim=d[-1], stride=s, first_tap=m.first_tap, window=f,
                          residue=f"linalg.index {d[0]}" if s > 1 else "arith.constant 0")
              for a, (m, s, f, d) in enumerate(zip(axes(problem), problem.stride, problem.filter_spatial, dims))]
-    on = "%on0"
-    for a in range(1, problem.rank):
-        lines.append(mlir.indent(mlir.render("common.and", result=f"%on_0_{a}", a=on, b=f"%on{a}"), 4))
-        on = f"%on_0_{a}"
-    return "\n".join(lines), on
+    if problem.rank == 1:
+        return "\n".join(lines), "%on0"
+    lines.append(mlir.indent(mlir.fold("common.and", "%on_filter", [f"%on{a}" for a in range(problem.rank)]), 4))
+    return "\n".join(lines), "%on_filter"
 
 
 def _filter(problem: ConvBwdDataProblem) -> dict:
