@@ -2,9 +2,9 @@
 phase in one generic over grad_in viewed phase-major. Its axis algebra computes each term of the identity once; the
 CUDA table's rules give it to strided depthwise problems, with its tile and the pad fusion flag, reading grad_out in
 place (no pad, no flag) at 5x5 and on float32 channels-last layers of up to 784 output positions, and to stride-1
-ones in place (IREE's tiling); the CUDA module, its GPU
-attributes cut, computes the float64 reference on the CPU at MobileNetV2's sizes, padded and in place; problems it
-cannot take keep the stride-phase forms, and the CPU never takes it."""
+ones in place (IREE's tiling); the CUDA module, its GPU attributes cut, computes the float64 reference on the CPU at
+MobileNetV2's sizes, padded and in place; problems it cannot take keep the stride-phase forms, and the CPU never
+takes it."""
 
 from __future__ import annotations
 
