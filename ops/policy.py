@@ -32,7 +32,7 @@ from .gemm_policy import (default_batch_split, float32_gemm, gemm_read, gemm_spl
                           simt_gemm, takes_gemm)
 from .operator import Lowering
 from .operators import (contractions, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight, phase_plan,
-                        pool_windows, stride_phases, weight_columns, weight_gemm, weight_shifted)
+                        pool_windows, stride_phases, weight_columns, weight_gemm, weight_per_image, weight_shifted)
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
 
@@ -249,12 +249,27 @@ def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
                                             copy_config(target)["subgroup_size"])}
 
 
+def matmul_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
+    """{0: compilation_info} for per_image_nn's batch_matmul on a CPU (``weight_per_image.nn_gemm``'s (B, M, N, K)):
+    a vector tile of the first of ``rows`` that divides M by ``cols`` columns, the first of ``reductions`` that
+    divides K a step, ``workgroup_rows`` vector tiles of rows and up to ``workgroup_cols`` columns a worker's tile.
+    Empty where no row count or reduction divides, or ``cols`` does not divide N (IREE's own tile then)."""
+    _, m, n, k = weight_per_image.nn_gemm(problem)
+    rows = next((r for r in spec["rows"] if m % r == 0), None)
+    reduction = next((r for r in spec["reductions"] if k % r == 0), None)
+    if rows is None or reduction is None or n % spec["cols"]:
+        return {}
+    return {0: render.cpu_compilation_info([1, rows * spec["workgroup_rows"], min(spec["workgroup_cols"], n), 0],
+                                           [1, rows, spec["cols"], 0], [0, 0, 0, reduction])}
+
+
 # Tile rules: a rule's key -> the function that makes its configuration (``configs_for``)
 TILE_RULES: dict[str, Callable[[Any, Target, dict], dict[int, str]]] = {
     "conv_tiles": data_tiles.conv_tiles, "depthwise_tiles": data_tiles.depthwise_tiles,
     "merged_tiles": data_tiles.merged_tiles, "gemm_tiles": data_tiles.gemm_tiles,
     "data_simt_tiles": data_tiles.data_simt_tiles, "weight_tiles": weight_tiles,
-    "weight_simt_tiles": weight_simt_tiles, "weight_gemm_tiles": weight_gemm_tiles, "column_tiles": column_tiles}
+    "weight_simt_tiles": weight_simt_tiles, "weight_gemm_tiles": weight_gemm_tiles, "column_tiles": column_tiles,
+    "matmul_tiles": matmul_tiles}
 
 
 def flags_for(problem, target: Target, form=None) -> tuple[str, ...]:

@@ -342,6 +342,16 @@ def simt_compilation_info(workgroup: list[int], thread: list[int], taps: list[in
     return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"
 
 
+def cpu_compilation_info(distribution: list[int], vector: list[int], reduction: list[int]) -> str:
+    """The ``#iree_codegen.compilation_info`` of a CPU contraction on IREE's DoubleTilingExpert pipeline:
+    ``distribution`` tiles over its dims for the workers, ``vector`` the parallel tile each vector step computes,
+    ``reduction`` the reduced dims' tile a step (0 where a dim is not tiled at that level)."""
+    lowering = (f"#iree_cpu.lowering_config<distribution = [{index_list(distribution)}], vector_common_parallel = "
+                f"[{index_list(vector)}], vector_reduction = [{index_list(reduction)}]>")
+    translation = "#iree_codegen.translation_info<pipeline = #iree_cpu.pipeline<DoubleTilingExpert>>"
+    return f"#iree_codegen.compilation_info<lowering_config = {lowering}, translation_info = {translation}>"
+
+
 def _igemm_info(intrinsic, wg: list[int], sg: list[int], reduction_loops: int, k_tiles: int, threads: int,
                 stages: int) -> str:
     """A TileAndFuse implicit-GEMM ``compilation_info``: workgroup tiles ``wg`` and subgroup tiles ``sg`` over the

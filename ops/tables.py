@@ -20,7 +20,7 @@ RULE_KEYS = frozenset({"operator", "dtypes", "out_dtypes", "precisions", "kinds"
                        "except", "except_why",
                        "form", "only_forms", "flags", "conv_tiles", "weight_tiles", "weight_simt_tiles",
                        "weight_gemm_tiles", "data_simt_tiles", "depthwise_tiles", "merged_tiles", "gemm_tiles",
-                       "column_tiles", "zero_pad", "source", "why"})
+                       "column_tiles", "matmul_tiles", "zero_pad", "source", "why"})
 
 
 @functools.lru_cache(maxsize=None)

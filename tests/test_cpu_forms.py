@@ -17,7 +17,7 @@ import pytest
 
 from ops import catalog, dtypes, geometry, layouts, policy, registry, render, tables, targets, verify
 from ops.api import run
-from ops.operators import contractions, phase_plan
+from ops.operators import contractions, phase_plan, weight_per_image
 
 from conftest import poisoned
 from lowering import shipped
@@ -926,3 +926,57 @@ def test_the_slp_vectorized_grouped_taps_weight_module_matches_the_definition(rn
     spec = policy.module_spec(problem, CPU)
     assert policy.forms_for(problem, CPU)[0].contraction == "taps" and SLP_FLAG in spec.extra_flags
     assert _module_error(problem, rng, problem.weight_shape) <= verify.tolerance(problem.op, problem.dtype)
+
+
+XEON_HOST = ZEN4_HOST | {"avx512_fp16"}  # an Intel Xeon with AVX512-FP16 and no AMX
+MATMUL_RULE = next(r for r in TABLE["rules"] if "matmul_tiles" in r)
+
+
+def _resnet_weight(in_channels, out_channels, size, taps, batch=4):
+    return catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=batch, groups=1, in_channels=in_channels,
+                           out_channels=out_channels, input_spatial=(size, size), filter_spatial=(taps, taps),
+                           padding=taps // 2, layout="NCHW", dtype="float32")
+
+
+@pytest.mark.parametrize("host, tiled", [(XEON_HOST, True), (ZEN4_HOST, False), (AMX_HOST, False)])
+def test_per_image_nn_matmuls_take_a_32_column_tile_on_the_intel_host_without_amx(monkeypatch, host, tiled):
+    """ResNet-50's 256 -> 64 1x1 weight gradient at 56x56 (batch 4): its per-image batch_matmul, 256 x 64 x 3136,
+    gets 16 rows by 32 columns, 8 of the positions a step, where it was measured (1.36x,
+    docs/perf/xeon-gemm-tiles/per_image_nn_modules.log); other hosts keep IREE's tile."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+    problem = _resnet_weight(256, 64, 56, 1)
+    assert policy.forms_for(problem, CPU)[0].contraction == "per_image_nn"
+    mlir = policy.module_spec(problem, CPU).mlir
+    assert ("vector_common_parallel = [1, 16, 32, 0], vector_reduction = [0, 0, 0, 8]" in mlir) == tiled
+
+
+@pytest.mark.parametrize("params, tile", [
+    ((256, 64, 56, 1), ([1, 64, 64, 0], [1, 16, 32, 0], 8)),       # 256 x 64 x 3136
+    ((1024, 256, 14, 1), ([1, 64, 128, 0], [1, 16, 32, 0], 14)),   # 196 positions: 14 a step, 8 does not divide
+    ((256, 256, 14, 3), ([1, 64, 128, 0], [1, 16, 32, 0], 14)),    # the columns (c, f): 2304 rows
+    ((64, 112, 14, 3), ([1, 64, 112, 0], [1, 16, 32, 0], 14)),     # N = 112: 32 does not divide it
+    ((96, 80, 28, 1), ([1, 56, 80, 0], [1, 14, 32, 0], 8)),        # M = 96: 16 does not divide, N = 80 either
+])
+def test_the_matmul_tile_divides_the_per_image_gemm(params, tile):
+    """Rows of the first of 16, 14, 8 that divides M, a reduction step of the first of 8, 14, 7, 4 that divides K
+    (a remainder ran up to 2x slower), 32 columns, or IREE's own tile where 32 does not divide N."""
+    problem = _resnet_weight(*params)
+    got = policy.matmul_tiles(problem, CPU, MATMUL_RULE["matmul_tiles"])
+    m, n, k = weight_per_image.nn_gemm(problem)[1:]
+    if n % 32:
+        assert got == {}
+        return
+    distribution, vector, reduction = tile
+    assert got == {0: render.cpu_compilation_info(distribution, vector, [0, 0, 0, reduction])}
+    assert m % vector[1] == 0 and k % reduction == 0
+
+
+def test_the_per_image_nn_module_with_the_matmul_tile_matches_the_definition(rng, monkeypatch):
+    """The tile on a small problem of 16-row tiles and a 14-position step (64 -> 64 3x3 at 14x14, batch 2), run on
+    this host against the float64 reference."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: XEON_HOST)
+    problem = _resnet_weight(64, 64, 14, 3, batch=2)
+    assert "vector_common_parallel = [1, 16, 32, 0], vector_reduction = [0, 0, 0, 14]" in policy.module_spec(
+        problem, CPU).mlir
+    error = _form_error(problem, rng, "per_image_nn")
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"

@@ -88,6 +88,13 @@ def render_nn(problem: ConvBwdWeightProblem, element: str, config: str | None = 
     )
 
 
+def nn_gemm(problem: ConvBwdWeightProblem) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of per_image_nn's batch_matmul: images x groups of (c, f) columns by K output channels
+    where grad_out is moved (``grad_out_moved``), else K by the columns; the output positions reduced."""
+    _, images, columns, positions, k = _nn_shape(problem)
+    return (images, columns, k, positions) if grad_out_moved(problem) else (images, k, columns, positions)
+
+
 def _nn_shape(problem: ConvBwdWeightProblem) -> tuple[int, int, int, int, int]:
     """(rank, images x groups, (c, f) columns, output positions, K) of the per-image matmuls."""
     return (problem.rank, problem.batch * problem.groups, problem.in_channels * math.prod(problem.filter_spatial),
