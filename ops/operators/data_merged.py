@@ -63,10 +63,9 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
     first = 1 if problem.channels_last else 2  # the view's first spatial dim
     pairs = _axis_positions(problem, first)  # each axis's (m, r), or m
     on = _on(problem)
-    read = "contraction_in_place" if in_place else "contraction_every_tap" if on.all() else "contraction"
+    masked = not on.all()
+    read = "contraction_in_place" if in_place else "contraction" if masked else "contraction_every_tap"
     reassociation = [[0], *pairs, [len(view) - 1]] if problem.channels_last else [[0], [1], *pairs]
-    pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
-    zero_pad = mlir.zero_pad("%padded", "%grad_out", pad[0], pad[1], element, "!grad_out", "!padded", zero="%zero")
     return mlir.render(
         "data_merged", rank=rank, layout=problem.layout, problem_name=problem.name, function=problem.name,
         element=element, transients=transients,
@@ -74,13 +73,20 @@ def render(problem: ConvBwdDataProblem, transients: str, config: str | None = No
         weight_type=mlir.tensor(problem.weight_shape, element), grad_in_type=mlir.tensor(problem.input_shape, element),
         padded_type=mlir.tensor(padded_shape, element),
         filter_type=mlir.tensor(_filter_dims(problem), element), on_type=mlir.tensor(_tap_dims(problem), "i8"),
-        on=mlir.render("data_merged.tap_mask", on_values=str(on.tolist()).replace(" ", "")) if not on.all()
+        on=mlir.render("data_merged.tap_mask", on_values=str(on.tolist()).replace(" ", "")) if masked
         else "  // every (r, u) is a tap on the filter: no mask",
         view_type=mlir.tensor(view, element),
-        pad="  // grad_out is read where it lies (no padded copy)" if in_place else mlir.indent(zero_pad, 2),
+        pad="  // grad_out is read where it lies (no padded copy)" if in_place else _zero_pad(problem, merged, element),
         **_filter(problem), reassociation=reassociation, view_shape=mlir.index_list(view),
-        accumulate=_accumulate(problem, element, config, read),
+        accumulate=_accumulate(problem, element, config, read, masked),
     )
+
+
+def _zero_pad(problem: ConvBwdDataProblem, merged: list[MergedAxis], element: str) -> str:
+    """grad_out zero-padded into %padded by each of the ``merged`` axes' pads."""
+    pad = [join_activation(0, sides, 0, problem.channels_last) for sides in zip(*(a.pad for a in merged))]
+    return mlir.indent(mlir.zero_pad("%padded", "%grad_out", pad[0], pad[1], element, "!grad_out", "!padded",
+                                     zero="%zero"), 2)
 
 
 def _axis_positions(problem: ConvBwdDataProblem, first: int) -> list[list[int]]:
@@ -139,11 +145,11 @@ def _filter(problem: ConvBwdDataProblem) -> dict:
                 filter_taps=taps + "\n" + group, extract=mlir.index_list(extract), on_filter=on)
 
 
-def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, read: str) -> str:
+def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, read: str, masked: bool) -> str:
     """The contraction over the taps, into grad_in's view: float32 sums straight into it, or (16-bit) into a
     float32 accumulator narrowed into it; ``read``: the contraction's fragment (the padded grad_out masked by the
     taps on the filter, ``contraction``; with no mask where every (r, u) is on it, ``contraction_every_tap``; or
-    grad_out read where it lies, ``contraction_in_place``)."""
+    grad_out read where it lies, ``contraction_in_place``, the tap mask read beside it where ``masked``)."""
     rank, merged = problem.rank, axes(problem)
     count = len(view_dims(problem))
     view_domain = mlir.dims("d", count)
@@ -171,7 +177,7 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, r
         widen=mlir.indent("\n".join(line for line in (widen_g, widen_w) if line), 4),
         multiply_add=mlir.render("common.multiply_add", result="new_sum", acc="%sum", a=g32, b=w32),
         **(_in_place(problem, [axis[0] for axis in positions], count,
-                     (mlir.affine_map(domain, filter_read), mlir.affine_map(domain, taps)))
+                     (mlir.affine_map(domain, filter_read), mlir.affine_map(domain, taps)), masked)
            if read == "contraction_in_place" else {}))
     if not narrow:
         return mlir.render("data_merged.accumulate_f32", contraction=contraction)
@@ -180,17 +186,17 @@ def _accumulate(problem: ConvBwdDataProblem, element: str, config: str | None, r
                        view_iterators=mlir.iterators(["parallel"] * count))
 
 
-def _in_place(problem: ConvBwdDataProblem, m_dims: list[int], count: int, maps: tuple[str, str]) -> dict[str, str]:
+def _in_place(problem: ConvBwdDataProblem, m_dims: list[int], count: int, maps: tuple[str, str],
+              masked: bool) -> dict[str, str]:
     """contraction_in_place's reads: each axis's grad_out position m + u + shift (m at ``m_dims``, the taps u after
-    the view's ``count`` dims), clamped, and whether all lie on grad_out; strided (a tap off the filter somewhere),
-    also the tap mask, read as data through the second of ``maps`` (the filter's, the mask's)."""
+    the view's ``count`` dims), clamped, and whether all lie on grad_out; where ``masked`` (a tap off the filter
+    somewhere: strided), also the tap mask, read as data through the second of ``maps`` (the filter's, the mask's)."""
     lines, on = [], [f"%on{a}" for a in range(problem.rank)]
     for a, (ax, m_dim, size) in enumerate(zip(axes(problem), m_dims, problem.output_spatial)):
         shift = f" + {ax.shift}" if ax.shift > 0 else f" - {-ax.shift}" if ax.shift < 0 else ""
         lines.append(mlir.render("data_merged.read_position", axis=a, m_dim=m_dim, u_dim=count + a,
                                  position=f"m + u{shift}", on_and_clamped=mlir.on_and_clamped(a, f"%o{a}", size,
                                                                                               f"%o{a}_read")))
-    masked = not _on(problem).all()
     if masked:
         lines.append("    %tap_on = arith.trunci %on_byte : i8 to i1")
     name = "%read_on" if masked else "%on_grad_out"
