@@ -287,12 +287,15 @@ class ConvBwdWeightProblem(ConvProblem):
         is the same gradient of that padded x with no padding: stride 1 reads the padded x whole. On an H100, IREE
         3.13 compiled two others wrong so (the check refused them): r3d_18's 3x3x3 stride-2 layer, whose padded x's
         end is left unread, and ResNeXt-50's grouped 7x7 layer (g32, 32 channels a group); 2-D strided ones fuse
-        their padding instead (policy's rule)."""
+        their padding instead (policy's rule). A channels-last strided one-tap unpadded problem reads x at s*o only:
+        its 16-bit problem is the stride-1 gradient of x's parts split at those positions alone."""
         if not self.is_split:
             return self
         layout = self.layout if self.gemm_rows else layouts_of_rank(self.rank)[0]  # [0]: the channels-last one
         inner = replace(self, dtype=self.parts_dtype, out_dtype="float32",
                         batch=self.split_products * self.batch, precision="float32", layout=layout)
+        if self.channels_last and self.strided and self.one_tap_unpadded:
+            return replace(inner, input_spatial=self.output_spatial, stride=(1,) * self.rank)
         if layout == self.layout or self.strided or self.groups > 1:
             return inner
         return replace(inner, input_spatial=tuple(size + lo + hi for size, (lo, hi) in zip(self.input_spatial,

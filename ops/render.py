@@ -252,6 +252,25 @@ def split_attrs(parts: tuple[int, ...], elements: int, copy) -> str:
     return _tiled([*parts, tile["thread"]], [*parts, tile["thread"] * tile["threads"]], tile["threads"], copy)
 
 
+def rows_attrs(parts: tuple[int, ...], part_dim: int | None, copy) -> str:
+    """The attrs of a split over ``parts`` (its part axis at ``part_dim``, 0, or none) that reads its source at
+    strided positions, its innermost dim in order, on a GPU target whose ``copy`` has a ``split_tile``: a workgroup
+    takes as many whole rows of the innermost dim (at most a workgroup's elements of it) as a workgroup's elements
+    hold, along the dim before it, each thread ``thread`` consecutive elements of a row and all the parts; nothing
+    where ``thread`` does not divide the rows (IREE's own tiling of this pass ran 1.3-1.8x slower:
+    docs/perf/h200-f16x1-pad-fusion/exp58.log)."""
+    tile = (copy or {}).get("split_tile")
+    lead = parts[:1] if part_dim is not None else ()
+    *outer, before, row = parts[len(lead):]
+    if not tile or row % tile["thread"]:
+        return ""
+    elements = tile["thread"] * tile["threads"]
+    columns = min(row, elements)
+    rows = max(1, elements // columns)
+    return _tiled([*lead, *[1] * (len(outer) + 1), tile["thread"]], [*lead, *[1] * len(outer), rows, columns],
+                  rows * columns // tile["thread"], copy)
+
+
 def _tiled(thread: list[int], workgroup: list[int], threads: int, copy, promote: bool = False) -> str:
     """The ``common.copy_config`` attrs: ``thread`` and ``workgroup`` tiles per dim, ``threads`` a workgroup;
     ``promote``: the input staged through shared memory (IREE's own transpose configuration does so)."""

@@ -257,3 +257,56 @@ def test_cuda_keeps_the_in_order_split_passes_tile(tmp_path, operator, in_order)
     tiled = re.findall(r"func\.func @\w+_elementwise_\d+_f32xf32xf16\(\) attributes \{translation_info = [^\n]*"
                        rf"workgroup_size = \[{threads}, 1, 1\]", configured_ir(tmp_path))
     assert len(tiled) == in_order, configured_ir(tmp_path)[:2000]
+
+
+@pytest.mark.parametrize("size", [56, 57])
+def test_a_strided_one_tap_weight_gradient_splits_x_at_its_read_positions_only(monkeypatch, tmp_path, size, rng):
+    """A channels-last 1x1 stride-2 weight gradient (ResNet-50's shortcut, 64 -> 128 channels, batch 3; 602,112 and
+    623,808 elements of x, the check's sampled path; at 57x57 the last row and column are never read): its float16
+    problem is the stride-1 gradient of x at the positions s*o, the split reads only those (no copy of x's parts
+    sliced afterwards: docs/perf/h200-f16x1-pad-fusion/exp58.log), and the module passes its check and is right."""
+    monkeypatch.setenv("OPS_CACHE_DIR", str(tmp_path))
+    problem = op.problem_from_params(batch=3, in_channels=64, out_channels=128, input_spatial=(size, size),
+                                     filter_spatial=(1, 1), stride=2, dtype="float32", layout="NHWC",
+                                     precision="f16x1")
+    inner = problem.computed_as
+    assert inner.stride == (1, 1) and inner.input_spatial == inner.output_spatial == problem.output_spatial
+    assert math.prod(problem.input_shape) > 1 << 18
+    x = rng.standard_normal(problem.input_shape).astype(np.float32)
+    grad_out = rng.standard_normal(problem.output_shape).astype(np.float32)
+    got = _run(problem, x, grad_out)
+    assert len(list((tmp_path / "verified").glob("*.pass"))) == 1
+    assert _error(problem, x, grad_out, got) < F16X1_BOUND
+
+
+def test_cuda_splits_a_strided_one_tap_weight_gradients_x_in_rows_without_a_copy(tmp_path):
+    """ResNet-50's channels-last 256 -> 512 1x1 stride-2 weight gradient (batch 4): x's pass reads x at s*o with
+    rows of 256 channels, 8 a workgroup, 8 elements a thread (render.rows_attrs), and IREE forms no copy dispatch.
+    Before, the float16 problem sliced x's parts after an in-order pass over all of x, and IREE copied the slice
+    (slow_memcpy): the module took 0.31 ms at batch 32, 0.19 ms now (exp58.log)."""
+    problem = op.problem_from_params(batch=4, in_channels=256, out_channels=512, input_spatial=(56, 56),
+                                     filter_spatial=(1, 1), stride=2, dtype="float32", layout="NHWC",
+                                     precision="f16x1")
+    spec = policy.module_specs(problem, targets.parse_target("cuda:sm_80"))[0]
+    assert "thread = [1, 1, 1, 8], workgroup = [1, 1, 8, 256]" in spec.mlir
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, tuple(spec.extra_flags))
+    assert b"slow_memcpy" not in (tmp_path / f"{problem.name}.vmfb").read_bytes()
+
+
+def test_cuda_fuses_channels_last_stride_1_backward_datas_padded_grad_out(tmp_path):
+    """f16x1 channels-last stride-1 3x3 backward-data (64 channels, batch 8): from 196 output positions an image the
+    table's rule fuses grad_out's zero pad into the convolution's reads (policy.FUSE_PADDING). Without it IREE copies
+    the padded float16 grad_out (slow_memcpy; at batch 2 it did not), the pad being left between the scaling pass's
+    dispatch region and the convolution (ResNet-50's 64-channel layer 0.240 -> 0.173 ms with the flag, r3d_18's
+    1.537 -> 1.186: docs/perf/h200-f16x1-pad-fusion/exp56.log); at 7x7 the flag was slower and the rule leaves it
+    out."""
+    cuda = targets.parse_target("cuda:sm_80")
+    problems = [conv_bwd_data.problem_from_params(batch=8, in_channels=64, out_channels=64, input_spatial=(size, size),
+                                                  filter_spatial=(3, 3), padding=1, dtype="float32", layout="NHWC",
+                                                  precision="f16x1") for size in (14, 7)]
+    fused, unfused = (policy.module_specs(problem, cuda)[0] for problem in problems)
+    assert policy.FUSE_PADDING in fused.extra_flags and policy.FUSE_PADDING not in unfused.extra_flags
+    without = tuple(f for f in fused.extra_flags if f != policy.FUSE_PADDING)
+    for flags, copied in ((fused.extra_flags, False), (without, True)):
+        compile_and_dump(fused.name, fused.mlir, "cuda:sm_80", tmp_path / str(copied), flags)
+        assert (b"slow_memcpy" in (tmp_path / str(copied) / f"{fused.name}.vmfb").read_bytes()) == copied

@@ -50,6 +50,7 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
     and stores grad_w in the problem's layout (scaled, times 1 / (s_x s_g))."""
     inner = problem.computed_as
     x_pad = problem.padding if inner.padding != problem.padding else None  # x's parts written zero-padded
+    x_stride = problem.stride if inner.stride != problem.stride else None  # x's parts at s*o only
     x_parts, grad_out_parts = (operand_parts(problem.precision, i, v) for i, v in enumerate(("x", "grad_out")))
     element = x_parts.element
     return mlir.render(
@@ -61,7 +62,7 @@ def render(problem: ConvBwdWeightProblem, inner_module: str, transients: bool, c
         x3_type=mlir.tensor(inner.input_shape, element), grad_out3_type=mlir.tensor(inner.output_shape, element),
         split_x=largest("x", problem.input_shape, x_parts) + split(
             "x", problem.batch, problem.input_spatial, problem.groups * problem.in_channels, problem.channels_last,
-            x_parts, inner.channels_last, copy, x_pad),
+            x_parts, inner.channels_last, copy, x_pad, x_stride),
         x3="%x3_padded" if x_pad else "%x3",
         split_grad_out=largest("grad_out", problem.output_shape, grad_out_parts) + split(
             "grad_out", problem.batch, problem.output_spatial, problem.groups * problem.out_channels,
@@ -146,19 +147,23 @@ def _weight_order(channels_last: bool, rank: int) -> list[str]:
 
 
 def split(v: str, batch: int, spatial: tuple, channels: int, channels_last: bool, which: Parts,
-          parts_channels_last: bool = True, copy=None, pad=None) -> str:
+          parts_channels_last: bool = True, copy=None, pad=None, stride: tuple | None = None) -> str:
     """The split fragment of %``v``, an activation (``batch``, *``spatial``, ``channels``) in its layout, into
     %``v``3: its bfloat16 parts stacked along the batch (stacked part j the part ``which[j]``: ``operand_parts``),
     channels-last or, where not ``parts_channels_last``, channels-first. The iteration is over the stacked parts'
     order, (j, n, *spatial, c) or (j, n, c, *spatial): from a layout to itself, an elementwise pass read and written
     in order; from channels-first to channels-last parts, a transposing pass (``split_as``'s ``copy`` tile). ``pad``
-    ((low, high) per spatial axis): into %``v``3_padded, the parts zero-padded (``split_as``)."""
+    ((low, high) per spatial axis): into %``v``3_padded, the parts zero-padded (``split_as``). ``stride``: the parts of
+    %``v`` at its positions s*o only (a one-tap unpadded weight gradient's x), read where they lie."""
     rank = len(spatial)
     domain = _dims(rank + 3)
     n = domain[1]
     s, c = (domain[2:-1], domain[-1]) if parts_channels_last else (domain[3:], domain[2])
-    read = [n, *s, c] if channels_last else [n, c, *s]
     in_shape = (batch, *spatial, channels) if channels_last else (batch, channels, *spatial)
+    stride = stride or (1,) * rank
+    at = [f"{d} * {k}" if k > 1 else d for d, k in zip(s, stride)]  # the parts' position o reads v at s*o
+    spatial = tuple((size - 1) // k + 1 for size, k in zip(spatial, stride))
+    read = [n, *at, c] if channels_last else [n, c, *at]
     stacked = len(which)
     parts = (stacked, batch, *spatial, channels) if parts_channels_last else (stacked, batch, channels, *spatial)
     return split_as(v, domain, read, in_shape, parts, 0, which, copy, s, pad)
@@ -173,10 +178,11 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     tile (it drops a unit axis, and a tile set on the pass with it).
 
     An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
-    (``_in_order``). A transposing split (``v``'s innermost dim is not the parts') gets the ``transpose_tile`` of
-    ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one, its ``spatial`` dims (adjacent
-    in ``read`` and ``domain``) merged into one around the pass: IREE merges them itself, and drops a configuration
-    set on the pass when it does.
+    (``_in_order``); one that reads ``v`` at strided positions, its innermost dim in order, a tile of whole rows of
+    that dim (``render.rows_attrs``). A transposing split (``v``'s innermost dim is not the parts') gets the
+    ``transpose_tile`` of ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one, its
+    ``spatial`` dims (adjacent in ``read`` and ``domain``) merged into one around the pass: IREE merges them itself,
+    and drops a configuration set on the pass when it does.
 
     ``pad`` ((low, high) zeros per ``spatial`` dim) gives %``v``3_padded instead, the stacked parts zero-padded
     (``_padded``)."""
@@ -188,6 +194,8 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
         return _padded(v, domain, read, in_shape, parts, part_dim, which, copy, spatial, pad)
     if part_dim in (0, None) and read == domain[0 if part_dim is None else 1:]:
         return _in_order(v, in_shape, parts, part_dim, which, copy)
+    if read[-1] == domain[-1] and any("*" in axis for axis in read):  # at strided positions, rows in order
+        return _split_pass(v, domain, read, in_shape, parts, part_dim, which, mlir.rows_attrs(parts, part_dim, copy))
     if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
         return _split_pass(v, domain, read, in_shape, parts, part_dim, which, "")
     if len(spatial) < 2:
