@@ -106,6 +106,28 @@ ${picks}
   linalg.yield ${last_best}, ${last_position} : ${element}, ${index_type}
 } -> (!window_max, !argmax)
 
+// fragment gather_scan: the same scan in one elementwise pass over the windows, with no padded copy
+// Each tap is read by tensor.extract at its position clamped into the input (a tap in the padding is masked all the
+// same) and picked in scan order (pick_in_order). With no reduction dims, each window's best stays in registers:
+// the extract form's reduction over the taps reloaded and stored both outputs at every row of taps (IREE 3.13, CUDA).
+%max, %indices = linalg.generic {indexing_maps = [${grid_maps}], iterator_types = ${grid_iterators}}
+    outs(${max_destination}, ${argmax_destination} : !window_max, !argmax) {
+^bb0(%unused_max: ${element}, %unused_position: ${index_type}):
+  %true = arith.constant true
+  %best = arith.constant ${neg_inf} : ${element}
+  %best_position = arith.constant ${no_position} : ${index_type}
+  %taken = arith.constant false
+  %c0 = arith.constant 0 : index
+  %n = linalg.index ${batch_dim} : index
+  %c = linalg.index ${channel_dim} : index
+${axes}
+${picks}
+  linalg.yield ${last_best}, ${last_position} : ${element}, ${index_type}
+} -> (!window_max, !argmax)
+
+// fragment tap_read: tap ${t}'s value, read at its position clamped into the input
+%v${t} = tensor.extract %x[${indices}] : !x
+
 // fragment tap_axis: tap f's position i = s*o + d*f - p_lo along one axis, and whether it lies inside the input
 %i_${x}${f} = affine.apply affine_map<(o) -> (o * ${s} ${offset})>(%o_${x})
 %i_${x}${f}_ge = arith.cmpi sge, %i_${x}${f}, %c0 : index
@@ -126,6 +148,10 @@ ${picks}
 // parallel, the window taps are reduction dims sized by the shape-only operand !taps. The tap position is
 // computed in the body from linalg.index values (an indexing map with the negative -p_lo would break
 // llvm-cpu tiling) and the tensor.extract index is clamped into the input even for skipped taps.
+
+// fragment gather_note: the header's note on the gather form
+// The gather form: one elementwise linalg.generic over the output grid (in the layout's order), each window's taps
+// read by tensor.extract at positions clamped into the input and picked in scan order; see the scan below.
 
 // fragment slices_note: the header's note on the slices form
 // The slices form: the taps as strided slices of the input padded once, picked in scan order by one

@@ -413,7 +413,9 @@ def _pool_forms(problem, target: Target) -> list:
     per-tap gathers ran 3-7x slower there, measured for issue 25), then the extract form; a
     backward that recomputes the argmax from x keeps the slices first, or the extract form where windows do not
     overlap (one elementwise pass there, 2.7x faster than the slice form's phases on vgg_pool2_2x2). The GPUs keep
-    max pooling's extract form, verified and tuned with it."""
+    max pooling's extract form, verified and tuned with it, but for the forward's gather form (one elementwise pass;
+    IREE kept the extract form's two outputs in memory across its reduction over the taps:
+    docs/perf/h200-f16x1-pad-fusion/exp59.log)."""
     Form = pool_windows.Form
     split = (target.cpu and problem.op.endswith("_fwd") and problem.stride[-1] > 1
              and pool_windows.splits_by_phase(problem))
@@ -421,7 +423,7 @@ def _pool_forms(problem, target: Target) -> list:
     if problem.op == "avgpool3d_fwd":
         return [*phases, Form(windows="slices")]
     if not target.cpu:
-        return [Form()]
+        return [Form(windows="gather"), Form()] if problem.op == "maxpool2d_fwd" else [Form()]
     if problem.op == "maxpool2d_bwd" and problem.source == "indices":
         return [Form(windows="candidates"), Form(windows="slices"), Form()]
     slices_first = problem.op == "maxpool2d_fwd" or problem.overlapping

@@ -164,8 +164,8 @@ def render(problem: MaxPoolBwdProblem, form: Form = Form(), lowering: Lowering =
     """The problem's module: one function, ``problem.name``, taking (grad_out, indices or x, dst), in ``form``
     (``pool_windows.Form``: the gather over candidate windows, or the stride phases of grad_in, each one
     elementwise pass over its taps' windows)."""
-    check(form.windows != "phases", f"{OP}: the phases form is the forward's; the backward reads its windows by "
-                                    f"extract, slices or candidates, but got {form.windows!r}")
+    check(form.windows not in ("phases", "gather"), f"{OP}: the {form.windows} form is the forward's; the backward "
+                                                    f"reads its windows by extract, slices or candidates")
     element = dtypes.mlir_element_type(problem.dtype)
     index_type = fwd.INDEX_TYPES["int64" if problem.source == "x" else problem.index_dtype]
     source = _activation(problem, element, _source(problem, element, index_type, form))

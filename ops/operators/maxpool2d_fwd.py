@@ -59,6 +59,8 @@ def window_scan(problem: PoolProblem, element: str, index_type: str, max_destina
     if form.windows in ("slices", "phases"):
         return _tap_scan(problem, element, index_type, max_destination, argmax_destination, relu,
                          form.windows == "phases")
+    if form.windows == "gather":
+        return _gather_scan(problem, element, index_type, max_destination, argmax_destination, relu)
     batch, channel, spatial = windows.grid_dims(problem)
     letters = windows.axis_letters(problem)
     taps = []
@@ -109,18 +111,9 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
     picked one after another in one elementwise ``linalg.generic``: strided slices of the input padded by
     ``windows.tap_padding``, or, with ``phases``, unit-stride slices of its split by stride phase along W
     (``windows.phase_split``)."""
-    _, _, spatial = windows.grid_dims(problem)
-    letters = windows.axis_letters(problem)
     padded, tap_slice = windows.tap_source(problem, element, "%neg_inf", phases)
     taps = list(itertools.product(*(range(k) for k in problem.kernel_size)))
-    axes, slices, picks = [], [], []
-    for a, x in enumerate(letters):
-        s, d, p_lo = problem.stride[a], problem.dilation[a], problem.padding[a][0]
-        axes.append(mlir.render("maxpool2d_fwd.tap_window", x=x, window_dim=spatial[a], size=problem.input_spatial[a]))
-        for f in range(problem.kernel_size[a]):
-            offset = d * f - p_lo
-            axes.append(mlir.render("maxpool2d_fwd.tap_axis", x=x, f=f"_{f}", s=s,
-                                    offset=f"+ {offset}" if offset >= 0 else f"- {-offset}"))
+    slices, picks = [], []
     best, best_position, taken = "%best", "%best_position", "%taken"
     for number, (fh, fw) in enumerate(taps):
         t = f"_{number}"
@@ -137,9 +130,53 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
         tap_values=", ".join(f"%x_tap_{i}" for i in range(len(taps))), tap_types=", ".join(["!window_max"] * len(taps)),
         tap_arguments=", ".join(f"%v_{i}: {element}" for i in range(len(taps))),
         neg_inf=NEG_INF[element], no_position=problem.input_spatial[0] * problem.input_spatial[1],
-        axes=mlir.indent("\n".join(axes), 2), picks=mlir.indent("\n".join(picks), 2),
+        axes=mlir.indent(_tap_axes(problem), 2), picks=mlir.indent("\n".join(picks), 2),
         last_best=best, last_position=best_position,
     )
+
+
+def _gather_scan(problem: PoolProblem, element: str, index_type: str, max_destination: str, argmax_destination: str,
+                 relu: bool = False) -> str:
+    """``maxpool2d_fwd.gather_scan``: the taps (in PyTorch's scan order) read by ``tensor.extract`` at positions
+    clamped into the input and picked one after another in one elementwise ``linalg.generic`` over the windows."""
+    batch, channel, _ = windows.grid_dims(problem)
+    axes, letters = _tap_axes(problem, clamped=True), windows.axis_letters(problem)
+    best, best_position, taken = "%best", "%best_position", "%taken"
+    picks = []
+    for number, f in enumerate(itertools.product(*(range(k) for k in problem.kernel_size))):
+        t = f"_{number}"
+        at = windows.layout_indices(problem, "%n", "%c", [f"%i_{x}_{tap}_clamped" for x, tap in zip(letters, f)])
+        picks += [mlir.render("maxpool2d_fwd.tap_read", t=t, indices=at),
+                  mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{f[0]}", fw=f"_{f[1]}",
+                              width=problem.input_spatial[1], index_type=index_type),
+                  _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
+                        f"%best{t}", f"%best_position{t}", relu, taken)]
+        best, best_position, taken = f"%best{t}", f"%best_position{t}", f"%taken{t}"
+    return mlir.render(
+        "maxpool2d_fwd.gather_scan", element=element, index_type=index_type, max_destination=max_destination,
+        argmax_destination=argmax_destination, grid_maps=", ".join([windows.grid_map(problem)] * 2),
+        grid_iterators=windows.iterators(problem), neg_inf=NEG_INF[element],
+        no_position=problem.input_spatial[0] * problem.input_spatial[1], batch_dim=batch, channel_dim=channel,
+        axes=mlir.indent(axes, 2), picks=mlir.indent("\n".join(picks), 2), last_best=best,
+        last_position=best_position)
+
+
+def _tap_axes(problem: PoolProblem, clamped: bool = False) -> str:
+    """Each axis's window (``tap_window``) and each of its taps' positions and whether they lie inside the input
+    (``tap_axis``), ``clamped`` into the input where asked (``common.clamp``)."""
+    lines = []
+    for a, x in enumerate(windows.axis_letters(problem)):
+        s, d, p_lo = problem.stride[a], problem.dilation[a], problem.padding[a][0]
+        lines.append(mlir.render("maxpool2d_fwd.tap_window", x=x, window_dim=windows.grid_dims(problem)[2][a],
+                                 size=problem.input_spatial[a]))
+        for f in range(problem.kernel_size[a]):
+            offset = d * f - p_lo
+            lines.append(mlir.render("maxpool2d_fwd.tap_axis", x=x, f=f"_{f}", s=s,
+                                     offset=f"+ {offset}" if offset >= 0 else f"- {-offset}"))
+            if clamped:
+                lines.append(mlir.render("common.clamp", value=f"%i_{x}_{f}", last=problem.input_spatial[a] - 1,
+                                         zero="%c0"))
+    return "\n".join(lines)
 
 
 def render(problem: MaxPoolProblem, form: Form = Form(), lowering: Lowering = Lowering()) -> str:

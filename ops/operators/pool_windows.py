@@ -38,13 +38,16 @@ class Form:
     grad_in over its taps' windows: ``mlir/maxpool2d_bwd_slices.mlir``), or, the backward only, grad_in's phases in
     one elementwise pass over the windows of every tap shift (``"candidates"``: ``mlir/maxpool2d_bwd_candidates.mlir``),
     or, the forwards only, in a channels-first layout, as slices of the input split by stride phase along its
-    innermost axis (``"phases"``: ``phase_split``), which no tap reads with a stride there.
+    innermost axis (``"phases"``: ``phase_split``), which no tap reads with a stride there, or, the max-pool
+    forward only, by ``tensor.extract`` at clamped positions in one elementwise pass over the windows, the taps
+    picked in scan order (``"gather"``).
     """
 
     windows: str = "extract"
 
     def __post_init__(self):
-        one_of("the pooling operators", "windows", self.windows, ("extract", "slices", "candidates", "phases"))
+        forms = ("extract", "slices", "candidates", "phases", "gather")
+        one_of("the pooling operators", "windows", self.windows, forms)
 
 
 def axis_letters(problem: PoolProblem) -> list[str]:
