@@ -112,17 +112,9 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
     ``windows.tap_padding``, or, with ``phases``, unit-stride slices of its split by stride phase along W
     (``windows.phase_split``)."""
     padded, tap_slice = windows.tap_source(problem, element, "%neg_inf", phases)
-    taps = list(itertools.product(*(range(k) for k in problem.kernel_size)))
-    slices, picks = [], []
-    best, best_position, taken = "%best", "%best_position", "%taken"
-    for number, (fh, fw) in enumerate(taps):
-        t = f"_{number}"
-        slices.append(tap_slice(t, (fh, fw), "!window_max"))
-        picks += [mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
-                              width=problem.input_spatial[1], index_type=index_type),
-                  _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
-                        f"%best{t}", f"%best_position{t}", relu, taken)]
-        best, best_position, taken = f"%best{t}", f"%best_position{t}", f"%taken{t}"
+    taps = _taps(problem)
+    slices = [tap_slice(f"_{number}", f, "!window_max") for number, f in enumerate(taps)]
+    picks, best, best_position = _scan_order_picks(problem, element, index_type, relu)
     return mlir.render(
         "maxpool2d_fwd.tap_scan", element=element, index_type=index_type, max_destination=max_destination,
         argmax_destination=argmax_destination, padded=padded, slices="\n".join(slices),
@@ -130,7 +122,7 @@ def _tap_scan(problem: PoolProblem, element: str, index_type: str, max_destinati
         tap_values=", ".join(f"%x_tap_{i}" for i in range(len(taps))), tap_types=", ".join(["!window_max"] * len(taps)),
         tap_arguments=", ".join(f"%v_{i}: {element}" for i in range(len(taps))),
         neg_inf=NEG_INF[element], no_position=problem.input_spatial[0] * problem.input_spatial[1],
-        axes=mlir.indent(_tap_axes(problem), 2), picks=mlir.indent("\n".join(picks), 2),
+        axes=mlir.indent(_tap_axes(problem), 2), picks=mlir.indent(picks, 2),
         last_best=best, last_position=best_position,
     )
 
@@ -140,25 +132,42 @@ def _gather_scan(problem: PoolProblem, element: str, index_type: str, max_destin
     """``maxpool2d_fwd.gather_scan``: the taps (in PyTorch's scan order) read by ``tensor.extract`` at positions
     clamped into the input and picked one after another in one elementwise ``linalg.generic`` over the windows."""
     batch, channel, _ = windows.grid_dims(problem)
-    axes, letters = _tap_axes(problem, clamped=True), windows.axis_letters(problem)
-    best, best_position, taken = "%best", "%best_position", "%taken"
-    picks = []
-    for number, f in enumerate(itertools.product(*(range(k) for k in problem.kernel_size))):
-        t = f"_{number}"
-        at = windows.layout_indices(problem, "%n", "%c", [f"%i_{x}_{tap}_clamped" for x, tap in zip(letters, f)])
-        picks += [mlir.render("maxpool2d_fwd.tap_read", t=t, indices=at),
-                  mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{f[0]}", fw=f"_{f[1]}",
-                              width=problem.input_spatial[1], index_type=index_type),
-                  _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
-                        f"%best{t}", f"%best_position{t}", relu, taken)]
-        best, best_position, taken = f"%best{t}", f"%best_position{t}", f"%taken{t}"
+    letters = windows.axis_letters(problem)
+
+    def read(t: str, f: tuple) -> list[str]:
+        at = [f"%i_{x}_{tap}_clamped" for x, tap in zip(letters, f)]
+        return [mlir.render("maxpool2d_fwd.tap_read", t=t, indices=windows.layout_indices(problem, "%n", "%c", at))]
+    picks, best, best_position = _scan_order_picks(problem, element, index_type, relu, read)
     return mlir.render(
         "maxpool2d_fwd.gather_scan", element=element, index_type=index_type, max_destination=max_destination,
         argmax_destination=argmax_destination, grid_maps=", ".join([windows.grid_map(problem)] * 2),
         grid_iterators=windows.iterators(problem), neg_inf=NEG_INF[element],
         no_position=problem.input_spatial[0] * problem.input_spatial[1], batch_dim=batch, channel_dim=channel,
-        axes=mlir.indent(axes, 2), picks=mlir.indent("\n".join(picks), 2), last_best=best,
+        axes=mlir.indent(_tap_axes(problem, clamped=True), 2), picks=mlir.indent(picks, 2), last_best=best,
         last_position=best_position)
+
+
+def _taps(problem: PoolProblem) -> list[tuple]:
+    """The window's taps in PyTorch's scan order (h, then w)."""
+    return list(itertools.product(*(range(k) for k in problem.kernel_size)))
+
+
+def _scan_order_picks(problem: PoolProblem, element: str, index_type: str, relu: bool,
+                      read=lambda t, f: []) -> tuple[str, str, str]:
+    """Each tap in scan order: ``read``'s lines (tap ``t`` of offsets ``f``, defining %v``t`` where the block does
+    not), its flat position (``tap_position``) and its pick after the taps before (``_pick``, in order). The lines,
+    and the last pick's best value and position."""
+    best, best_position, taken = "%best", "%best_position", "%taken"
+    lines = []
+    for number, (fh, fw) in enumerate(_taps(problem)):
+        t = f"_{number}"
+        lines += [*read(t, (fh, fw)),
+                  mlir.render("maxpool2d_fwd.tap_position", t=t, fh=f"_{fh}", fw=f"_{fw}",
+                              width=problem.input_spatial[1], index_type=index_type),
+                  _pick(element, index_type, t, f"%v{t}", best, best_position, f"%position{t}", f"%inside{t}",
+                        f"%best{t}", f"%best_position{t}", relu, taken)]
+        best, best_position, taken = f"%best{t}", f"%best_position{t}", f"%taken{t}"
+    return "\n".join(lines), best, best_position
 
 
 def _tap_axes(problem: PoolProblem, clamped: bool = False) -> str:
