@@ -257,11 +257,11 @@ def rows_attrs(parts: tuple[int, ...], part_dim: int | None, copy) -> str:
     strided positions, its innermost dim in order, on a GPU target whose ``copy`` has a ``split_tile``: a workgroup
     takes as many whole rows of the innermost dim (at most a workgroup's elements of it) as a workgroup's elements
     hold, along the dim before it, each thread ``thread`` consecutive elements of a row and all the parts; nothing
-    where ``thread`` does not divide the rows (IREE's own tiling of this pass ran 1.3-1.8x slower:
-    docs/perf/h200-f16x1-pad-fusion/exp58.log)."""
+    where ``thread`` does not divide a row (on IREE's own tiling of this pass, ResNet-50's strided 1x1 f16x1 weight
+    gradients ran 1.4-1.8x slower as whole modules: docs/perf/h200-f16x1-pad-fusion/exp58.log)."""
     tile = (copy or {}).get("split_tile")
     lead = parts[:1] if part_dim is not None else ()
-    *outer, before, row = parts[len(lead):]
+    *outer, _, row = parts[len(lead):]  # _: the dim the rows run along
     if not tile or row % tile["thread"]:
         return ""
     elements = tile["thread"] * tile["threads"]
