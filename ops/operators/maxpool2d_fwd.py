@@ -173,11 +173,10 @@ def _scan_order_picks(problem: PoolProblem, element: str, index_type: str, relu:
 def _tap_axes(problem: PoolProblem, clamped: bool = False) -> str:
     """Each axis's window (``tap_window``) and each of its taps' positions and whether they lie inside the input
     (``tap_axis``), ``clamped`` into the input where asked (``common.clamp``)."""
-    lines = []
+    lines, (_, _, spatial) = [], windows.grid_dims(problem)
     for a, x in enumerate(windows.axis_letters(problem)):
         s, d, p_lo = problem.stride[a], problem.dilation[a], problem.padding[a][0]
-        lines.append(mlir.render("maxpool2d_fwd.tap_window", x=x, window_dim=windows.grid_dims(problem)[2][a],
-                                 size=problem.input_spatial[a]))
+        lines.append(mlir.render("maxpool2d_fwd.tap_window", x=x, window_dim=spatial[a], size=problem.input_spatial[a]))
         for f in range(problem.kernel_size[a]):
             offset = d * f - p_lo
             lines.append(mlir.render("maxpool2d_fwd.tap_axis", x=x, f=f"_{f}", s=s,
