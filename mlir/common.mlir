@@ -17,7 +17,7 @@ ${result} = tensor.pad ${source} low[${low}] high[${high}] {
 // fragment zero_pad_gather: zero_pad's result by a generic reading ${source} where it lies (clamped indices, zero outside)
 ${result}_empty = tensor.empty() : ${result_type}
 ${result} = linalg.generic {indexing_maps = [${map}], iterator_types = ${iterators}}
-    outs(${result}_empty : ${result_type})${attrs} {
+    outs(${result}_empty : ${result_type}) {
 ^bb0(%${p}unused: ${element}):
 ${indices}
   %${p}read = tensor.extract ${source}[${read}] : ${source_type}

@@ -107,22 +107,16 @@ def folding_reassociation(kept: list[bool]) -> list[list[int]]:
 
 
 def zero_pad(result: str, source: str, low: list[int], high: list[int], element: str, source_type: str,
-             result_type: str, zero: str = "%zero_element", gather_shape: list[int] | None = None,
-             copy=None) -> str:
+             result_type: str, zero: str = "%zero_element", gather_shape: list[int] | None = None) -> str:
     """``source`` zero-padded by ``low``/``high`` per dim into ``result`` (``zero``: the caller's zero value): a
     ``tensor.pad``, or given the source's shape (``gather_shape``) a generic reading the source where it lies
-    (``common.zero_pad_gather``: IREE makes a pad it does not fuse into its consumer a copy dispatch of its own),
-    tiled in whole rows by ``copy`` (the target's copy_config, ``copy_attrs``: IREE gave it one workgroup a row of
-    channels, 8 threads at 64 channels)."""
+    (``common.zero_pad_gather``: IREE makes a pad it does not fuse into its consumer a copy dispatch of its own)."""
     rank = len(low)
     if gather_shape is None:
         return render("common.zero_pad", result=result, source=source, low=index_list(low), high=index_list(high),
                       index_args=", ".join(f"%i{a}: index" for a in range(rank)), zero=zero, element=element,
                       source_type=source_type, result_type=result_type)
-    padded = [size + lo + hi for size, lo, hi in zip(gather_shape, low, high)]
-    rows_dim = max([d for d in range(rank - 1) if padded[d] > 1], default=-2)  # a groups view's unit dims skipped
-    return _gathered_pad(result, source, low, high, element, source_type, result_type, zero, gather_shape,
-                         copy_attrs(padded, copy, rows_dim=rows_dim))
+    return _gathered_pad(result, source, low, high, element, source_type, result_type, zero, gather_shape)
 
 
 def gathers_pads(copy) -> bool:
@@ -131,7 +125,7 @@ def gathers_pads(copy) -> bool:
 
 
 def _gathered_pad(result: str, source: str, low: list[int], high: list[int], element: str, source_type: str,
-                  result_type: str, zero: str, shape: list[int], attrs: str) -> str:
+                  result_type: str, zero: str, shape: list[int]) -> str:
     """``zero_pad``'s gather: each padded dim's index into the source (``common.zero_pad_index``), clamped into
     ``shape`` (``common.clamp``), the read selected where every one lies inside (``common.zero_pad_bounds``)."""
     rank, p = len(low), result.lstrip("%") + "_"  # p: the generic's own names, unique in the function
@@ -149,7 +143,7 @@ def _gathered_pad(result: str, source: str, low: list[int], high: list[int], ele
     return render("common.zero_pad_gather", result=result, source=source, result_type=result_type, p=p,
                   source_type=source_type, element=element, map=affine_map(domain, domain),
                   iterators=iterators(["parallel"] * rank), indices="\n".join(lines), read=", ".join(read),
-                  inside=f"%{p}inside", zero=zero, attrs=attrs)
+                  inside=f"%{p}inside", zero=zero)
 
 
 def fold(fragment: str, name: str, values: list[str]) -> str:
@@ -176,17 +170,17 @@ def indent(text: str, spaces: int = 2) -> str:
     return "\n".join(pad + line if line else line for line in text.splitlines())
 
 
-def copy_attrs(shape, copy, steps=None, rows_dim: int = -2) -> str:
+def copy_attrs(shape, copy, steps=None) -> str:
     """The attrs of a data-movement ``linalg.generic`` over ``shape`` on a GPU target (``copy``: the tuning table's
     ``copy_config``), or nothing (IREE's defaults): a workgroup takes ``threads`` threads, each ``thread_elements``
     consecutive elements of the innermost dim (1 if they do not divide it), over whole innermost rows (at most
-    ``threads * thread_elements`` elements) and a power-of-two number of rows (along ``rows_dim``, the dim before
-    the innermost unless given). A generic too small to give one subgroup its elements keeps IREE's defaults.
+    ``threads * thread_elements`` elements) and a power-of-two number of rows. A generic too small to give one
+    subgroup its elements keeps IREE's defaults.
 
     ``steps`` (per dim, or None): a dim read through ``floordiv`` / ``mod`` by its step, whose tiles IREE 3.13 can cut
     only where tile and step divide one another: its tiles are made multiples of the step (or 1), and a small
     generic gets them too (IREE's default tiles need not divide the steps)."""
-    if "threads" not in (copy or {}) or len(shape) < 2:  # no copy_config (a CPU's): IREE's own tiling
+    if not copy or len(shape) < 2:
         return ""
     step = list(steps or [1] * len(shape))
     vector = copy["thread_elements"] if shape[-1] % copy["thread_elements"] == 0 else 1
@@ -195,15 +189,13 @@ def copy_attrs(shape, copy, steps=None, rows_dim: int = -2) -> str:
     elements = copy["threads"] * vector
     inner = min(shape[-1], elements)
     inner = inner - inner % step[-1] if step[-1] > 1 else inner
-    r = rows_dim % len(shape)
-    rows = step[r] if step[r] * inner <= elements and step[r] <= shape[r] else 1
-    while rows * 2 * inner <= elements and rows * 2 <= shape[r] and (rows > 1 or step[r] == 1):
+    rows = step[-2] if step[-2] * inner <= elements and step[-2] <= shape[-2] else 1
+    while rows * 2 * inner <= elements and rows * 2 <= shape[-2] and (rows > 1 or step[-2] == 1):
         rows *= 2
     if not inner or (rows * inner // vector < copy["subgroup_size"] and not steps):
         return ""
-    workgroup = [1] * (len(shape) - 1) + [inner]
-    workgroup[r] = rows
-    return _tiled([1] * (len(shape) - 1) + [vector], workgroup, rows * inner // vector, copy)
+    return _tiled([1] * (len(shape) - 1) + [vector], [1] * (len(shape) - 2) + [rows, inner], rows * inner // vector,
+                  copy)
 
 
 def transpose_attrs(shape, rows_dim: int, copy) -> str:
@@ -261,25 +253,22 @@ def split_attrs(parts: tuple[int, ...], elements: int, copy) -> str:
 
 
 def rows_attrs(parts: tuple[int, ...], part_dim: int | None, copy) -> str:
-    """The attrs of a split over ``parts`` (its part axis at ``part_dim``, or none) that reads its source through a map
-    of strides or flips, its innermost dim in order, on a GPU target whose ``copy`` has a ``split_tile``: a workgroup
+    """The attrs of a split over ``parts`` (its part axis at ``part_dim``, 0, or none) that reads its source at
+    strided positions, its innermost dim in order, on a GPU target whose ``copy`` has a ``split_tile``: a workgroup
     takes as many whole rows of the innermost dim (at most a workgroup's elements of it) as a workgroup's elements
-    hold, along the last other dim before it, each thread ``thread`` consecutive elements of a row and all the parts;
-    nothing where ``thread`` does not divide a row (on IREE's own tiling of this pass, ResNet-50's strided 1x1 f16x1
-    weight gradients ran 1.4-1.8x slower as whole modules: docs/perf/h200-f16x1-pad-fusion/exp58.log; a flipped
-    weight's split got a thread an element, 32 threads a workgroup)."""
+    hold, along the dim before it, each thread ``thread`` consecutive elements of a row and all the parts; nothing
+    where ``thread`` does not divide a row (on IREE's own tiling of this pass, ResNet-50's strided 1x1 f16x1 weight
+    gradients ran 1.4-1.8x slower as whole modules: docs/perf/h200-f16x1-pad-fusion/exp58.log)."""
     tile = (copy or {}).get("split_tile")
-    row = parts[-1]
+    lead = parts[:1] if part_dim is not None else ()
+    *outer, _, row = parts[len(lead):]  # _: the dim the rows run along
     if not tile or row % tile["thread"]:
         return ""
     elements = tile["thread"] * tile["threads"]
     columns = min(row, elements)
     rows = max(1, elements // columns)
-    thread, workgroup = [1] * (len(parts) - 1) + [tile["thread"]], [1] * (len(parts) - 1) + [columns]
-    workgroup[max(d for d in range(len(parts) - 1) if d != part_dim)] = rows
-    if part_dim is not None:
-        thread[part_dim] = workgroup[part_dim] = parts[part_dim]
-    return _tiled(thread, workgroup, rows * columns // tile["thread"], copy)
+    return _tiled([*lead, *[1] * (len(outer) + 1), tile["thread"]], [*lead, *[1] * len(outer), rows, columns],
+                  rows * columns // tile["thread"], copy)
 
 
 def _tiled(thread: list[int], workgroup: list[int], threads: int, copy, promote: bool = False) -> str:

@@ -281,7 +281,7 @@ def render(problem: ConvBwdWeightProblem, form: Form = Form(), lowering: Lowerin
     if form.contraction == "columns":  # x read where it lies: no padding, no group split
         return _module(shape, element, lowering, "  // x is read where it lies (the columns form)", "%x",
                        weight_columns.render(problem, element, lowering.configs.get(0)), "%acc", split_x=False)
-    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic", lowering.copy)
+    pad_x, x_value = _pad_x(shape, element, form.contraction == "generic", mlir.gathers_pads(lowering.copy))
     contraction, summed = _contraction(shape, element, form.contraction, x_value, lowering.configs.get(0))
     return _module(shape, element, lowering, pad_x, x_value, contraction, summed)
 
@@ -334,13 +334,12 @@ def _sizes(shape: _Geometry) -> dict[str, int]:
     return sizes
 
 
-def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool, copy) -> tuple[str, str | None]:
+def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool, gather: bool) -> tuple[str, str | None]:
     """(lines, value) of x as the windows read it: zeros where every window reads padding only (taps times zero,
     as PyTorch's reference kernels compute); else x, its unread end left out, zero-padded: with ``pad_on_groups``
     (the generic) after the split into groups, so that the pad meets the convolution with no reshape between (IREE
-    fuses a pad into its consumer only then; the value is then None: x_groups is made here); where the target's
-    ``copy`` tiling gathers pads (``render.gathers_pads``), by a generic that reads x where it lies
-    (``render.zero_pad``)."""
+    fuses a pad into its consumer only then; the value is then None: x_groups is made here); with ``gather`` by a
+    generic that reads x where it lies (``render.zero_pad``)."""
     problem, rank = shape.problem, shape.problem.rank
     if any(taken == 0 for _, taken, _ in shape.reads):
         return mlir.render("grouped_conv_bwd_weight.zeros", element=element), "%x_padded"
@@ -357,17 +356,16 @@ def _pad_x(shape: _Geometry, element: str, pad_on_groups: bool, copy) -> tuple[s
     if any(low) or any(high):
         lines.append(mlir.render("grouped_conv_bwd_weight.zero_element", element=element))
         if pad_on_groups:
-            lines.append(_pad_groups(shape, element, x_value, x_type, low, high, copy))
+            lines.append(_pad_groups(shape, element, x_value, x_type, low, high, gather))
             x_value = None
         else:
-            gather = taken_shape if mlir.gathers_pads(copy) else None
             lines.append(mlir.indent(mlir.zero_pad("%x_padded", x_value, low, high, element, x_type, "!x_padded",
-                                                   gather_shape=gather, copy=copy), 2))
+                                                   gather_shape=taken_shape if gather else None), 2))
             x_value = "%x_padded"
     return ("\n".join(lines) if lines else "  // no padding is read: x is used as it is"), x_value
 
 
-def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, high, copy) -> str:
+def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, high, gather: bool) -> str:
     """x split into (chunks.., N, .., G, C), then zero-padded there into %x_groups (x's pad ``low``/``high``, given
     per (N, spatial.., C) or (N, C, spatial..) dim, moved onto the split view)."""
     problem = shape.problem
@@ -383,7 +381,7 @@ def _pad_groups(shape: _Geometry, element: str, x_value: str, x_type: str, low, 
     ), 2)
     pad = mlir.indent(mlir.zero_pad("%x_groups", "%x_unpadded_groups", on_groups(low), on_groups(high), element,
                                     mlir.tensor(unpadded, element), "!x_groups",
-                                    gather_shape=unpadded if mlir.gathers_pads(copy) else None, copy=copy), 2)
+                                    gather_shape=unpadded if gather else None), 2)
     return f"{expand}\n{pad}"
 
 

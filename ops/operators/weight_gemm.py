@@ -252,7 +252,7 @@ def _gather(problem: ConvBwdWeightProblem, rows_shape: list[int], element: str, 
     if _pads_x(problem):
         pad_type = mlir.tensor(padded_shape, element)
         pad = mlir.indent(mlir.zero_pad("%x_padded", padded, [0, *low, 0], [0, *high, more], element, padded_type,
-                                        pad_type, gather_shape=_gather_shape(problem, copy), copy=copy), 2)
+                                        pad_type, gather_shape=_gather_shape(problem, copy)), 2)
         padded, padded_type = "%x_padded", pad_type
     loops, rows_dims, read = ["n", *o[:-1], *f, o[-1], "c"], ["n", *o, *f, "c"], ["n", *windows, "c"]
     loop_shape = [problem.batch, *problem.output_spatial[:-1], *problem.filter_spatial, problem.output_spatial[-1],
