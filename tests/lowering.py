@@ -44,7 +44,8 @@ def compile_and_dump(name: str, mlir: str, target: str, workdir: Path, extra_fla
         function = re.search(r"func\.func @(\S+)\(", text).group(1)
         mma = re.search(r"mma_kind = #iree_gpu\.mma_layout<(\w+)>", text)
         pipeline = re.search(r"pipeline = #iree_gpu\.pipeline<(\w+)>", text)
-        dispatches.append(Dispatch(function.split("_dispatch_", 1)[1], mma and mma.group(1), pipeline and pipeline.group(1)))
+        # a data-tiled module's encodings are executables of their own (_encoding_N_encode_...), not dispatch_N
+        dispatches.append(Dispatch(function.split("_dispatch_", 1)[-1], mma and mma.group(1), pipeline and pipeline.group(1)))
     kernels, scratch = {}, {}
     for asm in dump.glob("*.rocmasm"):
         text = asm.read_text()

@@ -93,6 +93,16 @@ EXAMPLES = [
                     filter_spatial=(1, 1), stride=1, layout="NCHW", dtype="float32"),  # wide pointwise, few positions
     catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
                     filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float32"),
+    # channels-first, few positions: on the Xeon without AMX, im2col data-tiled (several taps at strides 1 and 2,
+    # and a 1x1 filter of a 512K-element weight each way; the 1x1 stride-2 one above)
+    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(4, 4),
+                    filter_spatial=(3, 3), stride=1, padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
+                    filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=512, out_channels=1024, input_spatial=(4, 4),
+                    filter_spatial=(1, 1), stride=1, padding=0, layout="NCHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=1024, out_channels=512, input_spatial=(4, 4),
+                    filter_spatial=(1, 1), stride=1, padding=0, layout="NCHW", dtype="float32"),
     # strided along the last axis: no taps form for the weight gradient, the per_image rule decides
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
@@ -681,7 +691,9 @@ def test_wide_pointwise_channels_first_backward_data_of_few_positions_takes_im2c
                     padding=0, stride=1, layout="NCHW", dtype="float32")
         return policy.forms_for(catalog.problem("conv_bwd_data", "ck_default", **{**base, **params}), CPU)[0].contraction
     assert preferred() == expected
-    assert preferred(in_channels=512, out_channels=2048, input_spatial=(7, 7)) == expected
+    # the Xeon's own rule takes 1x1 layers of 1M-element weights at 7x7 as im2col, data-tiled (test_cpu_data_tiling)
+    xeon = host == ZEN4_HOST | {"avx512_fp16"}
+    assert preferred(in_channels=512, out_channels=2048, input_spatial=(7, 7)) == ("im2col" if xeon else expected)
     assert preferred(in_channels=256, out_channels=1024) == "generic"        # 256 columns
     assert preferred(in_channels=512, input_spatial=(28, 28)) == "generic"  # 784 positions
     assert preferred(input_spatial=(1, 1)) == "generic"                      # one position: unmeasured

@@ -1,0 +1,82 @@
+"""CPU: float32 channels-first backward-data GEMMs of few rows take the im2col form with IREE's data tiling and
+ukernels on an Intel host with AVX512-FP16 and no AMX (``mlir/tuning/llvm-cpu.json``, docs/perf/xeon-data-tiling-im2col):
+which problems, on which hosts, and the modules against the float64 definition."""
+
+import numpy as np
+import pytest
+
+from ops import catalog, policy, registry, targets, verify
+from ops.api import run
+from conftest import poisoned
+
+CPU = targets.parse_target("llvm-cpu")
+DATA_TILING = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
+XEON_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16"})  # AVX-512 with FP16, no AMX: where it was measured
+ZEN4_HOST = frozenset({"avx2", "fma", "avx512f"})
+AMX_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16", "amx_tile"})
+
+
+def _problem(channels=512, out_channels=512, spatial=7, stride=1, taps=3, layout="NCHW", batch=4):
+    """A dense float32 backward-data problem of ``spatial`` x ``spatial`` output (grad_out) positions."""
+    return catalog.problem("conv_bwd_data", "ck_default", batch=batch, in_channels=channels,
+                           out_channels=out_channels, input_spatial=(spatial * stride,) * 2,
+                           filter_spatial=(taps, taps), stride=stride, padding=taps // 2, layout=layout,
+                           dtype="float32")
+
+
+def _choice(problem) -> tuple[str, bool]:
+    """(the contraction of ``problem``'s first form, whether its module is data-tiled)."""
+    form = policy.forms_for(problem, CPU)[0]
+    flags = policy.flags_for(problem, CPU, form)
+    return form.contraction, all(flag in flags for flag in DATA_TILING)
+
+
+# (problem parameters, the choice on the Xeon): the measured sides of each rule's bounds
+XEON_CHOICES = [
+    (dict(spatial=7), ("im2col", True)),                     # 3x3 stride 1: 1.65x (11.6 -> 7.0 ms)
+    (dict(channels=256, out_channels=256, spatial=14), ("im2col", True)),   # 1.4x
+    (dict(channels=128, out_channels=128, spatial=28), ("generic", False)),  # 0.5x as im2col with data tiling
+    (dict(spatial=7, stride=2), ("im2col", True)),           # 3x3 stride 2 to 7x7: 1.7x
+    (dict(channels=256, out_channels=256, spatial=14, stride=2), ("im2col", False)),  # to 14x14: 0.8x
+    (dict(channels=1024, out_channels=2048, spatial=7, stride=2, taps=1), ("im2col", True)),  # 1x1 stride 2: 2.6x
+    (dict(channels=512, out_channels=1024, spatial=14, stride=2, taps=1), ("im2col", True)),  # 1.6x
+    (dict(channels=256, out_channels=512, spatial=28, stride=2, taps=1), ("im2col", False)),  # 0.8x
+    (dict(out_channels=2048, taps=1), ("im2col", True)),     # 1x1 stride 1, a 1M-element weight: 1.35x
+    (dict(channels=2048, taps=1), ("im2col", True)),         # 1.13-1.19x
+    (dict(taps=1), ("generic", False)),                      # a 256K-element weight: 0.67x
+    (dict(channels=960, out_channels=160, taps=1), ("generic", False)),  # MobileNetV2's: 0.43x
+    (dict(channels=1024, out_channels=256, spatial=14, taps=1), ("generic", False)),  # 196 positions: 0.73x
+    (dict(spatial=1, taps=1, out_channels=2048), ("generic", False)),  # one position: unmeasured
+    (dict(spatial=7, layout="NHWC"), ("generic", False)),    # channels-last: unmeasured
+]
+
+
+@pytest.mark.parametrize("params, choice", XEON_CHOICES)
+def test_few_row_backward_data_takes_data_tiled_im2col_on_the_xeon_host_only(monkeypatch, params, choice):
+    problem = _problem(**params)
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: XEON_HOST)
+    assert _choice(problem) == choice, problem.name
+    for host in (ZEN4_HOST, AMX_HOST):  # unmeasured there: no data tiling
+        monkeypatch.setattr(targets, "host_cpu_flags", lambda: host)
+        assert not _choice(problem)[1], (problem.name, sorted(host))
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch=4),                                                           # ResNet-50's 3x3 at 7x7, batch 4
+    dict(batch=2, channels=64, out_channels=32, spatial=4, stride=2),        # several taps at stride 2
+    dict(batch=2, channels=96, out_channels=128, spatial=14, stride=2, taps=1),  # one tap at stride 2
+    dict(batch=2, channels=512, out_channels=1024, spatial=4, taps=1),       # one tap at stride 1
+])
+def test_the_data_tiled_im2col_module_matches_the_definition(monkeypatch, rng, params):
+    """Each rule's module, compiled for this machine's CPU with the Xeon's rules (data tiling and ukernels), into a
+    poisoned destination, against float64."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: XEON_HOST)
+    problem = _problem(**params)
+    spec = policy.module_spec(problem, CPU)
+    assert all(flag in spec.flags for flag in DATA_TILING) and "linalg.batch_matmul" in spec.mlir, problem.name
+    module = registry.module(problem)
+    inputs = module.random_inputs(problem, rng)
+    got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
+    error = verify.relative_error(got, module.reference(problem, inputs))
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
+    assert np.all(np.isfinite(got))
