@@ -36,11 +36,14 @@ XEON_CHOICES = [
     (dict(spatial=7), ("im2col", True)),                     # 3x3 stride 1: 1.65x (11.6 -> 7.0 ms)
     (dict(channels=256, out_channels=256, spatial=14), ("im2col", True)),   # 1.4x
     (dict(channels=128, out_channels=128, spatial=28), ("generic", False)),  # 0.5x as im2col with data tiling
+    (dict(channels=128, out_channels=128, spatial=14), ("generic", False)),  # 128 channels: 0.46x
     (dict(spatial=7, stride=2), ("im2col", True)),           # 3x3 stride 2 to 7x7: 1.7x
     (dict(channels=256, out_channels=256, spatial=14, stride=2), ("im2col", False)),  # to 14x14: 0.8x
+    (dict(channels=256, out_channels=256, spatial=7, stride=2), ("im2col", False)),   # 256 channels: 0.8x
     (dict(channels=1024, out_channels=2048, spatial=7, stride=2, taps=1), ("im2col", True)),  # 1x1 stride 2: 2.6x
     (dict(channels=512, out_channels=1024, spatial=14, stride=2, taps=1), ("im2col", True)),  # 1.6x
     (dict(channels=256, out_channels=512, spatial=28, stride=2, taps=1), ("im2col", False)),  # 0.8x
+    (dict(channels=104, out_channels=208, spatial=14, stride=2, taps=1), ("im2col", False)),  # RegNet's: 0.88x
     (dict(out_channels=2048, taps=1), ("im2col", True)),     # 1x1 stride 1, a 1M-element weight: 1.35x
     (dict(channels=2048, taps=1), ("im2col", True)),         # 1.13-1.19x
     (dict(taps=1), ("generic", False)),                      # a 256K-element weight: 0.67x
@@ -63,8 +66,8 @@ def test_few_row_backward_data_takes_data_tiled_im2col_on_the_xeon_host_only(mon
 
 @pytest.mark.parametrize("params", [
     dict(batch=4),                                                           # ResNet-50's 3x3 at 7x7, batch 4
-    dict(batch=2, channels=64, out_channels=32, spatial=4, stride=2),        # several taps at stride 2
-    dict(batch=2, channels=96, out_channels=128, spatial=14, stride=2, taps=1),  # one tap at stride 2
+    dict(batch=2, spatial=4, stride=2),                                      # several taps at stride 2
+    dict(batch=2, channels=512, out_channels=1024, spatial=4, stride=2, taps=1),  # one tap at stride 2
     dict(batch=2, channels=512, out_channels=1024, spatial=4, taps=1),       # one tap at stride 1
 ])
 def test_the_data_tiled_im2col_module_matches_the_definition(monkeypatch, rng, params):

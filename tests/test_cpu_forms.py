@@ -93,12 +93,14 @@ EXAMPLES = [
                     filter_spatial=(1, 1), stride=1, layout="NCHW", dtype="float32"),  # wide pointwise, few positions
     catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
                     filter_spatial=(3, 3), stride=2, padding=1, layout="NHWC", dtype="float32"),
-    # channels-first, few positions: on the Xeon without AMX, im2col data-tiled (several taps at strides 1 and 2,
-    # and a 1x1 filter of a 512K-element weight each way; the 1x1 stride-2 one above)
-    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(4, 4),
+    # channels-first, few positions, large weights: on the Xeon without AMX, im2col data-tiled (several taps at
+    # strides 1 and 2, one at stride 2, and one at stride 1 of a 512K-element weight each way)
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=256, out_channels=256, input_spatial=(4, 4),
                     filter_spatial=(3, 3), stride=1, padding=1, layout="NCHW", dtype="float32"),
-    catalog.problem("conv_bwd_data", "ck_default", batch=2, in_channels=8, out_channels=6, input_spatial=(8, 8),
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=512, out_channels=512, input_spatial=(8, 8),
                     filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=512, out_channels=1024, input_spatial=(8, 8),
+                    filter_spatial=(1, 1), stride=2, padding=0, layout="NCHW", dtype="float32"),
     catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=512, out_channels=1024, input_spatial=(4, 4),
                     filter_spatial=(1, 1), stride=1, padding=0, layout="NCHW", dtype="float32"),
     catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=1024, out_channels=512, input_spatial=(4, 4),
