@@ -90,6 +90,23 @@ ${zero_tap_select}
     linalg.yield ${tap_value} : ${element}
   } -> ${phase_filter_type}
 
+// fragment weight_taps: the weight with its taps first, (G.., F.., K, C): the planes flip's source (one transpose)
+  %weight_taps_empty = tensor.empty() : ${taps_type}
+  %weight_taps = linalg.transpose ins(${weight_view} : ${weight_view_type}) outs(%weight_taps_empty : ${taps_type}) permutation = [${permutation}]
+
+// fragment filter_planes: the phase's filter plane by plane (the planes flip)
+  // the phase's taps, flipped (u = T-1-t), plane by plane: each a (G.., K, C) slice of the weight's taps-first
+  // transpose at its flipped tap, copied where the gather reads the weight an element at a time
+  %w_${index}_empty = tensor.empty() : ${phase_filter_type}
+${zeroed}${planes}
+
+// fragment filter_plane: one plane (u..) of the phase's filter: tap f.. of the weight
+  %w_${index}_tap_${plane} = tensor.extract_slice %weight_taps[${tap_offsets}] [${plane_sizes}] [${unit_strides}] : ${taps_type} to ${plane_type}
+  ${result} = tensor.insert_slice %w_${index}_tap_${plane} into ${into}[${plane_offsets}] [${plane_sizes}] [${unit_strides}] : ${plane_type} into ${phase_filter_type}
+
+// fragment filter_zeroed: the zero taps' planes (u >= taps) are zeros: the planes go into a zero-filled filter
+  %w_${index}_zeros = linalg.fill ins(%zero_element : ${element}) outs(%w_${index}_empty : ${phase_filter_type}) -> ${phase_filter_type}
+
 // fragment gather_index: a loop index of the gather
     ${result} = linalg.index ${dim} : index
 

@@ -316,9 +316,12 @@ def _has_taps_form(problem) -> bool:
         contractions.taps_terms(problem, phase) <= CPU_TAPS_MAX_TERMS for phase in phase_plan.phases(problem))
 
 
-# the CPU's stride-phase form: the weight's taps gathered, D tensors sliced, strided stores, a single tap beside
-# others given a zero tap (its contraction the generic convolution, the others' ``_phase_forms`` replaces)
-CPU_PHASES = stride_phases.Form(d_read="slice", store="strided", single_taps="zero_tap", interleave_read="extract")
+# the CPU's stride-phase form: the weight's taps copied plane by plane (its gather, an element at a time, ran
+# 1.07-1.30x slower where weights are large, level elsewhere: docs/perf/xeon-data-tiling-im2col), D tensors sliced,
+# strided stores, a single tap beside others given a zero tap (its contraction the generic convolution, the others'
+# ``_phase_forms`` replaces)
+CPU_PHASES = stride_phases.Form(weight_flip="planes", d_read="slice", store="strided", single_taps="zero_tap",
+                                interleave_read="extract")
 
 
 def _split_forms(problem, target: Target) -> list:

@@ -17,10 +17,13 @@ AMX_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16", "amx_tile"})
 
 
 def _problem(channels=512, out_channels=512, spatial=7, stride=1, taps=3, layout="NCHW", batch=4):
-    """A dense float32 backward-data problem of ``spatial`` x ``spatial`` output (grad_out) positions."""
+    """A dense float32 backward-data problem of ``spatial`` x ``spatial`` output (grad_out) positions, or of the
+    ``spatial`` tuple's (3-D, NCDHW)."""
+    spatial = spatial if isinstance(spatial, tuple) else (spatial,) * 2
+    layout = "NCDHW" if len(spatial) == 3 else layout
     return catalog.problem("conv_bwd_data", "ck_default", batch=batch, in_channels=channels,
-                           out_channels=out_channels, input_spatial=(spatial * stride,) * 2,
-                           filter_spatial=(taps, taps), stride=stride, padding=taps // 2, layout=layout,
+                           out_channels=out_channels, input_spatial=tuple(s * stride for s in spatial),
+                           filter_spatial=(taps,) * len(spatial), stride=stride, padding=taps // 2, layout=layout,
                            dtype="float32")
 
 
@@ -51,6 +54,12 @@ XEON_CHOICES = [
     (dict(channels=1024, out_channels=256, spatial=14, taps=1), ("generic", False)),  # 196 positions: 0.73x
     (dict(spatial=1, taps=1, out_channels=2048), ("generic", False)),  # one position: unmeasured
     (dict(spatial=7, layout="NHWC"), ("generic", False)),    # channels-last: unmeasured
+    # 3-D (r3d_18's, NCDHW, taps copied plane by plane): 3x3x3 at stride 1 to 784 positions, at stride 2 to 98
+    (dict(spatial=(2, 7, 7)), ("im2col", True)),             # 2.9x (100.3 -> 34.4 ms)
+    (dict(channels=256, out_channels=256, spatial=(4, 14, 14)), ("im2col", True)),   # 1.57x
+    (dict(channels=128, out_channels=128, spatial=(8, 28, 28)), ("im2col", False)),  # 0.71x
+    (dict(channels=256, spatial=(2, 7, 7), stride=2), ("im2col", True)),            # 1.44x
+    (dict(channels=128, out_channels=256, spatial=(4, 14, 14), stride=2), ("im2col", False)),  # 0.81x
 ]
 
 
@@ -69,6 +78,8 @@ def test_few_row_backward_data_takes_data_tiled_im2col_on_the_xeon_host_only(mon
     dict(batch=2, spatial=4, stride=2),                                      # several taps at stride 2
     dict(batch=2, channels=512, out_channels=1024, spatial=4, stride=2, taps=1),  # one tap at stride 2
     dict(batch=2, channels=512, out_channels=1024, spatial=4, taps=1),       # one tap at stride 1
+    dict(batch=1, channels=256, out_channels=256, spatial=(2, 4, 4)),        # 3-D, several taps at stride 1
+    dict(batch=1, channels=256, out_channels=256, spatial=(2, 4, 4), stride=2),  # 3-D, at stride 2
 ])
 def test_the_data_tiled_im2col_module_matches_the_definition(monkeypatch, rng, params):
     """Each rule's module, compiled for this machine's CPU with the Xeon's rules (data tiling and ukernels), into a

@@ -105,6 +105,10 @@ EXAMPLES = [
                     filter_spatial=(1, 1), stride=1, padding=0, layout="NCHW", dtype="float32"),
     catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=1024, out_channels=512, input_spatial=(4, 4),
                     filter_spatial=(1, 1), stride=1, padding=0, layout="NCHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=256, out_channels=256, input_spatial=(2, 4, 4),
+                    filter_spatial=(3, 3, 3), stride=1, padding=1, layout="NCDHW", dtype="float32"),
+    catalog.problem("conv_bwd_data", "ck_default", batch=1, in_channels=256, out_channels=256, input_spatial=(4, 8, 8),
+                    filter_spatial=(3, 3, 3), stride=2, padding=1, layout="NCDHW", dtype="float32"),
     # strided along the last axis: no taps form for the weight gradient, the per_image rule decides
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=2, groups=4, in_channels=2, out_channels=3,
                     input_spatial=(16, 16), filter_spatial=(3, 3), stride=2, padding=1, layout="NCHW", dtype="float32"),
@@ -249,6 +253,23 @@ def _dense_problems(rng, count: int) -> list:
         except ValueError:
             continue
     return problems
+
+
+@pytest.mark.parametrize("flip", ["planes", "gather"])
+def test_both_weight_flips_match_the_definition(rng, flip):
+    """The CPU's phases take the weight's taps plane by plane (``Form.weight_flip``, the policy's CPU_PHASES); the
+    gather, an element at a time, stays a form (the GPUs' without negative map coefficients): both against float64
+    on random problems of both operators, groups, strides, zero taps and layouts among them."""
+    problems = [p for p in _dense_problems(rng, 4) if "im2col" in {f.contraction for f in policy.target_forms(p, CPU)}]
+    assert all(policy.forms_for(p, CPU)[0].weight_flip == "planes" for p in problems)
+    for problem in problems:
+        module = registry.module(problem)
+        inputs = _nonzero_inputs(module, problem, rng)
+        for form in policy.forms_for(problem, CPU)[:2]:
+            got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype),
+                      form=dataclasses.replace(form, weight_flip=flip)).to_host()
+            error = verify.relative_error(got, module.reference(problem, inputs))
+            assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name} ({form}): {error:.2e}"
 
 
 @pytest.mark.parametrize("contraction", ["generic", "im2col"])

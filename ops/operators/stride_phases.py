@@ -10,6 +10,7 @@ store only casts.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from .. import dtypes
@@ -28,8 +29,9 @@ __all__ = ["DEPTHWISE_OPS", "Form", "Fusion", "Operands", "render_module"]
 class Form:
     """The stride-phase template's forms (which one a target takes, and why: ``ops/policy.py``).
 
-    ``weight_flip``: each phase's taps flipped by a gather (index arithmetic in the body; handles zero taps) or by
-    an indexing map with a negative coefficient (``"map"``).
+    ``weight_flip``: each phase's taps flipped by a gather (index arithmetic in the body; handles zero taps), by
+    an indexing map with a negative coefficient (``"map"``), or plane by plane, slices of the weight transposed taps
+    first (``"planes"``: copies where the gather reads an element at a time).
     ``d_read``: a phase's store reads its rows of a D tensor by a strided slice or through its indexing map
     (``s*m + offset``).
     ``store`` (stride > 1): each phase's result goes into grad_in by a strided ``tensor.insert_slice``
@@ -58,7 +60,7 @@ class Form:
     grad_out_read: str = "padded"
 
     def __post_init__(self):
-        for key, allowed in (("weight_flip", ("gather", "map")), ("d_read", ("map", "slice")),
+        for key, allowed in (("weight_flip", ("gather", "map", "planes")), ("d_read", ("map", "slice")),
                              ("store", ("interleave", "strided", "transpose")),
                              ("contraction", ("generic", "gemm", "split_conv", "im2col", "depthwise", "taps", "merged")),
                              ("single_taps", ("as_is", "zero_tap")), ("interleave_read", ("extract", "map")),
@@ -153,10 +155,11 @@ def _padded_window(index: int, phase, problem: ConvBwdDataProblem, element: str,
     return mlir.indent(text, 2), f"%go_{index}", shape
 
 
-def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, copy: dict,
+def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, flip: str, copy: dict,
                   grouped: bool) -> tuple[str, list[int]]:
     """The phase's flipped sub-filter from the weight: (fragment, shape (U.., K, C), or (G, U.., K, C) ``grouped``).
-    ``gather``: by index arithmetic in the body (every target; handles zero taps); else through an indexing map
+    ``flip`` (``Form.weight_flip``): ``gather`` by index arithmetic in the body (every target; handles zero taps);
+    ``planes`` by slices of the weight's taps-first transpose (``_planes``); ``map`` through an indexing map
     with a negative coefficient (the GPU targets; tiled as the target's ``copy`` config says: IREE's default
     for a map it cannot vectorize is 32 threads a workgroup, one element each).
     """
@@ -173,13 +176,22 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, 
         "weight_view": "%weight_groups" if grouped else "%weight",
         "weight_view_type": "!weight_groups" if grouped else "!weight",
     }
-    if not gather:
+    if flip == "planes":
+        return _planes(index, phase, problem, grouped, common, shape), shape
+    if flip == "map":
         u = dims[1:1 + rank] if grouped else dims[:rank]
         taps_read = [f"{p.flipped_first_tap} - {u[a]} * {p.tap_step}" for a, p in enumerate(phase)]
         rows = [dims[0], dims[-2]] if grouped else [dims[-2]]
         read = [*rows, *taps_read, dims[-1]] if problem.channels_last else [*rows, dims[-1], *taps_read]
         return mlir.render("conv_bwd_data.filter_flip", **common, weight_map=mlir.affine_map(dims, read),
                            copy_attrs=mlir.copy_attrs(shape, copy)), shape
+    return _gathered(phase, problem, grouped, common), shape
+
+
+def _gathered(phase, problem: ConvBwdDataProblem, grouped: bool, common: dict) -> str:
+    """The gather flip (``filter_gather``): each element of the phase's filter read by ``tensor.extract`` at its
+    flipped tap; a zero tap's selected zero."""
+    rank = problem.rank
 
     def index_line(result: str, dim: int) -> str:
         return mlir.render("conv_bwd_data.gather_index", result=result, dim=dim)
@@ -207,11 +219,51 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, gather: bool, 
             lines.append(mlir.indent(mlir.render("common.and", result=f"%all_real{position}", a=all_real, b=value), 4))
             all_real = f"%all_real{position}"
         tap_value = "%tap_or_zero"
-        select = mlir.render("conv_bwd_data.gather_select", real=all_real, element=element)
+        select = mlir.render("conv_bwd_data.gather_select", real=all_real, element=common["element"])
     return mlir.render(
         "conv_bwd_data.filter_gather", **common, tap_indices="\n".join(lines),
         weight_indices=mlir.index_list(weight_indices), zero_tap_select=select, tap_value=tap_value,
-    ), shape
+    )
+
+
+def _planes(index: int, phase, problem: ConvBwdDataProblem, grouped: bool, common: dict, shape: list[int]) -> str:
+    """The planes flip (``filter_planes``): plane u.. of the phase's filter is the weight's tap f = flipped_first_tap
+    - tap_step*u on each axis, a slice of %weight_taps (``weight_taps``); a zero tap's plane stays zero."""
+    lead, size = ([0], [problem.groups]) if grouped else ([], [])
+    plane = [*size, *([1] * problem.rank), problem.out_channels, problem.in_channels]
+    taps_type = mlir.tensor(_weight_taps_shape(problem, grouped), common["element"])
+    zero_taps = any(p.zero_taps for p in phase)
+    into, lines = (f"%w_{index}_zeros" if zero_taps else f"%w_{index}_empty"), []
+    real = list(itertools.product(*(range(p.taps) for p in phase)))
+    for number, u in enumerate(real):
+        result = f"%w_{index}" if number == len(real) - 1 else f"%w_{index}_plane_{number}"
+        lines.append(mlir.render(
+            "conv_bwd_data.filter_plane", index=index, plane=number, result=result, into=into, taps_type=taps_type,
+            tap_offsets=mlir.index_list([*lead, *(p.flipped_first_tap - p.tap_step * t for t, p in zip(u, phase)), 0, 0]),
+            plane_offsets=mlir.index_list([*lead, *u, 0, 0]), plane_sizes=mlir.index_list(plane),
+            unit_strides=mlir.index_list([1] * len(plane)), plane_type=mlir.tensor(plane, common["element"]),
+            phase_filter_type=common["phase_filter_type"]))
+        into = result
+    zeroed = mlir.render("conv_bwd_data.filter_zeroed", **common) + "\n" if zero_taps else ""
+    return mlir.render("conv_bwd_data.filter_planes", **common, zeroed=zeroed, planes="\n".join(lines))
+
+
+def _weight_taps_shape(problem: ConvBwdDataProblem, grouped: bool) -> list[int]:
+    """The weight taps first, (G.., F.., K, C): the planes flip's transpose."""
+    return [*([problem.groups] if grouped else []), *problem.filter_spatial, problem.out_channels,
+            problem.in_channels]
+
+
+def _weight_taps(problem: ConvBwdDataProblem, grouped: bool) -> str:
+    """%weight_taps, the weight's view (``_weight_groups``) transposed taps first (``weight_taps``)."""
+    rank, lead = problem.rank, [0] if grouped else []
+    first = len(lead)  # the view's K, then (C, F..) channels-first or (F.., C) channels-last
+    taps = (range(first + 2, first + 2 + rank) if not problem.channels_last else range(first + 1, first + 1 + rank))
+    channel = first + 1 if not problem.channels_last else first + 1 + rank
+    return mlir.render("conv_bwd_data.weight_taps", weight_view="%weight_groups" if grouped else "%weight",
+                       weight_view_type="!weight_groups" if grouped else "!weight",
+                       taps_type=mlir.tensor(_weight_taps_shape(problem, grouped), operand_element(problem)),
+                       permutation=mlir.index_list([*lead, *taps, first, channel]))
 
 
 def _weight_groups(problem: ConvBwdDataProblem, grouped: bool) -> tuple[str, str]:
@@ -262,6 +314,8 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
     weight_alias, weight_view = _weight_groups(problem, weight_groups(problem, form))
+    if form.weight_flip == "planes" and form.contraction != "taps":
+        weight_view += "\n" + _weight_taps(problem, weight_groups(problem, form))
     if isinstance(slots, PhaseMajor):
         weight_alias += f"!slots = {slots.type}\n"
     if pads:
@@ -339,8 +393,8 @@ def _phase(index: int, phase, problem: ConvBwdDataProblem, form: Form, lowering:
     if form.contraction == "taps":
         phase_filter, filter_shape = mlir.render("conv_bwd_data.no_phase_filter"), []
     else:
-        phase_filter, filter_shape = _phase_filter(index, phase, problem, gather=form.weight_flip == "gather",
-                                                   copy=lowering.copy, grouped=weight_groups(problem, form))
+        phase_filter, filter_shape = _phase_filter(index, phase, problem, form.weight_flip, copy=lowering.copy,
+                                                   grouped=weight_groups(problem, form))
     if pads:
         window_text, window_value, window_shape = _padded_window(index, phase, problem, operand, pads[0])
     else:
