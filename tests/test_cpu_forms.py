@@ -259,7 +259,8 @@ def _dense_problems(rng, count: int) -> list:
 def test_both_weight_flips_match_the_definition(rng, flip):
     """The CPU's phases take the weight's taps plane by plane (``Form.weight_flip``, the policy's CPU_PHASES); the
     gather, an element at a time, stays a form (the GPUs' without negative map coefficients): both against float64
-    on random problems of both operators, groups, strides, zero taps and layouts among them."""
+    on random one-group problems of both operators, strides, zero taps and layouts among them (the grouped and
+    depthwise forms' own tests run the planes as shipped)."""
     problems = [p for p in _dense_problems(rng, 4) if "im2col" in {f.contraction for f in policy.target_forms(p, CPU)}]
     assert all(policy.forms_for(p, CPU)[0].weight_flip == "planes" for p in problems)
     for problem in problems:
