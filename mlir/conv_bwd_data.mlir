@@ -210,7 +210,7 @@ ${chunk_matmuls}
 ${gather}
   %w_${index}_${chunk} = tensor.extract_slice %w_${index}[${filter_offsets}] [${filter_sizes}] [${filter_strides}] : ${filter_type} to ${filter_chunk_type}
   %w_${index}_${chunk}_matrix = tensor.collapse_shape %w_${index}_${chunk} ${filter_reassociation} : ${filter_chunk_type} into ${filter_matrix_type}
-  %acc_${index}_matrix_${next_chunk} = linalg.batch_matmul ins(%cols_${index}_${chunk}_matrix, %w_${index}_${chunk}_matrix : ${cols_matrix_type}, ${filter_matrix_type}) outs(%acc_${index}_matrix_${chunk} : ${acc_matrix_type}) -> ${acc_matrix_type}
+  %acc_${index}_matrix_${next_chunk} = linalg.batch_matmul${matmul_config} ins(%cols_${index}_${chunk}_matrix, %w_${index}_${chunk}_matrix : ${cols_matrix_type}, ${filter_matrix_type}) outs(%acc_${index}_matrix_${chunk} : ${acc_matrix_type}) -> ${acc_matrix_type}
 
 // fragment fill_zero: positions no phase reaches hold zero
   %grad_in_0 = linalg.fill ins(%zero_element : ${element}) outs(%dst : !grad_in) -> !grad_in

@@ -250,11 +250,18 @@ def column_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
 
 
 def matmul_tiles(problem, target: Target, spec: dict) -> dict[int, str]:
-    """{0: compilation_info} for per_image_nn's batch_matmul on a CPU (``weight_per_image.nn_gemm``'s (B, M, N, K)):
-    a vector tile of the first of ``rows`` that divides M by ``cols`` columns, the first of ``reductions`` that
-    divides K a step, ``workgroup_rows`` vector tiles of rows and up to ``workgroup_cols`` columns a worker's tile.
-    Empty where no row count or reduction divides, or ``cols`` does not divide N (IREE's own tile then)."""
-    _, m, n, k = weight_per_image.nn_gemm(problem)
+    """{0: compilation_info} for a CPU batch_matmul of (B, M, N, K): per_image_nn's (``weight_per_image.nn_gemm``),
+    or the im2col backward-data's of one phase (``contractions.im2col_gemm``): a vector tile of the first of ``rows``
+    that divides M by ``cols`` columns, the first of ``reductions`` that divides K a step, ``workgroup_rows`` vector
+    tiles of rows and up to ``workgroup_cols`` columns a worker's tile. Empty where no row count or reduction
+    divides, ``cols`` does not divide N (IREE's own tile then), or the backward-data has several phases."""
+    if problem.op == "grouped_conv_bwd_weight":
+        _, m, n, k = weight_per_image.nn_gemm(problem)
+    else:
+        phases = phase_plan.phases(problem)
+        if len(phases) != 1:
+            return {}
+        _, m, n, k = contractions.im2col_gemm(problem, phases[0])
     rows = next((r for r in spec["rows"] if m % r == 0), None)
     reduction = next((r for r in spec["reductions"] if k % r == 0), None)
     if rows is None or reduction is None or n % spec["cols"]:

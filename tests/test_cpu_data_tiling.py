@@ -3,11 +3,14 @@ ukernels on an Intel host with AVX512-FP16 and no AMX (``mlir/tuning/llvm-cpu.js
 docs/perf/xeon-data-tiling-im2col, whose module logs the figures below quote): which problems, on which hosts, and
 the modules against the float64 definition."""
 
+import json
+
 import numpy as np
 import pytest
 
-from ops import catalog, policy, registry, targets, verify
+from ops import catalog, policy, registry, render, targets, verify
 from ops.api import run
+from ops.operators import contractions, phase_plan
 from conftest import poisoned
 
 CPU = targets.parse_target("llvm-cpu")
@@ -15,6 +18,7 @@ DATA_TILING = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=al
 XEON_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16"})  # AVX-512 with FP16, no AMX: where it was measured
 ZEN4_HOST = frozenset({"avx2", "fma", "avx512f"})
 AMX_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16", "amx_tile"})
+TABLE_RULES = json.loads((render.templates_dir() / "tuning" / "llvm-cpu.json").read_text())["rules"]
 
 
 def _problem(channels=512, out_channels=512, spatial=7, stride=1, taps=3, layout="NCHW", batch=4):
@@ -95,3 +99,44 @@ def test_the_data_tiled_im2col_module_matches_the_definition(monkeypatch, rng, p
     error = verify.relative_error(got, module.reference(problem, inputs))
     assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"
     assert np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize("host, tiled", [(XEON_HOST, True), (ZEN4_HOST, False), (AMX_HOST, False)])
+def test_narrow_3d_im2col_backward_data_takes_a_32_column_matmul_tile_on_the_xeon_host(monkeypatch, host, tiled):
+    """r3d_18's 64- and 128-channel 3x3x3 layers (not data-tiled): their im2col batch_matmuls take 14 rows by 32
+    columns where it was measured (435.6 -> 343.3 ms and 126.1 -> 102.6, docs/perf/xeon-data-tiling-im2col/
+    im2col_rule.log); other hosts, and 256 channels (data-tiled), keep IREE's tile."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: host)
+    for channels, spatial in ((64, (16, 56, 56)), (128, (8, 28, 28))):
+        problem = _problem(channels=channels, out_channels=channels, spatial=spatial)
+        assert _choice(problem) == ("im2col", False)
+        tile = "vector_common_parallel = [1, 14, 32, 0], vector_reduction = [0, 0, 0, 8]"
+        assert (tile in policy.module_spec(problem, CPU).mlir) == tiled, problem.name
+    assert "vector_common_parallel" not in policy.module_spec(_problem(256, 256, (4, 14, 14)), CPU).mlir
+
+
+def test_the_3d_im2col_matmul_tile_divides_its_gemm():
+    """(B, M, N, K) of the im2col batch_matmuls (``contractions.im2col_gemm``): rows of the first of 14, 16, 8 that
+    divides M, 32 columns, a reduction step dividing K; several phases (a stride) or N not a multiple of 32: none."""
+    spec = next(r for r in TABLE_RULES if "matmul_tiles" in r and r["operator"] == "conv_bwd_data")["matmul_tiles"]
+    problem = _problem(64, 64, (16, 56, 56))
+    (phase,) = phase_plan.phases(problem)
+    assert contractions.im2col_gemm(problem, phase) == (1, 4 * 16 * 56 * 56, 64, 3 * 64)
+    assert policy.matmul_tiles(problem, CPU, spec) == {
+        0: render.cpu_compilation_info([1, 56, 64, 0], [1, 14, 32, 0], [0, 0, 0, 8])}
+    assert policy.matmul_tiles(_problem(64, 64, (2, 4, 4), batch=1), CPU, spec)[0].count("[1, 16, 32, 0]") == 1
+    assert policy.matmul_tiles(_problem(64, 64, (8, 28, 28), stride=2), CPU, spec) == {}  # 8 phases
+    assert policy.matmul_tiles(_problem(48, 48, (8, 28, 28)), CPU, spec) == {}             # N = 48
+
+
+def test_the_tiled_3d_im2col_module_matches_the_definition(monkeypatch, rng):
+    """A small 64-channel 3x3x3 problem (16-row tiles), compiled for this machine with the Xeon's tile, against
+    float64 in a poisoned destination."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: XEON_HOST)
+    problem = _problem(64, 64, (2, 4, 4), batch=1)
+    assert "vector_common_parallel = [1, 16, 32, 0]" in policy.module_spec(problem, CPU).mlir
+    module = registry.module(problem)
+    inputs = module.random_inputs(problem, rng)
+    got = run(problem, inputs, out=poisoned(problem.input_shape, problem.dtype)).to_host()
+    error = verify.relative_error(got, module.reference(problem, inputs))
+    assert error <= verify.tolerance(problem.op, problem.dtype), f"{problem.name}: {error:.2e}"

@@ -971,7 +971,7 @@ def test_the_slp_vectorized_grouped_taps_weight_module_matches_the_definition(rn
 
 
 XEON_HOST = ZEN4_HOST | {"avx512_fp16"}  # an Intel Xeon with AVX512-FP16 and no AMX
-MATMUL_RULE = next(r for r in TABLE["rules"] if "matmul_tiles" in r)
+MATMUL_RULE = next(r for r in TABLE["rules"] if "matmul_tiles" in r and r["operator"] == "grouped_conv_bwd_weight")
 
 
 def _resnet_weight(in_channels, out_channels, size, taps, batch=4):

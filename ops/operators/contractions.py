@@ -57,7 +57,7 @@ def convolution(index: int, phase, problem: ConvBwdDataProblem, element: str, wi
         return _taps(index, phase, problem, element, window_value, window_shape), \
             [problem.batch, groups, c, *rows], ["n", "g", "c", *m]
     if contraction == "im2col":
-        return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape), \
+        return _im2col(index, phase, problem, element, window_groups, grouped_window, filter_shape, config), \
             [groups, problem.batch, *rows, c], ["g", "n", *m, "c"]
     acc_shape = [problem.batch, *rows, groups, c]
     u = mlir.dims("u", rank)
@@ -170,10 +170,19 @@ def im2col_chunks(taps: list[int], lead: int, gather: Callable, chunk: Callable)
     return len(fixed_taps), "\n".join(texts)
 
 
+def im2col_gemm(problem: ConvBwdDataProblem, phase) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of the im2col form's batch_matmuls in ``phase``: groups x (n, m) rows by C columns, a chunk's
+    taps times K reduced."""
+    taps = [p.filter_taps for p in phase]
+    chunk_taps = math.prod(taps[im2col_leading_axes(problem, phase):])
+    return (problem.groups, problem.batch * math.prod(p.rows for p in phase), problem.in_channels,
+            chunk_taps * problem.out_channels)
+
+
 def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window_groups: dict, grouped_window: list[int],
-            filter_shape: list[int]) -> str:
+            filter_shape: list[int], config: str | None = None) -> str:
     """The grouped im2col form (``mlir/conv_bwd_data.mlir``'s ``im2col``): chunks of taps gathered, each contracted
-    by a batch_matmul into the accumulator acc[g, (n, m), c]."""
+    by a batch_matmul (``config`` pinned on each, ``im2col_gemm``'s shape) into the accumulator acc[g, (n, m), c]."""
     rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
     rows, taps = [p.rows for p in phase], [p.filter_taps for p in phase]
     lead = im2col_leading_axes(problem, phase)
@@ -208,6 +217,7 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
             filter_sizes=mlir.index_list(filter_chunk), filter_strides=mlir.index_list([1] * len(filter_shape)),
             filter_chunk_type=mlir.tensor(filter_chunk, element),
             filter_matrix_type=mlir.tensor([groups, chunk_taps * k, c], element),
+            matmul_config=f" {{compilation_info = {config}}}" if config else "",
             filter_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
             acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR),
         )
