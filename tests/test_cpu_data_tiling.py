@@ -3,12 +3,10 @@ ukernels on an Intel host with AVX512-FP16 and no AMX (``mlir/tuning/llvm-cpu.js
 docs/perf/xeon-data-tiling-im2col, whose module logs the figures below quote): which problems, on which hosts, and
 the modules against the float64 definition."""
 
-import json
-
 import numpy as np
 import pytest
 
-from ops import catalog, policy, registry, render, targets, verify
+from ops import catalog, policy, registry, render, tables, targets, verify
 from ops.api import run
 from ops.operators import contractions, phase_plan
 from conftest import poisoned
@@ -18,7 +16,6 @@ DATA_TILING = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=al
 XEON_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16"})  # AVX-512 with FP16, no AMX: where it was measured
 ZEN4_HOST = frozenset({"avx2", "fma", "avx512f"})
 AMX_HOST = frozenset({"avx2", "fma", "avx512f", "avx512_fp16", "amx_tile"})
-TABLE_RULES = json.loads((render.templates_dir() / "tuning" / "llvm-cpu.json").read_text())["rules"]
 
 
 def _problem(channels=512, out_channels=512, spatial=7, stride=1, taps=3, layout="NCHW", batch=4):
@@ -118,7 +115,8 @@ def test_narrow_3d_im2col_backward_data_takes_a_32_column_matmul_tile_on_the_xeo
 def test_the_3d_im2col_matmul_tile_divides_its_gemm():
     """(B, M, N, K) of the im2col batch_matmuls (``contractions.im2col_gemm``): rows of the first of 14, 16, 8 that
     divides M, 32 columns, a reduction step dividing K; several phases (a stride) or N not a multiple of 32: none."""
-    spec = next(r for r in TABLE_RULES if "matmul_tiles" in r and r["operator"] == "conv_bwd_data")["matmul_tiles"]
+    spec = next(r for r in tables.rules("llvm-cpu") if "matmul_tiles" in r and r["operator"] == "conv_bwd_data")[
+        "matmul_tiles"]
     problem = _problem(64, 64, (16, 56, 56))
     (phase,) = phase_plan.phases(problem)
     assert contractions.im2col_gemm(problem, phase) == (1, 4 * 16 * 56 * 56, 64, 3 * 64)

@@ -186,10 +186,11 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
     rank, groups, c, k, n = problem.rank, problem.groups, problem.in_channels, problem.out_channels, problem.batch
     rows, taps = [p.rows for p in phase], [p.filter_taps for p in phase]
     lead = im2col_leading_axes(problem, phase)
-    chunk_taps = math.prod(taps[lead:])
+    _, gemm_rows, _, reduced = im2col_gemm(problem, phase)  # the batch_matmuls' (B, M, N, K): the tile's shape too
+    chunk_taps = reduced // k
     m, u = mlir.dims("m", rank), mlir.dims("u", rank)
-    acc_shape, acc_matrix = [groups, n, *rows, c], [groups, n * math.prod(rows), c]
-    cols_shape, cols_matrix = [groups, n, *rows, *taps[lead:], k], [groups, n * math.prod(rows), chunk_taps * k]
+    acc_shape, acc_matrix = [groups, n, *rows, c], [groups, gemm_rows, c]
+    cols_shape, cols_matrix = [groups, n, *rows, *taps[lead:], k], [groups, gemm_rows, reduced]
     domain = ["g", "n", *m, *u[lead:], "k"]
     filter_chunk = [groups, *([1] * lead), *taps[lead:], k, c]
     # the fixed axes read rows [tap*dilation, tap*dilation + rows) of the window: a slice, then m itself
@@ -216,7 +217,7 @@ def _im2col(index: int, phase, problem: ConvBwdDataProblem, element: str, window
             filter_offsets=mlir.index_list([0, *fixed, *([0] * (rank - lead)), 0, 0]),
             filter_sizes=mlir.index_list(filter_chunk), filter_strides=mlir.index_list([1] * len(filter_shape)),
             filter_chunk_type=mlir.tensor(filter_chunk, element),
-            filter_matrix_type=mlir.tensor([groups, chunk_taps * k, c], element),
+            filter_matrix_type=mlir.tensor([groups, reduced, c], element),
             matmul_config=f" {{compilation_info = {config}}}" if config else "",
             filter_reassociation=[[0], list(range(1, rank + 2)), [rank + 2]],
             acc_matrix_type=mlir.tensor(acc_matrix, dtypes.ACCUMULATOR),

@@ -177,7 +177,7 @@ def _phase_filter(index: int, phase, problem: ConvBwdDataProblem, flip: str, cop
         "weight_view_type": "!weight_groups" if grouped else "!weight",
     }
     if flip == "planes":
-        return _planes(index, phase, problem, grouped, common, shape), shape
+        return _planes(index, phase, problem, grouped, common), shape
     if flip == "map":
         u = dims[1:1 + rank] if grouped else dims[:rank]
         taps_read = [f"{p.flipped_first_tap} - {u[a]} * {p.tap_step}" for a, p in enumerate(phase)]
@@ -226,7 +226,7 @@ def _gathered(phase, problem: ConvBwdDataProblem, grouped: bool, common: dict) -
     )
 
 
-def _planes(index: int, phase, problem: ConvBwdDataProblem, grouped: bool, common: dict, shape: list[int]) -> str:
+def _planes(index: int, phase, problem: ConvBwdDataProblem, grouped: bool, common: dict) -> str:
     """The planes flip (``filter_planes``): plane u.. of the phase's filter is the weight's tap f = flipped_first_tap
     - tap_step*u on each axis, a slice of %weight_taps (``weight_taps``); a zero tap's plane stays zero."""
     lead, size = ([0], [problem.groups]) if grouped else ([], [])
@@ -313,9 +313,10 @@ def render_module(problem: ConvBwdDataProblem, form: Form, lowering: Lowering, f
                                       lowering.copy))
         current = "%grad_in_interleaved"
     aliases, arguments, views = fusion.declarations()
-    weight_alias, weight_view = _weight_groups(problem, weight_groups(problem, form))
+    grouped = weight_groups(problem, form)
+    weight_alias, weight_view = _weight_groups(problem, grouped)
     if form.weight_flip == "planes" and form.contraction != "taps":
-        weight_view += "\n" + _weight_taps(problem, weight_groups(problem, form))
+        weight_view += "\n" + _weight_taps(problem, grouped)
     if isinstance(slots, PhaseMajor):
         weight_alias += f"!slots = {slots.type}\n"
     if pads:
