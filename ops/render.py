@@ -253,22 +253,25 @@ def split_attrs(parts: tuple[int, ...], elements: int, copy) -> str:
 
 
 def rows_attrs(parts: tuple[int, ...], part_dim: int | None, copy) -> str:
-    """The attrs of a split over ``parts`` (its part axis at ``part_dim``, 0, or none) that reads its source at
-    strided positions, its innermost dim in order, on a GPU target whose ``copy`` has a ``split_tile``: a workgroup
+    """The attrs of a split over ``parts`` (its part axis at ``part_dim``, or none) that reads its source through a map
+    of strides or flips, its innermost dim in order, on a GPU target whose ``copy`` has a ``split_tile``: a workgroup
     takes as many whole rows of the innermost dim (at most a workgroup's elements of it) as a workgroup's elements
-    hold, along the dim before it, each thread ``thread`` consecutive elements of a row and all the parts; nothing
-    where ``thread`` does not divide a row (on IREE's own tiling of this pass, ResNet-50's strided 1x1 f16x1 weight
-    gradients ran 1.4-1.8x slower as whole modules: docs/perf/h200-f16x1-pad-fusion/exp58.log)."""
+    hold, along the last other dim before it, each thread ``thread`` consecutive elements of a row and all the parts;
+    nothing where ``thread`` does not divide a row (on IREE's own tiling of this pass, ResNet-50's strided 1x1 f16x1
+    weight gradients ran 1.4-1.8x slower as whole modules: docs/perf/h200-f16x1-pad-fusion/exp58.log; a flipped
+    weight's split got a thread an element, 32 threads a workgroup)."""
     tile = (copy or {}).get("split_tile")
-    lead = parts[:1] if part_dim is not None else ()
-    *outer, _, row = parts[len(lead):]  # _: the dim the rows run along
+    row = parts[-1]
     if not tile or row % tile["thread"]:
         return ""
     elements = tile["thread"] * tile["threads"]
     columns = min(row, elements)
     rows = max(1, elements // columns)
-    return _tiled([*lead, *[1] * (len(outer) + 1), tile["thread"]], [*lead, *[1] * len(outer), rows, columns],
-                  rows * columns // tile["thread"], copy)
+    thread, workgroup = [1] * (len(parts) - 1) + [tile["thread"]], [1] * (len(parts) - 1) + [columns]
+    workgroup[max(d for d in range(len(parts) - 1) if d != part_dim)] = rows
+    if part_dim is not None:
+        thread[part_dim] = workgroup[part_dim] = parts[part_dim]
+    return _tiled(thread, workgroup, rows * columns // tile["thread"], copy)
 
 
 def _tiled(thread: list[int], workgroup: list[int], threads: int, copy, promote: bool = False) -> str:

@@ -49,7 +49,7 @@ def render(problem: ConvBwdDataProblem, transients: str, flip_by_map: bool = Tru
         + _split_grad_out(problem, [(r - lo, r - hi) for r, (lo, hi) in zip(reach, problem.padding)], copy),
         flip="" if flip_by_map else _flip(problem) + "\n",
         split_weight=split_precision.largest("weight", problem.weight_shape, w_parts)
-        + _split_weight(problem, flip_by_map), weight3="%weight3" if flip_by_map else "%weight_flipped3",
+        + _split_weight(problem, flip_by_map, copy), weight3="%weight3" if flip_by_map else "%weight_flipped3",
         padded_type=mlir.tensor([problem.batch, *padded, stacked], g_parts.element), conv_op=CONV_OPS[rank],
         weight3_type=mlir.tensor([*problem.filter_spatial, stacked, c], g_parts.element),
         acc_type=mlir.tensor(acc, "f32"),
@@ -72,10 +72,11 @@ def _split_grad_out(problem: ConvBwdDataProblem, pad, copy=None) -> str:
                                     pad)
 
 
-def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:
+def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool, copy=None) -> str:
     """The weight's parts (hi, lo, hi) stacked along k and flipped (u = F-1-f), as the named convolution's filter
     (F.., 3K, C): iterated over (u.., t, k, c), read through a map with a negative coefficient (``flip_by_map``: the
-    GPU targets take it, as conv_bwd_data's filter_flip) or from the flipped weight (``_flip``)."""
+    GPU targets take it, as conv_bwd_data's filter_flip; tiled in whole rows of c by ``copy``, the target's
+    copy_config, where it has a split_tile) or from the flipped weight (``_flip``)."""
     rank = problem.rank
     domain = mlir.dims("d", rank + 3)
     u, k, c = domain[:rank], domain[rank + 1], domain[-1]
@@ -84,7 +85,7 @@ def _split_weight(problem: ConvBwdDataProblem, flip_by_map: bool) -> str:
     which = data_gemm.parts(problem, 1)
     parts = (*problem.filter_spatial, len(which), problem.out_channels, problem.in_channels)
     return split_precision.split_as("weight" if flip_by_map else "weight_flipped", domain, read, problem.weight_shape,
-                                    parts, rank, which)
+                                    parts, rank, which, copy)
 
 
 def _flip(problem: ConvBwdDataProblem) -> str:

@@ -178,9 +178,10 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
     tile (it drops a unit axis, and a tile set on the pass with it).
 
     An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
-    (``_in_order``); one that reads ``v`` at strided positions, its innermost dim in order, a tile of whole rows of
-    that dim (``render.rows_attrs``). A transposing split (``v``'s innermost dim is not the parts') gets the
-    ``transpose_tile`` of ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one, its
+    (``_in_order``); one that reads ``v`` at strided or flipped positions, its innermost dim in order, a tile of
+    whole rows of that dim (``render.rows_attrs``). A transposing split (``v``'s innermost dim is not the parts') gets the
+    ``transpose_tile`` of ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one and reads
+    ``v``'s innermost dim along one of the domain's (not a channels-first weight's flipped taps), its
     ``spatial`` dims (adjacent in ``read`` and ``domain``) merged into one around the pass: IREE merges them itself,
     and drops a configuration set on the pass when it does.
 
@@ -196,7 +197,7 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
         return _in_order(v, in_shape, parts, part_dim, which, copy)
     if read[-1] == domain[-1] and any("*" in axis for axis in read):  # at strided positions, rows in order
         return _split_pass(v, domain, read, in_shape, parts, part_dim, which, mlir.rows_attrs(parts, part_dim, copy))
-    if read[-1] == domain[-1] or not (copy or {}).get("transpose_tile"):
+    if read[-1] == domain[-1] or read[-1] not in domain or not (copy or {}).get("transpose_tile"):
         return _split_pass(v, domain, read, in_shape, parts, part_dim, which, "")
     if len(spatial) < 2:
         attrs = mlir.transpose_attrs(parts, domain.index(read[-1]), copy)
