@@ -293,6 +293,25 @@ def test_cuda_splits_a_strided_one_tap_weight_gradients_x_in_rows_without_a_copy
     assert b"slow_memcpy" not in (tmp_path / f"{problem.name}.vmfb").read_bytes()
 
 
+def test_cuda_splits_the_flipped_weight_of_a_split_conv_backward_data_in_rows_of_channels(tmp_path):
+    """ResNet-50's channels-last 512-channel 3x3 f16x1 backward-data (batch 2): the weight's pass, which reads it
+    flipped, runs on rows of 512 channels, 4 a workgroup, 8 elements a thread (render.rows_attrs over the part axis
+    k), and the compiled dispatch keeps that tile. IREE's own tiling gave it 32 threads a workgroup, one element
+    each: the module took 0.304 / 0.308 ms at batch 32 on an H200, 0.254 / 0.251 with rows (docs/perf/
+    h200-split-weight-rows/exp61.log)."""
+    problem = conv_bwd_data.problem_from_params(batch=2, in_channels=512, out_channels=512, input_spatial=(7, 7),
+                                                filter_spatial=(3, 3), padding=1, dtype="float32", layout="NHWC",
+                                                precision="f16x1")
+    spec = policy.module_specs(problem, targets.parse_target("cuda:sm_80"))[0]
+    tile = "lowering_config<{thread = [1, 1, 1, 8], workgroup = [1, 1, 4, 512]}>"
+    assert re.search(r"%weight3 = linalg\.generic[^\n]*\n[^\n]*" + re.escape(tile), spec.mlir), spec.mlir[:3000]
+    compile_and_dump(problem.name, spec.mlir, "cuda:sm_80", tmp_path, tuple(spec.extra_flags))
+    ir = configured_ir(tmp_path)
+    head = re.search(r"func\.func @\w+_conv_3x3x512x512_f32xf32xf16\(\) attributes \{translation_info = [^\n]*", ir)
+    assert head and "workgroup_size = [256, 1, 1]" in head.group(0), ir[:2000]
+    assert tile in ir[head.end():ir.index("func.func", head.end()) if "func.func" in ir[head.end():] else None]
+
+
 def test_cuda_fuses_channels_last_stride_1_backward_datas_padded_grad_out(tmp_path):
     """f16x1 channels-last stride-1 3x3 backward-data (64 channels, batch 8): from 196 output positions an image the
     table's rule fuses grad_out's zero pad into the convolution's reads (policy.FUSE_PADDING). Without it IREE copies
