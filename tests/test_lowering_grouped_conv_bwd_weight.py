@@ -140,6 +140,28 @@ def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
     assert op.Form().batch_split == 1  # the template's own default: the unsplit form
 
 
+def test_f16x1_parts_of_several_taps_reduce_an_image_a_chunk_from_196_positions_at_stride_1():
+    """The float16 problem of an f16x1 weight gradient (ResNet-50's 256-channel 3x3 layer, batch 32) takes an image a
+    chunk from 14x14 positions (gemm_policy.IMAGE_CHUNK_MIN_POSITIONS; 8 chunks give its 2^22 partial sums), in both
+    layouts; at 7x7, strided, as a 1x1 layer, as float32 or bfloat16 into float32 or grouped, the partial sums decide."""
+    cuda = targets.parse_target("cuda:sm_80")
+    base = dict(batch=32, in_channels=256, out_channels=256, input_spatial=(14, 14), filter_spatial=(3, 3), padding=1,
+                dtype="float32", layout="NHWC", precision="f16x1")
+
+    def chunks(**changes):
+        problem = op.problem_from_params(**{**base, **changes}).computed_as
+        return gemm_policy.default_batch_split(problem, cuda)
+
+    assert op.problem_from_params(**base).computed_as.dtype == "float16"
+    assert chunks() == chunks(layout="NCHW") == 32
+    assert chunks(input_spatial=(7, 7)) == 8  # 256 * 9 * 256 = 589,824 a chunk: 8 give 2^22
+    assert chunks(input_spatial=(28, 28), stride=2) == 8  # 14x14 positions, strided
+    assert chunks(filter_spatial=(1, 1), padding=0, in_channels=1024, out_channels=1024) == 4  # 2^20 a chunk
+    assert chunks(precision="bf16x3") == 8
+    assert chunks(precision="float32") == 8
+    assert chunks(groups=2, in_channels=128, out_channels=128) == 16  # 2 x 128 x 9 x 128 = 294,912 a chunk
+
+
 CASES_FOR_SPLIT = {
     "depthwise": dict(batch=32, groups=96, in_channels=1, out_channels=1, input_spatial=(112, 112), filter_spatial=(3, 3),
                       stride=2, padding=1, dtype="float16"),
