@@ -57,14 +57,18 @@ GEMM_GATHER_MAX_BYTES = 1 << 32
 GEMM_GATHER_MIN_CHANNELS = 256
 
 
-# A float16 weight gradient of one group and several taps into float32 (f16x1's parts) at stride 1 whose images give at
-# least this many output positions reduces an image a chunk (J = N), past the partial sums GPU_PARALLEL_ACCUMULATORS
-# asks for. On an H200 (docs/perf/h200-split-weight-rows/exp63_weight_batch_split.log, modules at batch 32, two rounds):
-# ResNet-50's 256-channel 3x3 layer at 14x14 0.269 / 0.275 ms at J = 8 -> 0.241 / 0.246 at J = 32 (J = 4 and 16 slower);
-# the 128-channel one at 28x28 already took J = 32 (0.180 against 0.265 at 16); at 7x7 (49 positions) the 512-channel
-# layer's J = 2 stayed fastest (0.183 against 0.225-0.304 at 1, 4, 8); r3d_18's 256 at 4x14x14 (batch 8) level at J = 8
-# (0.435 / 0.429 against 0.437 / 0.430). Strided layers keep the rule above: at J = 16 and 32 IREE computed the
-# 256-channel 28x28 stride-2 one wrong (NaN), the 512-channel 14x14 one at J = 4 and 8.
+# A padded float16 weight gradient of one group and several taps into float32 (f16x1's parts) at stride 1 whose images
+# give at least this many output positions reduces an image a chunk (J = N), past the partial sums
+# GPU_PARALLEL_ACCUMULATORS asks for. On an H200 (docs/perf/h200-split-weight-rows/exp63_weight_batch_split.log, modules
+# at batch 32, two rounds): ResNet-50's 256-channel 3x3 layer at 14x14 0.269 / 0.275 ms at J = 8 -> 0.241 / 0.246 at J =
+# 32 (J = 4 and 16 slower); the 128-channel one at 28x28 already took J = 32 (0.180 against 0.265 at 16); at 7x7 (49
+# positions) the 512-channel layer's J = 2 stayed fastest (0.183 against 0.225-0.304 at 1, 4, 8); r3d_18's 256 at
+# 4x14x14 (batch 8) level at J = 8 (0.435 / 0.429 against 0.437 / 0.430). The captured step, TF32 on, in turns with the
+# tree before (step_ab_n105_n108.log, with the split_conv weight rows): ResNet-50 float32 channels-last 20.07 / 20.04 ->
+# 19.83 / 19.83 ms, r3d_18 31.06 / 31.03 -> 30.54 / 30.53. Left out: unpadded problems (a channels-first split writes
+# x's parts zero-padded, its float16 problem has no padding), whose ResNet-50 NCHW 256-channel 14x14 module at J = 32
+# the known-answer check refused in the step (PyTorch's kernel served it), and strided layers, which IREE computed wrong
+# (NaN) at larger J (the 256-channel 28x28 one at J = 16 and 32, the 512-channel 14x14 one at 4 and 8).
 IMAGE_CHUNK_MIN_POSITIONS = 196
 
 
@@ -84,9 +88,10 @@ def default_batch_split(problem, target: Target) -> int:
 
 def _image_chunks(problem) -> bool:
     """Whether a GPU's generic reduces ``problem`` an image a chunk (``IMAGE_CHUNK_MIN_POSITIONS``): float16 into
-    float32, one group, several taps, stride 1, at least that many output positions an image."""
-    return (problem.dtype == "float16" and problem.out_dtype == "float32" and problem.groups == 1
-            and math.prod(problem.filter_spatial) > 1 and not problem.strided
+    float32, padded, one group, several taps, stride 1, at least that many output positions an image."""
+    padded = any(low or high for low, high in problem.padding)
+    return (problem.dtype == "float16" and problem.out_dtype == "float32" and padded
+            and problem.groups == 1 and math.prod(problem.filter_spatial) > 1 and not problem.strided
             and math.prod(problem.output_spatial) >= IMAGE_CHUNK_MIN_POSITIONS)
 
 
