@@ -67,8 +67,9 @@ GEMM_GATHER_MIN_CHANNELS = 256
 # tree before (step_ab_n105_n108.log, with the split_conv weight rows): ResNet-50 float32 channels-last 20.07 / 20.04 ->
 # 19.83 / 19.83 ms, r3d_18 31.06 / 31.03 -> 30.54 / 30.53. Left out: unpadded problems (a channels-first split writes
 # x's parts zero-padded, its float16 problem has no padding), whose ResNet-50 NCHW 256-channel 14x14 module at J = 32
-# the known-answer check refused in the step (PyTorch's kernel served it), and strided layers, which IREE computed wrong
-# (NaN) at larger J (the 256-channel 28x28 one at J = 16 and 32, the 512-channel 14x14 one at 4 and 8).
+# left 9,216 positions NaN or unwritten (the known-answer check refused it in the step; PyTorch's kernel served it), and
+# strided layers, which IREE computed wrong (NaN) at larger J (the 256-channel 28x28 one at J = 16 and 32, the
+# 512-channel 14x14 one at 4 and 8).
 IMAGE_CHUNK_MIN_POSITIONS = 196
 
 
