@@ -143,9 +143,9 @@ def test_default_batch_split_fills_a_gpu_and_leaves_the_cpu_alone():
 def test_f16x1_parts_of_several_taps_reduce_an_image_a_chunk_from_196_positions_at_stride_1():
     """The float16 problem of an f16x1 weight gradient (ResNet-50's 256-channel 3x3 layer, batch 32) takes an image a
     chunk from 14x14 positions (gemm_policy.IMAGE_CHUNK_MIN_POSITIONS; 8 chunks give its 2^22 partial sums)
-    channels-last; channels-first (its float16 problem unpadded, x's parts written padded: refused by the check at J
-    = 32 on an H200), at 7x7, strided, as a 1x1 layer, as float32 or bfloat16 into float32 or grouped, the partial
-    sums decide."""
+    channels-last; channels-first (its float16 problem unpadded, x's parts written padded: IREE left 9,216 positions
+    NaN or unwritten at J = 32 on an H200), at 7x7, strided, as a 1x1 layer, as float32 or bfloat16 into float32 or
+    grouped, the partial sums decide."""
     cuda = targets.parse_target("cuda:sm_80")
     base = dict(batch=32, in_channels=256, out_channels=256, input_spatial=(14, 14), filter_spatial=(3, 3), padding=1,
                 dtype="float32", layout="NHWC", precision="f16x1")

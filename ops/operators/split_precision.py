@@ -179,9 +179,9 @@ def split_as(v: str, domain: list[str], read: list[str], in_shape: tuple, parts:
 
     An in-order split (``v`` read as the parts lie, j first) gets the ``split_tile`` of ``copy`` where it has one
     (``_in_order``); one that reads ``v`` at strided or flipped positions, its innermost dim in order, a tile of
-    whole rows of that dim (``render.rows_attrs``). A transposing split (``v``'s innermost dim is not the parts') gets the
-    ``transpose_tile`` of ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one and reads
-    ``v``'s innermost dim along one of the domain's (not a channels-first weight's flipped taps), its
+    whole rows of that dim (``render.rows_attrs``). A transposing split (``v``'s innermost dim is not the parts')
+    gets the ``transpose_tile`` of ``copy`` (the target's copy_config; ``render.transpose_attrs``) where it has one
+    and reads ``v``'s innermost dim along one of the domain's (not a channels-first weight's flipped taps), its
     ``spatial`` dims (adjacent in ``read`` and ``domain``) merged into one around the pass: IREE merges them itself,
     and drops a configuration set on the pass when it does.
 
