@@ -142,11 +142,17 @@ def test_cudas_rule_tiles_the_3d_split_convolution_alike(shape):
 @pytest.mark.parametrize("spatial, channels, layout, bf16x3, f16x1", [
     ((16, 56, 56), 64, "NDHWC", "1, 1, 2, 64, 64, 0", "1, 1, 4, 64, 64, 0"),
     ((8, 28, 28), 128, "NCDHW", "1, 1, 4, 32, 128, 0", "1, 1, 8, 32, 128, 0"),
-    ((14, 14), 256, "NCHW", "1, 4, 16, 128, 0", "1, 8, 16, 128, 0")])
+    ((14, 14), 256, "NCHW", "1, 4, 16, 128, 0", "1, 8, 16, 128, 0"),
+    ((7, 7), 512, "NHWC", "1, 4, 16, 128, 0", "1, 8, 16, 128, 0"),
+    ((2, 7, 7), 512, "NDHWC", "1, 1, 4, 16, 128, 0", "1, 1, 4, 16, 64, 0"),
+    ((2, 7, 7), 512, "NCDHW", "1, 1, 4, 16, 128, 0", "1, 1, 4, 16, 64, 0")])
 def test_f16x1s_split_convolution_takes_twice_the_rows(spatial, channels, layout, bf16x3, f16x1):
     """f16x1's convolution is over K channels, the bfloat16 problem's size (bf16x3's over 3K): the CUDA table gives
     it the bfloat16 3-D rule's 256 rows in at most 8 rows of the phase (docs/perf/h200-f16x1-data/exp43.log), float16
-    mma.sync, where bf16x3 keeps 128 rows in at most 4."""
+    mma.sync, where bf16x3 keeps 128 rows in at most 4; but a 3-D one of at most 98 positions an image (r3d_18's 512
+    channels at 2x7x7, 64 workgroups so at batch 8) 4 rows by 64 channels (docs/perf/h200-split-weight-rows/
+    exp66_split_conv_column_tiles.log: 0.738 / 0.733 -> 0.621 / 0.653 ms); ResNet-50's 2-D 7x7 layer keeps 8 rows by
+    128 (64 channels ran slower there)."""
     cuda = targets.parse_target("cuda:sm_80")
     for precision, workgroup, kind in (("bf16x3", bf16x3, "BF16"), ("f16x1", f16x1, "F16")):
         problem = _problem(batch=8 if len(spatial) == 3 else 32, in_channels=channels, out_channels=channels,
