@@ -181,11 +181,34 @@ def launched(problem, host, backend: str, specs=None):
         if isinstance(found, str):  # no plan: the next path serves it, and checks it there
             return found, None
         call = kind(*found, host, problem)
+        call.spec = spec  # what a layer's pair is made of (``joined``)
         return call, lambda inputs, axes: known_run(call, inputs, axes)
 
     gate = known_answer.Gate(problem, host.identity(), f"{backend}-launch", load_one)
     compiler.load_first(specs, gate)
     return gate.served
+
+
+def joined(pair, first, second) -> "LaunchedCall | None":
+    """The GPU launch-plan call of ``pair`` (``ops/operators/conv_pair.py``), its module made of the modules the
+    launch-plan calls ``first`` (its backward-data) and ``second`` (its weight gradient) serve (``policy.pair_spec``),
+    loaded as theirs are (artifacts/, the cache, or compiled); None where the policy does not join them, or the
+    module cannot be had (said once where it does not compile). Not checked here: the caller takes it only where its
+    first results are the two calls' own, bit for bit (``ops.torch.calls.Paired``)."""
+    if not (type(first) is type(second) is LaunchedCall):
+        return None
+    spec, launcher = policy.pair_spec(pair, first.spec, second.spec), _launcher(first.host.driver)
+    if spec is None or isinstance(launcher, str):
+        return None
+    try:
+        spec, path, data = compiler.load_first([spec])
+    except (compiler.MissingModuleError, compiler.DamagedModuleError):
+        return None
+    except compiler.CompileError as error:
+        say_once(f"{first.host.name}: {pair.name} does not compile; its two gradients run apart: {error}")
+        return None
+    found = launcher.load(spec, path, data, first.host.index)
+    return None if isinstance(found, str) else LaunchedCall(*found, first.host, pair)
 
 
 class RuntimeCall:

@@ -31,8 +31,10 @@ from . import compiler, data_tiles, dtypes, registry, render, targets
 from .gemm_policy import (default_batch_split, float32_gemm, gemm_read, gemm_split, gemm_transposes, rows_split,
                           simt_gemm, takes_gemm)
 from .operator import Lowering
-from .operators import (contractions, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight, phase_plan,
-                        pool_windows, stride_phases, weight_columns, weight_gemm, weight_per_image, weight_shifted)
+from .operators import (contractions, conv_pair, data_gemm, data_merged, data_split_conv, grouped_conv_bwd_weight,
+                        phase_plan, pool_windows, stride_phases, weight_columns, weight_gemm, weight_per_image,
+                        weight_shifted)
+from .problem import SCALED_PRECISIONS
 from .tables import copy_config, entries, fallback_flags, rule_applies, rules
 from .targets import Target
 
@@ -526,3 +528,30 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
                 options: Any = None) -> compiler.ModuleSpec:
     """The preferred module of ``module_specs`` (for the tuner and the benchmarks, which time one form)."""
     return module_specs(problem, target, extra_flags, configs, options)[0]
+
+
+def joins(pair: conv_pair.ConvBwdPair, target: Target) -> bool:
+    """Whether a layer's two gradients run as one module (``conv_pair``) on ``target``: on a GPU, where both scale
+    grad_out into a float16 copy (f16x1), whose largest magnitude (and, where the two tile it alike, the copy) the
+    pair computes once. ResNet-50's 1x1 and 3x3 layers: 3 dispatches fewer each, of 15 and 17
+    (``docs/perf/h200-joint-gradients/``)."""
+    return target.gpu and not target.transients and pair.data.precision in SCALED_PRECISIONS
+
+
+def pair_spec(pair: conv_pair.ConvBwdPair, data: compiler.ModuleSpec,
+              weight: compiler.ModuleSpec) -> compiler.ModuleSpec | None:
+    """The pair's module, of ``data`` and ``weight``, the modules its two problems' calls serve: where it ``joins``
+    and the two compile with the same flags; else None."""
+    if not joins(pair, data.target) or data.flags != weight.flags:
+        return None
+    return compiler.ModuleSpec(pair.name, conv_pair.render(pair, data.mlir, weight.mlir), data.target,
+                               data.extra_flags, pair.summary)
+
+
+def pair_specs(problems: list, target: Target) -> list[compiler.ModuleSpec]:
+    """The pairs' modules a step's recorded ``problems`` need (``precompile``): each backward-data followed by its
+    layer's weight gradient (``ops.torch``'s order), of their preferred forms."""
+    pairs = [conv_pair.ConvBwdPair(d, w) for d, w in zip(problems, problems[1:]) if conv_pair.pairs(d, w)]
+    specs = (pair_spec(pair, module_spec(pair.data, target), module_spec(pair.weight, target))
+             for pair in pairs if joins(pair, target))
+    return [spec for spec in specs if spec is not None]

@@ -90,28 +90,34 @@ class Prepared:
 class Paired:
     """Two ready calls of one layer, run one after the other (a convolution's input gradient, then its weight
     gradient): where both launch on the CPU, their plans run in one parallel region of PyTorch's pool (one fork
-    and join, one trip through the runner: ``cpu_launch.Kernels.then``); else each call as it is, on the CPU queued
-    behind each other with one wait where they run through IREE's runtime (``cpu_executor.queued_calls``, where
-    ``cpu_executor.layer_calls_queued`` says so: asked only once some CPU call runs there). The first paired launch is
-    checked: its results must be the two calls' own, bit for bit, or the pair is given up (said once)."""
+    and join, one trip through the runner: ``cpu_launch.Kernels.then``); on a GPU, where ``joint`` is given, as the
+    one module that computes both (``executor.joined``: grad_out scaled once for the two); else each call as it is,
+    on the CPU queued behind each other with one wait where they run through IREE's runtime
+    (``cpu_executor.queued_calls``, where ``cpu_executor.layer_calls_queued`` says so: asked only once some CPU call
+    runs there). The first launch together is checked, outside a CUDA graph's capture (until then the calls run
+    apart): its results must be the two calls' own, bit for bit, or the pair is given up (said once)."""
 
-    __slots__ = ("first", "second", "together", "checked")
+    __slots__ = ("first", "second", "together", "joint", "checked")
 
-    def __init__(self, first: Prepared, second: Prepared):
-        self.first, self.second = first, second
-        self.together = (first.launched_on_cpu and second.launched_on_cpu
-                         and first.kernel.kernels is not second.kernel.kernels)
+    def __init__(self, first: Prepared, second: Prepared, joint=None):
+        self.first, self.second, self.joint = first, second, joint
+        self.together = joint is not None or (first.launched_on_cpu and second.launched_on_cpu
+                                              and first.kernel.kernels is not second.kernel.kernels)
         self.checked = False
 
     def __call__(self, first_args: tuple, second_args: tuple) -> tuple:
-        if not self.together:
+        if not self.together or (not self.checked and self.joint is not None
+                                 and torch.cuda.is_current_stream_capturing()):
             queued = (cpu_executor.runtime_calls and self.first.device.type == "cpu"
                       and cpu_executor.layer_calls_queued())
             with cpu_executor.queued_calls() if queued else contextlib.nullcontext():
                 return self.first(first_args), self.second(second_args)
         first_inputs, first_outputs = self.first.tensors(first_args)
         second_inputs, second_outputs = self.second.tensors(second_args)
-        self.first.kernel.then(self.second.kernel, first_inputs, first_outputs, second_inputs, second_outputs)
+        if self.joint is not None:  # its arguments: grad_out, the weight (the first's), x (the second's)
+            self.joint(first_inputs + second_inputs[:1], first_outputs + second_outputs)
+        else:
+            self.first.kernel.then(self.second.kernel, first_inputs, first_outputs, second_inputs, second_outputs)
         results = self.first.result(first_outputs), self.second.result(second_outputs)
         if not self.checked:
             results = self._check(first_args, second_args, results)
@@ -124,7 +130,7 @@ class Paired:
         self.checked = True
         if all(_equal(a, b) for a, b in zip(results, own)):
             return results
-        self.together = False
+        self.together, self.joint = False, None
         validation.say_once(f"ops.torch: {self.first.problem.name} and {self.second.problem.name} launched together differ from "
                  "their own launches; they run one after the other instead")
         return own

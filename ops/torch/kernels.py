@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .. import known_answer, registry, runtime
+from .. import executor, known_answer, registry, runtime
+from ..operators import conv_pair
 from ..precision import allowed_split
 from ..validation import check, say_once
 from . import calls, plans
@@ -410,9 +411,18 @@ def paired_gradients(input_args: tuple, weight_args: tuple) -> tuple:
     key = calls.signature((*input_args, weight_args[0], weight_args[-1]))
     paired = _PAIRS.get(key)
     if paired is None:
-        paired = _PAIRS[key] = calls.Paired(conv_backward_input.prepared(input_args),
-                                            conv_backward_weight.prepared(weight_args))
+        first, second = conv_backward_input.prepared(input_args), conv_backward_weight.prepared(weight_args)
+        paired = _PAIRS[key] = calls.Paired(first, second, _joint(first, second))
     return paired(input_args, weight_args)
+
+
+def _joint(first: calls.Prepared, second: calls.Prepared):
+    """The one module of a layer's two gradients (``executor.joined``, where the policy joins them), where both
+    calls launch their own checked kernels (no fallback, no ``OPS_VERIFY=always``) and are one convolution's."""
+    own = all(c.kernel is not None and c.fallback is None and not (c.empty or c.always) for c in (first, second))
+    if not own or not conv_pair.pairs(first.problem, second.problem):
+        return None
+    return executor.joined(conv_pair.ConvBwdPair(first.problem, second.problem), first.kernel, second.kernel)
 
 
 _register_autograd("conv", _conv_backward, _conv_setup)

@@ -56,7 +56,8 @@ def precompile(model: nn.Module, example_input, *, device: str | None = None, wo
     target = targets.target_for_device(device, "precompile")
     problems = _record_step(model, inputs, device)
     alternatives = list({specs[0].name + specs[0].key(None): specs for specs in (
-        policy.module_specs(problem, target) for problem in problems)}.values())
+        *(policy.module_specs(problem, target) for problem in problems),
+        *([spec] for spec in policy.pair_specs(problems, target)))}.values())
     done = []
 
     def build(specs):
