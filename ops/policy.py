@@ -538,11 +538,23 @@ def joins(pair: conv_pair.ConvBwdPair, target: Target) -> bool:
     return target.gpu and not target.transients and pair.data.precision in SCALED_PRECISIONS
 
 
+# flags a pair compiles its weight gradient with where only its backward-data takes them: with each, IREE 3.13
+# builds the f16x1 weight gradient's flow program unchanged (compared at --compile-to=flow: the pad fusion on
+# ResNet-50's channels-last stride-1 3x3 layers and r3d_18's 3x3x3 ones, whose split writes x's padding itself; the
+# kept transposes on ResNet-50's channels-first 1x1 layers; tests/test_conv_pair.py). A backward-data gains none:
+# r3d_18's 64- and 512-channel ones built other programs with their weight gradients' split reduction.
+PAIR_WEIGHT_FLAGS = ("--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",
+                     "--iree-global-opt-propagate-transposes=false")
+
+
 def pair_spec(pair: conv_pair.ConvBwdPair, data: compiler.ModuleSpec,
               weight: compiler.ModuleSpec) -> compiler.ModuleSpec | None:
-    """The pair's module, of ``data`` and ``weight``, the modules its two problems' calls serve: where it ``joins``
-    and the two compile with the same flags; else None."""
-    if not joins(pair, data.target) or data.flags != weight.flags:
+    """The pair's module, of ``data`` and ``weight``, the modules its two problems' calls serve, with ``data``'s
+    flags: where it ``joins``, and ``weight`` compiles with those, or with fewer of ``PAIR_WEIGHT_FLAGS`` only; else
+    None."""
+    extra = [f for f in data.extra_flags if f not in weight.extra_flags]
+    if (not joins(pair, data.target) or data.target != weight.target
+            or not set(weight.extra_flags) <= set(data.extra_flags) or not set(extra) <= set(PAIR_WEIGHT_FLAGS)):
         return None
     return compiler.ModuleSpec(pair.name, conv_pair.render(pair, data.mlir, weight.mlir), data.target,
                                data.extra_flags, pair.summary)

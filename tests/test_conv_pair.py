@@ -4,6 +4,7 @@ pair only where its first results are the two calls' own."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 
@@ -21,7 +22,8 @@ WIDER = dict(batch=8, in_channels=64, out_channels=128, input_spatial=(16, 16)) 
 
 
 def _pair(precision="f16x1", filters=3, **changes) -> conv_pair.ConvBwdPair:
-    params = dict(LAYER, filter_spatial=(filters, filters), padding=filters // 2, precision=precision, **changes)
+    params = dict(LAYER, padding=filters // 2, precision=precision, **changes)
+    params["filter_spatial"] = (filters,) * len(params["input_spatial"])
     return conv_pair.ConvBwdPair(conv_bwd_data.problem_from_params(**params),
                                  grouped_conv_bwd_weight.problem_from_params(groups=1, **params))
 
@@ -30,12 +32,18 @@ def _spec(pair: conv_pair.ConvBwdPair, target=CUDA):
     return policy.pair_spec(pair, policy.module_spec(pair.data, target), policy.module_spec(pair.weight, target))
 
 
-def _dispatches(spec: compiler.ModuleSpec, tmp_path) -> list[str]:
-    source, flow = tmp_path / f"{spec.name}.mlir", tmp_path / f"{spec.name}.flow.mlir"
+def _flow(spec: compiler.ModuleSpec, workdir) -> str:
+    """``spec``'s module compiled to IREE's flow program (its dispatches formed)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    source, flow = workdir / f"{spec.name}.mlir", workdir / f"{spec.name}.flow.mlir"
     source.write_text(spec.mlir)
     subprocess.run([compiler.compiler_tool(), str(source), *spec.flags, "--compile-to=flow", "-o", str(flow)],
                    check=True, capture_output=True)
-    return re.findall(r"flow\.dispatch @\w+::@(\w+)", flow.read_text())
+    return flow.read_text()
+
+
+def _dispatches(spec: compiler.ModuleSpec, tmp_path) -> list[str]:
+    return re.findall(r"flow\.dispatch @\w+::@(\w+)", _flow(spec, tmp_path))
 
 
 @pytest.mark.parametrize("filters, stride, fewer", [(1, 1, 3), (3, 2, 2)])
@@ -72,14 +80,18 @@ def test_the_pair_computes_both_gradients(tmp_path, rng):
 
 
 def test_the_policy_joins_scaled_gradients_of_one_convolution_on_gpus():
-    """A pair where both gradients are f16x1 on a GPU and compile with the same flags; none where the flags differ
-    (a channels-last stride-1 3x3 backward-data fuses its padding, its weight gradient does not), on the CPU, in
-    float32 or bf16x3 (nothing to share); no ``pairs`` of two convolutions' problems, or of a backward-data with an
-    epilogue."""
+    """A pair where both gradients are f16x1 on a GPU, with the backward-data's flags: also where only it fuses its
+    padding (a channels-last stride-1 3x3 layer); none where the weight gradient takes a flag the backward-data does
+    not (r3d_18's 64-channel 3x3x3 layer: the split reduction), on the CPU, in float32 or bf16x3 (nothing to share);
+    no ``pairs`` of two convolutions' problems, or of a backward-data with an epilogue."""
     assert _spec(_pair(stride=2, **WIDER)) is not None and _spec(_pair(filters=1)) is not None
-    apart = _pair(**WIDER)
-    assert policy.module_spec(apart.data, CUDA).flags != policy.module_spec(apart.weight, CUDA).flags
-    assert _spec(apart) is None
+    unfused = _pair(**WIDER)
+    data, weight = (policy.module_spec(p, CUDA) for p in (unfused.data, unfused.weight))
+    assert data.extra_flags == policy.PAIR_WEIGHT_FLAGS[:1] and weight.extra_flags == ()
+    assert _spec(unfused).flags == data.flags
+    video = _pair(batch=8, in_channels=64, out_channels=64, input_spatial=(16, 56, 56), filters=3, layout="NDHWC")
+    assert "--iree-dispatch-creation-enable-split-reduction" in policy.module_spec(video.weight, CUDA).extra_flags
+    assert _spec(video) is None
     assert _spec(_pair(precision="float32")) is None and _spec(_pair(precision="bf16x3")) is None
     assert not policy.joins(_pair(), targets.parse_target("llvm-cpu"))
     other = _pair(out_channels=48)
@@ -87,6 +99,22 @@ def test_the_policy_joins_scaled_gradients_of_one_convolution_on_gpus():
     relu = grouped_conv_bwd_data.problem_from_params(**LAYER, groups=1, filter_spatial=(3, 3), padding=1,
                                                      epilogue="where(d0 <= 0, 0, acc)", d_kinds=("full",))
     assert not conv_pair.pairs(relu, _pair(precision="float32").weight)
+
+
+@pytest.mark.parametrize("layer", [dict(batch=32, in_channels=64, out_channels=64, input_spatial=(56, 56)),
+                                   dict(batch=32, in_channels=128, out_channels=512, input_spatial=(28, 28),
+                                        layout="NCHW", filters=1)])
+def test_the_pairs_weight_flags_leave_its_weight_gradients_program_as_it_is(tmp_path, layer):
+    """policy.PAIR_WEIGHT_FLAGS: ResNet-50's 64-channel 3x3 layer (channels-last, its backward-data fuses its
+    padding) and 128 -> 512 1x1 layer (channels-first, its backward-data keeps its transposes): the weight
+    gradient's flow program with the backward-data's flags is the one without, so its pair computes it alike."""
+    pair = _pair(**{**LAYER, **layer})
+    data, weight = (policy.module_spec(p, CUDA) for p in (pair.data, pair.weight))
+    extra = tuple(f for f in data.extra_flags if f not in weight.extra_flags)
+    assert extra and set(extra) <= set(policy.PAIR_WEIGHT_FLAGS)
+    flows = [_flow(dataclasses.replace(weight, extra_flags=weight.extra_flags + more), tmp_path / str(i))
+             for i, more in enumerate(((), extra))]
+    assert flows[0] == flows[1]
 
 
 def test_precompile_builds_each_layers_pair_on_cuda():
