@@ -100,10 +100,16 @@ def _keeps_float32_gemm(problem, split_problem) -> bool:
 # phases in float32 beat the split (docs/perf/h200-data-gemm: at C = 64, 0.050 against 0.086 ms and 0.166 against
 # 0.287; from C = 256, 4-8x slower than it). Channels-first, they are slower at any C (0.34-7.2 ms).
 DATA_SPLIT_MIN_CHANNELS = 128
+# f16x1's, whose grad_out scaling a layer's pair shares with its weight gradient (ops/operators/conv_pair.py): from
+# 64. On an H200 (docs/perf/h200-joint-gradients/step_ab_n111_n112.log), captured steps in turns, TF32 on:
+# ResNet-50 channels_last 19.24 / 19.28 -> 18.90 / 18.91 ms, MobileNetV2 16.30 / 16.30 -> 16.11 / 16.04,
+# EfficientNet-B0 14.12 -> 13.76. Alone, ResNet-50's 64 -> 256 1x1 module is level with the float32 GEMM (0.144
+# against 0.148 ms, docs/perf/h200-split-weight-rows/exp62).
+SCALED_DATA_SPLIT_MIN_CHANNELS = 64
 
 
 # Where the CUDA table tiles a stride-1 one-tap float32 GEMM (gemm_tiles), which beats bf16x3 there, f16x1's gemm
-# form beats it channels-last (at the DATA_SPLIT_MIN_CHANNELS the split takes there) and channels-first at most
+# form beats it channels-last (at the SCALED_DATA_SPLIT_MIN_CHANNELS the split takes there) and channels-first at most
 # this many positions an image (where the table's float32 tile is 49 positions). On an H200
 # (docs/perf/h200-f16x1-data/exp41.log), ResNet-50's 1x1 stride-1 layers at batch 32, iree-benchmark-module medians,
 # float32 GEMM against f16x1: channels-last, the ten of 128 channels or more 0.102-0.288 ms, 1.971 in sum -> 1.326
@@ -135,9 +141,9 @@ def _splits_data(problem, split: str) -> bool:
     """Whether a float32 conv_bwd_data is split: the gemm form (``data_gemm``) where the problem is one-tap and
     unpadded with one group, its output channels and its rows come in whole GEMM_BLOCK blocks (the GEMM's
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
-    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels, but not at stride 1 where
-    the CUDA table tiles its float32 GEMM (``gemm_tiles``; strided, the split ran 1.1-1.7x faster than that GEMM:
-    docs/perf/h100-f32-data-tiles) unless f16x1 beats it there (``_beats_float32_gemm``); the split_conv form
+    form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels (scaled, at least
+    SCALED_DATA_SPLIT_MIN_CHANNELS), but not at stride 1 where the CUDA table tiles its float32 GEMM (``gemm_tiles``;
+    strided, the split ran 1.1-1.7x faster than that GEMM: docs/perf/h100-f32-data-tiles) unless f16x1 beats it there (``_beats_float32_gemm``); the split_conv form
     (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
     pipeline) where the problem is of stride 1 with several taps; scaled (f16x1), the stride phases of scaled
     operands (``data_scaled``) where the problem is of a stride above 1 with several taps."""
@@ -149,4 +155,8 @@ def _splits_data(problem, split: str) -> bool:
         return False  # the float32 GEMM, tiled by the table's rule (gemm_tiles), beats bf16x3 at stride 1
     return (data_gemm.applies(problem) and problem.out_channels % GEMM_BLOCK == 0
             and data_gemm.rows(problem) % GEMM_BLOCK == 0
-            and (not problem.channels_last or problem.in_channels >= DATA_SPLIT_MIN_CHANNELS))
+            and (not problem.channels_last or problem.in_channels >= _data_split_min_channels(split)))
+
+
+def _data_split_min_channels(split: str) -> int:
+    return SCALED_DATA_SPLIT_MIN_CHANNELS if split in SCALED_PRECISIONS else DATA_SPLIT_MIN_CHANNELS

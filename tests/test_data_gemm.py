@@ -124,7 +124,8 @@ def test_split_problems_take_the_gemm_form_and_float32_ones_in_whole_strides_on_
     (dict(), False, "float32"),
     (dict(batch=3), True, "float32"),                              # 3 x 42 rows: no whole 32-row blocks
     (dict(batch=32, out_channels=24), True, "float32"),            # K not in whole 32-channel blocks
-    (dict(batch=32, layout="NHWC", in_channels=64), True, "float32"),  # channels-last, fewer than 128 columns
+    (dict(batch=32, layout="NHWC", in_channels=32), True, "float32"),  # channels-last, fewer than 64 columns
+    (dict(batch=32, layout="NHWC", in_channels=64), True, "f16x1 only"),  # bf16x6 from 128 columns, f16x1 from 64
     (dict(batch=32, layout="NHWC", in_channels=128), True, "f16x1 only"),  # stride 1: f16x1 beats the float32 GEMM
     (dict(batch=32, layout="NHWC", in_channels=128, input_spatial=(14, 14), stride=2), True, "f16x1"),
     (dict(batch=32, filter_spatial=(3, 3), padding=1), True, "f16x1"),    # stride 1: the split_conv form
