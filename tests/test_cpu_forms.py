@@ -748,6 +748,25 @@ def _stem_choice(**params) -> tuple[str, bool]:
     return policy.forms_for(problem, CPU)[0].contraction, NN_FLAG in policy.module_spec(problem, CPU).extra_flags
 
 
+@pytest.mark.parametrize("host, many", [
+    (ZEN4_HOST | {"avx512_fp16"}, "per_image"),  # an Intel Xeon without AMX: 1.7-1.8x (docs/perf/xeon-3d-weight-forms)
+    (ZEN4_HOST, "per_image_nn"),                  # AMD Zen 4: per_image_nn the faster (docs/perf/zen4-resnet50)
+])
+def test_3d_weight_gradients_of_many_positions_take_per_image_on_the_intel_host(monkeypatch, host, many):
+    """r3d_18's channels-first 3x3x3 weight gradients (batch 4) of 6,272 output positions an image, at stride 1 and 2,
+    take per_image on the Intel host and per_image_nn on Zen 4; of 784 positions per_image_nn on both; the 64-channel
+    16x56x56 layer the shifted form on both."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+    layer = dict(in_channels=128, out_channels=128, input_spatial=(8, 28, 28), filter_spatial=(3, 3, 3), stride=1,
+                 padding=1, layout="NCDHW")
+    assert _stem_choice(**layer)[0] == many
+    assert _stem_choice(**{**layer, "in_channels": 64, "input_spatial": (16, 56, 56), "stride": 2})[0] == many
+    assert _stem_choice(**{**layer, "in_channels": 256, "out_channels": 256, "input_spatial": (4, 14, 14)})[0] == (
+        "per_image_nn")
+    assert _stem_choice(**{**layer, "in_channels": 64, "out_channels": 64, "input_spatial": (16, 56, 56)})[0] == (
+        "shifted")
+
+
 @pytest.mark.parametrize("host, stem", [
     (ZEN4_HOST | {"avx512_fp16"}, "per_image_nn"),  # an Intel Xeon without AMX: 1.07-1.54x (docs/perf/xeon-stem-3x3)
     (ZEN4_HOST, "per_image"),                        # unmeasured on Zen 4: the stem rule's
