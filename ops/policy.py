@@ -533,8 +533,8 @@ def module_spec(problem, target: Target, extra_flags: tuple[str, ...] = (), conf
 def joins(pair: conv_pair.ConvBwdPair, target: Target) -> bool:
     """Whether a layer's two gradients run as one module (``conv_pair``) on ``target``: on a GPU, where both scale
     grad_out into a float16 copy (f16x1), whose largest magnitude (and, where the two tile it alike, the copy) the
-    pair computes once. ResNet-50's 1x1 and 3x3 layers: 3 dispatches fewer each, of 15 and 17
-    (``docs/perf/h200-joint-gradients/``)."""
+    pair computes once: 3 dispatches fewer on ResNet-50's 1x1 and stride-1 3x3 layers (of 15 and 17), 2 on its
+    strided ones (``docs/perf/h200-joint-gradients/``)."""
     return target.gpu and not target.transients and pair.data.precision in SCALED_PRECISIONS
 
 

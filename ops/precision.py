@@ -109,8 +109,8 @@ SCALED_DATA_SPLIT_MIN_CHANNELS = 64
 
 
 # Where the CUDA table tiles a stride-1 one-tap float32 GEMM (gemm_tiles), which beats bf16x3 there, f16x1's gemm
-# form beats it channels-last (at the SCALED_DATA_SPLIT_MIN_CHANNELS the split takes there) and channels-first at most
-# this many positions an image (where the table's float32 tile is 49 positions). On an H200
+# form beats it channels-last (at the SCALED_DATA_SPLIT_MIN_CHANNELS the split takes there) and channels-first at
+# most this many positions an image (where the table's float32 tile is 49 positions). On an H200
 # (docs/perf/h200-f16x1-data/exp41.log), ResNet-50's 1x1 stride-1 layers at batch 32, iree-benchmark-module medians,
 # float32 GEMM against f16x1: channels-last, the ten of 128 channels or more 0.102-0.288 ms, 1.971 in sum -> 1.326
 # (c128 -> k512 level at 0.160 / 0.156; C = 64 slower, 0.064 -> 0.099 and 0.151 -> 0.264); channels-first at 14x14
@@ -143,10 +143,11 @@ def _splits_data(problem, split: str) -> bool:
     reduction, which IREE pads into the next part's channels otherwise, and its rows, as the weight gradient's gemm
     form), and it is channels-first or has at least DATA_SPLIT_MIN_CHANNELS input channels (scaled, at least
     SCALED_DATA_SPLIT_MIN_CHANNELS), but not at stride 1 where the CUDA table tiles its float32 GEMM (``gemm_tiles``;
-    strided, the split ran 1.1-1.7x faster than that GEMM: docs/perf/h100-f32-data-tiles) unless f16x1 beats it there (``_beats_float32_gemm``); the split_conv form
-    (``data_split_conv``: the forward convolution over 3K channels, a 16-bit convolution IREE gives its matrix
-    pipeline) where the problem is of stride 1 with several taps; scaled (f16x1), the stride phases of scaled
-    operands (``data_scaled``) where the problem is of a stride above 1 with several taps."""
+    strided, the split ran 1.1-1.7x faster than that GEMM: docs/perf/h100-f32-data-tiles) unless f16x1 beats it
+    there (``_beats_float32_gemm``); the split_conv form (``data_split_conv``: the forward convolution over 3K
+    channels, a 16-bit convolution IREE gives its matrix pipeline) where the problem is of stride 1 with several
+    taps; scaled (f16x1), the stride phases of scaled operands (``data_scaled``) where the problem is of a stride
+    above 1 with several taps."""
     if data_split_conv.applies(problem) or data_scaled.computes(problem, split):
         return True
     gemm = stride_phases.Form(contraction="gemm")

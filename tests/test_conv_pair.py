@@ -124,7 +124,8 @@ def test_precompile_builds_each_layers_pair_on_cuda():
     from ops.torch import kernels
     import ops.torch as otorch
 
-    model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.Conv2d(16, 32, 3, padding=1)))
+    model = otorch.convert(torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1),
+                                               torch.nn.Conv2d(16, 32, 3, padding=1)))
     x = torch.randn(4, 3, 8, 8)
     with kernels.recording(None) as problems:
         model(x).sum().backward()

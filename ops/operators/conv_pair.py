@@ -5,9 +5,10 @@ called by one function that reads grad_out once as an argument of both.
 
 Each module is the one its own problem's call serves (the same form, tiles and flags), made private. Where both
 compute in a scaled split (f16x1), each scales grad_out by its largest magnitude into a float16 copy by the same
-lines: IREE's common-subexpression elimination keeps one of each, so the pair reads grad_out's float32 twice where
-the two modules read it four times (``policy.joins``). Nothing else is shared, and nothing else changes: the pair's
-results are the two modules' own, bit for bit, which is how ``ops.torch`` takes it (``calls.Joint``)."""
+lines: IREE's common-subexpression elimination keeps one of each (one largest magnitude and two copies where the two
+tile their copies apart), so the pair reads grad_out's float32 two or three times where the two modules read it
+four times (``policy.joins``). Nothing else is shared, and nothing else changes: the pair's results are the two
+modules' own, bit for bit, which is how ``ops.torch`` takes it (``calls.Paired``)."""
 
 from __future__ import annotations
 
