@@ -132,6 +132,13 @@ EXAMPLES = [
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=16, out_channels=16,
                     input_spatial=(4, 8, 8), filter_spatial=(3, 3, 3), stride=2, padding=1, layout="NCDHW",
                     dtype="float32"),
+    # 3-D, 3136 output positions an image: on the Intel host without AMX, channels-first per_image (here strided,
+    # where the shifted form does not apply), channels-last the shifted form
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=16, out_channels=16,
+                    input_spatial=(8, 56, 56), filter_spatial=(3, 3, 3), stride=2, padding=1, layout="NCDHW",
+                    dtype="float32"),
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=8, out_channels=8,
+                    input_spatial=(4, 28, 28), filter_spatial=(3, 3, 3), padding=1, layout="NDHWC", dtype="float32"),
 ]
 # each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
 # taps form has none: its generic is elementwise)
@@ -765,6 +772,26 @@ def test_3d_weight_gradients_of_many_positions_take_per_image_on_the_intel_host(
         "per_image_nn")
     assert _stem_choice(**{**layer, "in_channels": 64, "out_channels": 64, "input_spatial": (16, 56, 56)})[0] == (
         "shifted")
+
+
+@pytest.mark.parametrize("host, wide", [
+    (ZEN4_HOST | {"avx512_fp16"}, "shifted"),  # an Intel Xeon without AMX: 2.9x (docs/perf/xeon-3d-weight-forms)
+    (ZEN4_HOST, "per_image_nn"),                # AMD Zen 4: the shifted form 0.73-1.09x from 128 channels
+])
+def test_channels_last_3d_weight_gradients_of_128_channels_take_the_shifted_form_on_the_intel_host(monkeypatch, host,
+                                                                                                   wide):
+    """r3d_18's channels-last 128-channel 3x3x3 weight gradient at 8x28x28 takes the shifted form on the Intel host
+    (the 64-channel one takes it on both); at 4x14x14 and at stride 2 per_image_nn on both."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+    layer = dict(in_channels=128, out_channels=128, input_spatial=(8, 28, 28), filter_spatial=(3, 3, 3), stride=1,
+                 padding=1, layout="NDHWC")
+    assert _stem_choice(**layer)[0] == wide
+    assert _stem_choice(**{**layer, "in_channels": 64, "out_channels": 64, "input_spatial": (16, 56, 56)})[0] == (
+        "shifted")
+    assert _stem_choice(**{**layer, "in_channels": 256, "out_channels": 256, "input_spatial": (4, 14, 14)})[0] == (
+        "per_image_nn")
+    assert _stem_choice(**{**layer, "in_channels": 64, "input_spatial": (16, 56, 56), "stride": 2})[0] == (
+        "per_image_nn")
 
 
 @pytest.mark.parametrize("host, stem", [
