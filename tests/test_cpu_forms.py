@@ -139,6 +139,9 @@ EXAMPLES = [
                     dtype="float32"),
     catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=8, out_channels=8,
                     input_spatial=(4, 28, 28), filter_spatial=(3, 3, 3), padding=1, layout="NDHWC", dtype="float32"),
+    # channels-last 1x1, 196 positions: on the Intel host without AMX, per_image_nn
+    catalog.problem("grouped_conv_bwd_weight", "ck_default", batch=1, groups=1, in_channels=32, out_channels=16,
+                    input_spatial=(14, 14), filter_spatial=(1, 1), layout="NHWC", dtype="float32"),
 ]
 # each CPU form's contraction: what marks it in the module, and what IREE names its contraction dispatches (the
 # taps form has none: its generic is elementwise)
@@ -772,6 +775,25 @@ def test_3d_weight_gradients_of_many_positions_take_per_image_on_the_intel_host(
         "per_image_nn")
     assert _stem_choice(**{**layer, "in_channels": 64, "out_channels": 64, "input_spatial": (16, 56, 56)})[0] == (
         "shifted")
+
+
+@pytest.mark.parametrize("host, intel", [(ZEN4_HOST | {"avx512_fp16"}, True), (ZEN4_HOST, False)])
+def test_channels_last_2d_weight_gradients_take_per_image_nn_from_196_positions_on_the_intel_host(monkeypatch, host,
+                                                                                                    intel):
+    """ResNet-50's channels-last weight gradients (batch 4) on the Intel host without AMX: per_image_nn from 196
+    output positions an image, 1x1 layers included, up to 512 output channels (docs/perf/xeon-3d-weight-forms);
+    on Zen 4 the 1x1 and 14x14 layers keep im2col (its rule starts at 784 positions, 1x1 left out)."""
+    monkeypatch.setattr(targets, "host_cpu_flags", lambda: frozenset(host))
+    layer = dict(in_channels=1024, out_channels=256, input_spatial=(14, 14), filter_spatial=(1, 1), stride=1,
+                 padding=0, layout="NHWC")
+    assert _stem_choice(**layer)[0] == ("per_image_nn" if intel else "im2col")
+    assert _stem_choice(**{**layer, "in_channels": 256, "filter_spatial": (3, 3), "padding": 1})[0] == (
+        "per_image_nn" if intel else "im2col")
+    assert _stem_choice(**{**layer, "in_channels": 256, "out_channels": 1024})[0] == "im2col"  # K = 1024
+    assert _stem_choice(**{**layer, "in_channels": 2048, "out_channels": 512, "input_spatial": (7, 7)})[0] == (
+        "im2col")  # 49 positions
+    assert _stem_choice(**{**layer, "in_channels": 64, "out_channels": 64, "input_spatial": (56, 56),
+                           "filter_spatial": (3, 3), "padding": 1})[0] == "shifted"
 
 
 @pytest.mark.parametrize("host, wide", [
