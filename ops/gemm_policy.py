@@ -90,8 +90,7 @@ def default_batch_split(problem, target: Target) -> int:
 def _image_chunks(problem) -> bool:
     """Whether a GPU's generic reduces ``problem`` an image a chunk (``IMAGE_CHUNK_MIN_POSITIONS``): float16 into
     float32, padded, one group, several taps, stride 1, at least that many output positions an image."""
-    padded = any(low or high for low, high in problem.padding)
-    return (problem.dtype == "float16" and problem.out_dtype == "float32" and padded
+    return (problem.dtype == "float16" and problem.out_dtype == "float32" and problem.padded
             and problem.groups == 1 and math.prod(problem.filter_spatial) > 1 and not problem.strided
             and math.prod(problem.output_spatial) >= IMAGE_CHUNK_MIN_POSITIONS)
 

@@ -65,6 +65,11 @@ class WindowProblem:
         return any(s > 1 for s in self.stride)
 
     @property
+    def padded(self) -> bool:
+        """Whether some spatial axis is zero-padded (at either end)."""
+        return any(lo or hi for lo, hi in self.padding)
+
+    @property
     def name(self) -> str:
         """Readable, deterministic, and covering every parameter: the module's function and file name."""
         windows = f"_s{_dims(self.stride)}_d{_dims(self.dilation)}_p{'x'.join(f'{lo}_{hi}' for lo, hi in self.padding)}"
@@ -144,7 +149,7 @@ class ConvProblem(WindowProblem):
     def one_tap_unpadded(self) -> bool:
         """Whether the filter has one tap and there is no padding: each output position reads x at s*o only, and the
         convolution's gradients are GEMMs (the gemm forms: ``weight_gemm``, ``data_gemm``)."""
-        return math.prod(self.filter_spatial) == 1 and not any(lo or hi for lo, hi in self.padding)
+        return math.prod(self.filter_spatial) == 1 and not self.padded
 
     @property
     def flops(self) -> int:

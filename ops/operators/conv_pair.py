@@ -58,6 +58,7 @@ def render(pair: ConvBwdPair, data_module: str, weight_module: str) -> str:
     """The pair's module from the two problems' modules (``compiler.ModuleSpec.mlir``): their type aliases written
     out (the two use the same names for different types), their functions made private, and the pair's function
     that calls both on its arguments: grad_out, the weight, x, then the two destinations."""
+    data_module, weight_module = _written_out(data_module), _written_out(weight_module)
     data_args, data_result = _signature(data_module, pair.data.name)
     weight_args, weight_result = _signature(weight_module, pair.weight.name)
     types = {**dict(weight_args), **dict(data_args)}
@@ -84,12 +85,13 @@ def _written_out(module: str) -> str:
 
 
 def _private(module: str, function: str) -> str:
-    return _written_out(module).replace(f"func.func @{function}(", f"func.func private @{function}(", 1)
+    return module.replace(f"func.func @{function}(", f"func.func private @{function}(", 1)
 
 
 def _signature(module: str, function: str) -> tuple[list[tuple[str, str]], str]:
-    """The public function's arguments ((name, type), the destination last) and result type, aliases written out."""
-    found = re.search(rf"^func\.func @{function}\((.*)\) -> (.+) \{{$", _written_out(module), re.M)
+    """The public function's arguments ((name, type), the destination last) and result type, in ``module`` (its
+    aliases written out)."""
+    found = re.search(rf"^func\.func @{function}\((.*)\) -> (.+) \{{$", module, re.M)
     assert found is not None, f"{OP}: no function @{function} in its module"
     args = [re.match(r"%?(\w+): ([^ ]+)", a).groups() for a in found.group(1).split(", %")]
     return args, found.group(2)

@@ -226,8 +226,7 @@ def _zero_channels_note(problem: ConvBwdWeightProblem) -> str:
 
 def _pads_x(problem: ConvBwdWeightProblem) -> bool:
     """Whether the gather reads x zero-padded: its padding, or zero channels (``gathered_channels``)."""
-    return gathers(problem) and (any(lo or hi for lo, hi in problem.padding)
-                                 or gathered_channels(problem) > problem.in_channels)
+    return gathers(problem) and (problem.padded or gathered_channels(problem) > problem.in_channels)
 
 
 def _gather_shape(problem: ConvBwdWeightProblem, copy: dict | None) -> list[int] | None:

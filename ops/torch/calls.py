@@ -82,9 +82,15 @@ class Prepared:
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     @property
+    def launches(self) -> bool:
+        """Whether every call runs this signature's own checked kernel, nothing else first (no fallback, no
+        ``OPS_VERIFY=always`` check, not empty)."""
+        return self.kernel is not None and not (self.always or self.empty or self.fallback)
+
+    @property
     def launched_on_cpu(self) -> bool:
         """Whether every call runs this signature's kernel through the CPU launcher (nothing else first)."""
-        return type(self.kernel) is cpu_executor.CpuLaunchedCall and not (self.always or self.empty or self.fallback)
+        return self.launches and type(self.kernel) is cpu_executor.CpuLaunchedCall
 
 
 class Paired:

@@ -419,8 +419,7 @@ def paired_gradients(input_args: tuple, weight_args: tuple) -> tuple:
 def _joint(first: calls.Prepared, second: calls.Prepared):
     """The one module of a layer's two gradients (``executor.joined``, where the policy joins them), where both
     calls launch their own checked kernels (no fallback, no ``OPS_VERIFY=always``) and are one convolution's."""
-    own = all(c.kernel is not None and c.fallback is None and not (c.empty or c.always) for c in (first, second))
-    if not own or not conv_pair.pairs(first.problem, second.problem):
+    if not (first.launches and second.launches and conv_pair.pairs(first.problem, second.problem)):
         return None
     return executor.joined(conv_pair.ConvBwdPair(first.problem, second.problem), first.kernel, second.kernel)
 
